@@ -1,0 +1,85 @@
+"""The ``gisnet`` command line: a thin layer over the library.
+
+Each subcommand lives in its own module ``gisnet.cli.<name>`` exposing
+``add_parser(subparsers)`` (which sets ``func``) and ``run(args) -> int``.
+A :class:`gisnet.errors.GisnetError` becomes one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from ..errors import GisnetError
+
+#: Subcommand modules, in the order ``gisnet --help`` lists them.
+COMMANDS = (
+    "run",
+    "validate",
+    "graph",
+    "obligations",
+    "frontage",
+    "trace",
+    "sampling_plan",
+    "samples",
+    "capacity",
+    "whatif",
+    "map",
+    "serve",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="gisnet",
+        description="Sewer-network answers from a town's GIS layers.",
+    )
+    parser.add_argument("--version", action="version", version=f"gisnet {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        modname = f"{__name__}.{name}"
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:
+                continue
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    quiet = getattr(args, "quiet", False)
+    verbose = getattr(args, "verbose", False)
+    level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.WARNING)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("gisnet: %(levelname)s: %(message)s"))
+    root = logging.getLogger("gisnet")
+    root.handlers = [h for h in root.handlers if isinstance(h, logging.NullHandler)]
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``gisnet`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args)
+    try:
+        return int(args.func(args) or 0)
+    except GisnetError as exc:
+        print(f"gisnet: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gisnet: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The canonical schema every reader maps to.
+
+Column names follow the units convention (``_ft``, ``_in``, ``_gpd``, ``_mgd``);
+default source names follow Esri's Local Government Information Model (LGIM),
+the most common US sewer schema, plus common variants. Matching of source
+columns is case-insensitive and also accepts the 10-character truncation a
+shapefile imposes on a longer name.
+
+After loading, every canonical layer is a GeoDataFrame in the town's working
+CRS with *all* canonical columns of its role present (missing ones filled with
+nulls), in the dtypes given here, plus ``geometry``. Extra source columns are
+kept after the canonical ones, under their source names.
+
+Normalised values
+-----------------
+mains.kind
+    ``sanitary``, ``storm``, ``combined``, ``force`` or ``unknown``.
+mains.owner / manholes.owner
+    ``public``, ``private`` or null (unknown, treated as public).
+mains.status / manholes.status
+    ``active``, ``inactive``, ``abandoned``, ``proposed`` or null (treated as active).
+manholes.kind
+    ``manhole``, ``cleanout``, ``junction``, ``fitting``, ``outfall``,
+    ``pump_station``, ``catch_basin``, ``plant`` or ``unknown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ROLES: tuple[str, ...] = (
+    "parcels",
+    "buildings",
+    "mains",
+    "manholes",
+    "plants",
+    "streets",
+    "laterals",
+    "users",
+)
+REQUIRED_ROLES: tuple[str, ...] = ("parcels", "mains")
+
+#: Geometry families each role accepts ("point", "line", "polygon").
+GEOMETRY: dict[str, tuple[str, ...]] = {
+    "parcels": ("polygon",),
+    "buildings": ("polygon", "point"),
+    "mains": ("line",),
+    "manholes": ("point",),
+    "plants": ("point", "polygon"),
+    "streets": ("line", "polygon"),
+    "laterals": ("line",),
+    "users": ("point", "polygon", "none"),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One canonical column: name, dtype, unit and the source names it takes."""
+
+    name: str
+    dtype: str  # "str", "float", "int", "bool", "date"
+    unit: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+    doc: str = ""
+
+
+def _c(name: str, dtype: str, unit: str = "", *aliases: str, doc: str = "") -> Column:
+    return Column(name, dtype, unit, tuple(aliases), doc)
+
+
+COLUMNS: dict[str, tuple[Column, ...]] = {
+    "mains": (
+        _c("main_id", "str", "", "FACILITYID", "FACILITY_ID", "ASSETID", "ASSET_ID", "PIPE_ID",
+           "PIPEID", "MAINID", "GRAVITYMAINID", "UNITID", "ID", "OBJECTID", "FID"),
+        _c("diameter_in", "float", "in", "DIAMETER", "DIA", "PIPE_DIA", "PIPEDIAM", "SIZE",
+           "PIPESIZE", "PIPE_SIZE", "DIAM", "DIAMETER_IN"),
+        _c("material", "str", "", "MATERIAL", "PIPE_MAT", "MATL", "PIPEMATERIAL"),
+        _c("up_invert_ft", "float", "ft", "UPELEV", "UPSTREAMINVERT", "US_INV", "UPINVERT",
+           "UP_INV", "INV_UP", "UPSTREAM_INV", "US_INVERT", "FROMINV", "UPELEVATION"),
+        _c("down_invert_ft", "float", "ft", "DOWNELEV", "DOWNSTREAMINVERT", "DS_INV",
+           "DOWNINVERT", "DN_INV", "INV_DN", "DOWNSTREAM_INV", "DS_INVERT", "TOINV",
+           "DOWNELEVATION"),
+        _c("slope", "float", "ft/ft", "SLOPE", "PIPESLOPE", "GRADE"),
+        _c("from_node", "str", "", "FROMMH", "FROM_MH", "UPMH", "US_MH", "FROMNODE", "FROM_NODE",
+           "UPSTREAMMH", "USNODE"),
+        _c("to_node", "str", "", "TOMH", "TO_MH", "DNMH", "DS_MH", "TONODE", "TO_NODE",
+           "DOWNSTREAMMH", "DSNODE"),
+        _c("kind", "str", "", "WATERTYPE", "SEWERTYPE", "SEWER_TYPE", "PIPETYPE", "TYPE",
+           "SYSTEM", "FLOWTYPE"),
+        _c("owner", "str", "", "OWNEDBY", "OWNER", "OWNERSHIP"),
+        _c("status", "str", "", "ACTIVEFLAG", "LIFECYCLESTATUS", "STATUS", "ENABLED"),
+        _c("street", "str", "", "STREET", "LOCDESC", "LOCATION", "STREETNAME"),
+        _c("install_date", "date", "", "INSTALLDATE", "INSTALL_DATE", "YEARBUILT", "INSTALLED"),
+    ),
+    "manholes": (
+        _c("node_id", "str", "", "FACILITYID", "FACILITY_ID", "MH_ID", "MHID", "MANHOLEID",
+           "NODE_ID", "NODEID", "ASSETID", "ID", "OBJECTID", "FID"),
+        _c("rim_ft", "float", "ft", "RIMELEV", "RIM_ELEV", "RIM", "RIMELEVATION"),
+        _c("invert_ft", "float", "ft", "INVERTELEV", "INVERT", "INV_ELEV", "INVELEV"),
+        _c("kind", "str", "", "MANHOLETYPE", "NODETYPE", "STRUCTTYPE", "TYPE", "FEATTYPE"),
+        _c("owner", "str", "", "OWNEDBY", "OWNER", "OWNERSHIP"),
+        _c("status", "str", "", "ACTIVEFLAG", "LIFECYCLESTATUS", "STATUS", "ENABLED"),
+    ),
+    "plants": (
+        _c("plant_id", "str", "", "FACILITYID", "PLANT_ID", "PLANTID", "NPDES", "PERMIT", "ID"),
+        _c("name", "str", "", "NAME", "FACILITYNAME", "PLANTNAME"),
+        _c("design_flow_mgd", "float", "MGD", "DESIGNFLOW", "DESIGN_MGD", "DESIGN_FLOW",
+           "CAPACITY", "DESIGNCAP"),
+        _c("avg_flow_mgd", "float", "MGD", "AVGFLOW", "AVG_MGD", "AVERAGE_FLOW", "AVG_FLOW"),
+        _c("node_id", "str", "", "NODE_ID", "OUTLETNODE", "MH_ID"),
+    ),
+    "parcels": (
+        _c("parcel_id", "str", "", "PARCEL_ID", "PARCELID", "PIN", "PARID", "PID", "SBL",
+           "MAP_PAR_ID", "ML", "APN", "GIS_ID", "ID", "OBJECTID", "FID"),
+        _c("address", "str", "", "ADDRESS", "SITEADDR", "SITE_ADDR", "LOCATION", "ADDR",
+           "FULLADDR"),
+        _c("land_use", "str", "", "LAND_USE", "LANDUSE", "LUC", "USECODE", "USE_CODE", "PROPCLASS",
+           "CLASS"),
+        _c("dwelling_units", "int", "", "DWELLING_UNITS", "UNITS", "DU", "NUM_UNITS", "RES_UNITS"),
+        _c("bedrooms", "int", "", "BEDROOMS", "BEDS", "NUM_BEDS", "BEDROOM"),
+        _c("flow_gpd", "float", "gpd", "FLOW_GPD", "METERED_GPD", "WATER_GPD", "AVG_GPD"),
+        _c("septic", "bool", "", "SEPTIC", "ON_SEPTIC", "SEPTIC_YN", "SEWAGE"),
+        _c("connected", "bool", "", "CONNECTED", "SEWERED", "ON_SEWER", "SEWER_CONN"),
+        _c("sewer_available_date", "date", "", "SEWER_AVAILABLE_DATE", "SEWER_AVAIL", "SEWERDATE"),
+    ),
+    "buildings": (
+        _c("building_id", "str", "", "BUILDING_ID", "BLDG_ID", "BLDGID", "BUILDINGID", "ID",
+           "OBJECTID", "FID"),
+        _c("parcel_id", "str", "", "PARCEL_ID", "PARCELID", "PIN", "PARID", "PID", "SBL"),
+        _c("built_date", "date", "", "BUILT_DATE", "YEAR_BUILT", "YEARBUILT", "YR_BUILT"),
+        _c("use", "str", "", "USE", "BLDG_USE", "BLDGUSE", "OCCUPANCY"),
+    ),
+    "streets": (
+        _c("street_id", "str", "", "STREET_ID", "SEGMENT_ID", "ROADID", "ID", "OBJECTID", "FID"),
+        _c("name", "str", "", "NAME", "STREET", "ST_NAME", "FULLNAME", "STREETNAME"),
+        _c("width_ft", "float", "ft", "WIDTH_FT", "ROW_WIDTH", "WIDTH", "ROWWIDTH"),
+    ),
+    "laterals": (
+        _c("lateral_id", "str", "", "FACILITYID", "LATERAL_ID", "LATERALID", "ID", "OBJECTID",
+           "FID"),
+        _c("parcel_id", "str", "", "PARCEL_ID", "PARCELID", "PIN", "PARID"),
+        _c("building_id", "str", "", "BUILDING_ID", "BLDG_ID", "BLDGID"),
+        _c("main_id", "str", "", "MAIN_ID", "MAINID", "GRAVITYMAIN"),
+    ),
+    "users": (
+        _c("user_id", "str", "", "USER_ID", "USERID", "PERMIT", "PERMIT_NO", "IU_ID", "ID"),
+        _c("name", "str", "", "NAME", "FACILITY", "COMPANY"),
+        _c("parcel_id", "str", "", "PARCEL_ID", "PARCELID", "PIN", "PARID"),
+        _c("building_id", "str", "", "BUILDING_ID", "BLDG_ID", "BLDGID"),
+        _c("process_flow_gpd", "float", "gpd", "PROCESS_FLOW_GPD", "PROC_GPD", "PROCESS_GPD",
+           "PROCFLOW"),
+        _c("categorical", "bool", "", "CATEGORICAL", "CAT_IU", "CIU"),
+        _c("industrial", "bool", "", "INDUSTRIAL", "IND"),
+        _c("sic_code", "str", "", "SIC", "SIC_CODE", "NAICS"),
+    ),
+}
+
+#: The id column of each role.
+ID_COLUMN: dict[str, str] = {
+    "mains": "main_id",
+    "manholes": "node_id",
+    "plants": "plant_id",
+    "parcels": "parcel_id",
+    "buildings": "building_id",
+    "streets": "street_id",
+    "laterals": "lateral_id",
+    "users": "user_id",
+}
+
+#: Canonical value sets for normalised text columns, with the source spellings
+#: (case-insensitive) each one accepts by default. A town file's
+#: ``[layers.ROLE.values.COLUMN]`` table extends these.
+VALUE_ALIASES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
+    ("mains", "kind"): {
+        "sanitary": ("sanitary", "sewer", "ss", "san", "wastewater", "sanitary line", "gravity",
+                     "gravity main", "sanitary sewer"),
+        "storm": ("storm", "sd", "stm", "stormwater", "storm line", "storm sewer", "drain"),
+        "combined": ("combined", "cso", "comb", "combined sewer"),
+        "force": ("force", "fm", "force main", "forcemain", "pressurized", "pressure"),
+    },
+    ("mains", "owner"): {
+        "public": ("public", "city", "town", "municipal", "district", "county", "village",
+                   "authority", "pub"),
+        "private": ("private", "pvt", "priv", "owner", "homeowner"),
+    },
+    ("mains", "status"): {
+        "active": ("active", "in service", "inservice", "1", "true", "yes", "y", "act"),
+        "inactive": ("inactive", "out of service", "0", "false", "no", "n", "inact"),
+        "abandoned": ("abandoned", "abandoned in place", "removed", "aban", "retired"),
+        "proposed": ("proposed", "planned", "design", "future"),
+    },
+    ("manholes", "kind"): {
+        "manhole": ("manhole", "mh", "sanitary manhole", "sewer manhole", "standard"),
+        "cleanout": ("cleanout", "co", "clean out"),
+        "junction": ("junction", "jct", "tee", "wye"),
+        "fitting": ("fitting", "bend", "elbow", "reducer", "cap", "plug"),
+        "outfall": ("outfall", "outlet", "discharge"),
+        "pump_station": ("pump station", "pumpstation", "lift station", "ps", "pump_station"),
+        "catch_basin": ("catch basin", "catchbasin", "cb", "inlet", "storm inlet"),
+        "plant": ("plant", "wwtf", "wwtp", "treatment plant"),
+    },
+}
+VALUE_ALIASES[("manholes", "owner")] = VALUE_ALIASES[("mains", "owner")]
+VALUE_ALIASES[("manholes", "status")] = VALUE_ALIASES[("mains", "status")]
+
+
+def columns(role: str) -> tuple[Column, ...]:
+    """The canonical columns of a layer role, in order."""
+    return COLUMNS[role]
+
+
+def column_names(role: str) -> list[str]:
+    """Names of the canonical columns of a layer role, in order."""
+    return [c.name for c in COLUMNS[role]]
