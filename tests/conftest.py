@@ -1,0 +1,36 @@
+"""Shared test fixtures: paths to the bundled sample town and the real datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "layers" / "sample"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+TOWNS = Path(__file__).resolve().parent / "towns"
+ARTIFACTS = Path(__file__).resolve().parent / "_artifacts"
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    """The bundled sample town (layers/sample)."""
+    if not (SAMPLE / "gisnet.toml").exists():
+        pytest.skip("layers/sample has not been generated (scripts/make_sample_town.py)")
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real public datasets in ../shared/data."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real datasets not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Folder for screenshots and other test output (git-ignored)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
