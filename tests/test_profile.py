@@ -1,0 +1,295 @@
+"""Jurisdiction profiles: loading, validation, and the ordinance numbers they carry."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gisnet.errors import ConfigError
+from gisnet.profile import (
+    RULES_DIR,
+    Profile,
+    builtin_profiles,
+    load_profile,
+    profile_from_dict,
+)
+
+ORDINANCES = Path("/work/shared/ordinances")
+POUGH_TEXT = ORDINANCES / "000_65e7348f2a170378.txt"
+BERLIN_TEXT = ORDINANCES / "004_a7fa39fed03728db.txt"
+
+
+def _raw(name: str) -> dict:
+    with (RULES_DIR / f"{name}.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    """Write a profile dict as TOML (a tiny writer for the shapes profiles use)."""
+
+    def val(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        return repr(v)
+
+    lines: list[str] = []
+
+    def table(name: str, d: dict, array: bool = False) -> None:
+        lines.append(f"[[{name}]]" if array else f"[{name}]")
+        subs = []
+        for k, v in d.items():
+            if isinstance(v, dict):
+                subs.append((k, v))
+            elif isinstance(v, list) and v and isinstance(v[0], dict):
+                subs.append((k, v))
+            else:
+                lines.append(f'"{k}" = {val(v)}')
+        for k, v in subs:
+            if isinstance(v, dict):
+                table(f"{name}.{k}", v)
+            else:
+                for e in v:
+                    table(f"{name}.{k}", e, array=True)
+
+    for sec, body in data.items():
+        if isinstance(body, list):
+            for e in body:
+                table(sec, e, array=True)
+        else:
+            table(sec, body)
+    p = tmp_path / "town-profile.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_builtins_are_listed_and_load():
+    assert builtin_profiles() == ["berlin-nh", "poughkeepsie-fourth-ward"]
+    for name in builtin_profiles():
+        p = load_profile(name)
+        assert isinstance(p, Profile)
+        assert p.id == name
+        assert p.raw["profile"]["id"] == name
+
+
+def test_poughkeepsie_connection_rule_matches_ordinance():
+    c = load_profile("poughkeepsie-fourth-ward").connection
+    assert c.distance_ft == 300.0
+    assert c.measure == "property_line"
+    assert c.deadline_days == 30
+    assert c.section == "§ 168-22.2G"
+    assert c.applies_to == "all"
+    assert "public health hazard" in c.notice_condition
+    assert "highway improvement program" in c.notice_condition
+    assert c.require_abutting is True
+    assert set(c.eligible_kinds) == {"sanitary", "combined"}
+    assert c.septic_max_years is None
+    text = POUGH_TEXT.read_text()
+    assert "within 300 feet of the property line" in text
+    assert "within 30 days after the date of official notice" in text
+
+
+def test_berlin_connection_rule_matches_ordinance():
+    c = load_profile("berlin-nh").connection
+    assert c.distance_ft == 200.0
+    assert c.measure == "building"
+    assert c.deadline_days == 90
+    assert c.section == "sec. 16-50"
+    assert c.applies_to == "new_buildings"
+    assert c.septic_max_years == 15
+    assert c.notice_condition == ""
+    text = BERLIN_TEXT.read_text()
+    assert "two hundred (200) feet of the building measured on a straight line" in text
+    assert "ninety (90) days after the date of official notice" in text
+    assert "fifteen (15) years" in text
+    assert "All newly constructed houses" in text
+
+
+def test_flow_thresholds_and_approvals():
+    pk = load_profile("poughkeepsie-fourth-ward")
+    (review,) = [a for a in pk.approvals if a.section == "§ 168-22.5G(4)"]
+    assert review.trigger == "review_flow_over" and review.flow_gpd == 10_000
+    assert pk.pretreatment.local_review_flow_gpd == 10_000
+    assert "10,000 gallons per day" in POUGH_TEXT.read_text()
+
+    be = load_profile("berlin-nh")
+    assert [a.flow_gpd for a in be.approvals_for("flow_over")] == [5000.0]
+    assert len(be.approvals_for("plant_over")) == 1
+    assert len(be.approvals_for("industrial")) == 1
+    assert be.capacity.plant_threshold == 0.80
+    btxt = BERLIN_TEXT.read_text()
+    assert "50 population equivalents (5,000 gpd)" in btxt
+    assert "in excess of 80% design flow capacity" in btxt
+    # PE definition: 50 PE = 5,000 gpd -> 100 gpd per PE
+    assert be.flow.gpd_per_pe == 5000 / 50
+    for p in (pk, be):
+        assert p.pretreatment.siu_process_flow_gpd == 25_000
+        assert p.pretreatment.siu_plant_fraction == 0.05
+        assert "403.3(v)" in p.pretreatment.siu_section
+
+
+def test_poughkeepsie_strength_limits():
+    p = load_profile("poughkeepsie-fourth-ward")
+    expect = {"bod": 240, "ss": 300, "temperature": 120, "cyanide": 2, "iron": 5,
+              "chromium": 5, "nickel": 1, "copper": 1, "cadmium": 3, "zinc": 3}
+    for name, value in expect.items():
+        assert p.limit(name).max == value, name
+    ph = p.limit("ph")
+    assert (ph.min, ph.max) == (6.5, 9.5)
+    assert p.limit("bod").section == "§ 168-22.5G(1)"
+    assert p.limit("ss").section == "§ 168-22.5G(2)"
+    assert p.limit("zinc").section == "§ 168-22.5C(9)"
+    assert p.limits.hourly_max_over_average == 3.0
+    assert (p.limits.slug_factor, p.limits.slug_minutes) == (5.0, 15.0)
+    text = POUGH_TEXT.read_text()
+    assert "higher than 120° F" in text
+    assert "between 6.5 and 9.5" in text
+    assert "BOD of more than 240 parts per million" in text
+
+
+def test_berlin_strength_limits():
+    p = load_profile("berlin-nh")
+    assert p.limits.normal_bod_mg_l == 250 and p.limits.normal_ss_mg_l == 300
+    assert p.limit("temperature").max == 150
+    assert p.limit("temperature_at_plant").max == 104
+    assert p.limits.hourly_max_over_average is None
+    text = BERLIN_TEXT.read_text()
+    assert "two hundred fifty (250) mg liter BOD and three hundred (300) mg liter SS" in text
+    assert "greater than 150°F" in text and "exceed 104°F" in text
+
+
+def test_design_constants():
+    for name in builtin_profiles():
+        p = load_profile(name)
+        assert p.capacity.manning_n == 0.013
+        assert p.capacity.min_velocity_fps == 2.0
+        assert p.capacity.min_slope_pct[8.0] == 0.40
+        assert p.capacity.min_slope_pct[36.0] == 0.05
+        assert list(p.capacity.min_slope_pct) == sorted(p.capacity.min_slope_pct)
+        assert p.flow.peaking_formula == "harmon" and p.flow.peaking_cap == 4.0
+        assert p.flow.gpd_per_person == 100.0
+        assert p.capacity.manning_n_material["PVC"] == 0.010
+    assert load_profile("berlin-nh").flow.gpd_per_bedroom == 150.0
+
+
+def test_profile_is_frozen_and_copyable():
+    p = load_profile("berlin-nh")
+    with pytest.raises(AttributeError):
+        p.connection.distance_ft = 10.0
+    with pytest.raises(AttributeError):
+        p.connection = None
+    with pytest.raises(TypeError):
+        p.capacity.min_slope_pct[8.0] = 1.0
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert copy.deepcopy(p).capacity.min_slope_pct == p.capacity.min_slope_pct
+    p.raw["connection"]["distance_ft"] = 1.0  # a copy: the profile does not change
+    assert load_profile("berlin-nh").connection.distance_ft == 200.0
+
+
+def test_name_variants_and_default():
+    assert load_profile("berlin_nh").id == "berlin-nh"
+    assert load_profile(None).id == "poughkeepsie-fourth-ward"
+    p = load_profile("berlin-nh")
+    assert load_profile(p) is p
+
+
+def test_unknown_builtin_name():
+    with pytest.raises(ConfigError, match="unknown profile 'atlantis'"):
+        load_profile("atlantis")
+
+
+def test_town_profile_file(tmp_path):
+    data = _raw("berlin-nh")
+    data["connection"]["distance_ft"] = 250
+    data["profile"]["id"] = "my-town"
+    path = _write(tmp_path, data)
+    p = load_profile(path)
+    assert p.id == "my-town"
+    assert p.connection.distance_ft == 250.0
+    assert p.path == path.resolve()
+    assert load_profile(str(path)).connection.measure == "building"
+
+
+def test_unknown_key_names_file_and_key(tmp_path):
+    data = _raw("poughkeepsie-fourth-ward")
+    data["connection"]["distnace_ft"] = 100
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as ei:
+        load_profile(path)
+    assert "connection.distnace_ft" in str(ei.value)
+    assert str(path.resolve()) in str(ei.value)
+
+
+def test_unknown_table(tmp_path):
+    data = _raw("poughkeepsie-fourth-ward")
+    data["extras"] = {"a": 1}
+    with pytest.raises(ConfigError, match="unknown key 'extras'"):
+        load_profile(_write(tmp_path, data))
+
+
+def test_missing_required_key(tmp_path):
+    data = _raw("berlin-nh")
+    del data["connection"]["deadline_days"]
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError, match=r"missing required key connection\.deadline_days") as ei:
+        load_profile(path)
+    assert str(path.resolve()) in str(ei.value)
+
+
+def test_missing_table():
+    data = _raw("berlin-nh")
+    del data["limits"]
+    with pytest.raises(ConfigError, match=r"missing required table \[limits\]"):
+        profile_from_dict(data, path="x.toml")
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "message"),
+    [
+        ("connection", "measure", "as_the_crow_flies", "connection.measure"),
+        ("connection", "distance_ft", -5, "connection.distance_ft"),
+        ("connection", "distance_ft", "300", "must be a number"),
+        ("connection", "eligible_kinds", ["sanitary", "sewage"], "connection.eligible_kinds"),
+        ("connection", "deadline_days", 30.5, "must be an integer"),
+        ("connection", "require_abutting", "yes", "true or false"),
+        ("capacity", "manning_n", 1.3, "capacity.manning_n"),
+        ("capacity", "deficient", 1.5, "capacity.deficient"),
+        ("flow", "peaking_formula", "babbitt", "flow.peaking_formula"),
+    ],
+)
+def test_bad_values(section, key, value, message):
+    data = _raw("poughkeepsie-fourth-ward")
+    data[section][key] = value
+    with pytest.raises(ConfigError, match=message):
+        profile_from_dict(data, path="p.toml")
+
+
+def test_bad_approval_and_limit():
+    data = _raw("poughkeepsie-fourth-ward")
+    del data["approvals"][0]["flow_gpd"]
+    with pytest.raises(ConfigError, match=r"approvals\[0\]\.flow_gpd"):
+        profile_from_dict(data)
+    data = _raw("poughkeepsie-fourth-ward")
+    data["limits"]["parameter"][0]["colour"] = "red"
+    with pytest.raises(ConfigError, match=r"limits\.parameter\[0\]\.colour"):
+        profile_from_dict(data)
+    data = _raw("poughkeepsie-fourth-ward")
+    del data["limits"]["parameter"][0]["max"]
+    with pytest.raises(ConfigError, match="needs max or min"):
+        profile_from_dict(data)
+
+
+def test_bad_toml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[connection\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_profile(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_profile(tmp_path / "none.toml")
