@@ -1,0 +1,477 @@
+"""The town file: ``gisnet.toml``, which says which file is which layer.
+
+A town's layers folder holds one ``gisnet.toml``::
+
+    name = "Fourth Ward"                    # optional, else the folder name
+    profile = "poughkeepsie-fourth-ward"   # built-in name or a path to a profile TOML
+    crs = "EPSG:2260"                      # working CRS; optional
+    snap_tolerance_ft = 1.0                # optional
+    outlet_nodes = ["OUT-1"]               # optional node ids that are outlets
+
+    [units]                                # optional, for every layer
+    slope = "percent"                      # "ft/ft" (default) or "percent"
+    diameter = "mm"                        # "in" (default) or "mm"
+
+    [plant_flows]                          # optional monthly plant flows
+    path = "plant_flows.csv"               # CSV: plant_id, month (YYYY-MM), avg_flow_mgd
+
+    [layers.mains]
+    path = "mains.shp"                     # relative to this file
+    layer = "pipes"                        # optional, for multi-layer sources
+    where = "Type = 'Sanitary Line'"       # optional OGR SQL attribute filter
+    crs = "EPSG:4326"                      # optional, for sources without one
+    [layers.mains.columns]                 # canonical name = source column
+    main_id = "FACILITYID"
+    [layers.mains.values.kind]             # optional value mapping: source = canonical
+    "Sanitary Line" = "sanitary"
+    [layers.mains.defaults]                # optional: value for nulls of a column
+    owner = "public"
+    [layers.mains.units]                   # optional, overrides [units] for this layer
+    diameter = "mm"
+
+Every key is checked: an unknown key, an unknown layer role, a value of the
+wrong type or a file that is not valid TOML raises
+:class:`~gisnet.errors.ConfigError` naming the file and the key.
+
+Canonical columns the town file does not map are found by
+:func:`match_columns` from the alias lists of :mod:`gisnet.schema`.
+"""
+
+from __future__ import annotations
+
+import logging
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyproj import CRS
+from pyproj.exceptions import CRSError as _PyprojCRSError
+
+from . import schema
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+TOWN_FILE = "gisnet.toml"
+#: Where the command line looks when ``--layers`` is not given (relative to
+#: the current folder, then to the gisnet checkout).
+DEFAULT_LAYERS = Path("layers") / "sample"
+
+SLOPE_UNITS = ("ft/ft", "percent")
+DIAMETER_UNITS = ("in", "mm")
+
+_TOP_KEYS = {
+    "name", "profile", "crs", "snap_tolerance_ft", "outlet_nodes", "units", "layers",
+    "plant_flows", "manning_n_by_material",
+}
+_LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units"}
+_UNIT_KEYS = {"slope": SLOPE_UNITS, "diameter": DIAMETER_UNITS}
+
+#: Canonical value sets of the normalised columns (mains kind gets ``unknown`` too).
+NORMALISED: dict[tuple[str, str], tuple[str, ...]] = {
+    key: (*vals, "unknown") if key[1] == "kind" else tuple(vals)
+    for key, vals in schema.VALUE_ALIASES.items()
+}
+
+
+@dataclass
+class LayerSpec:
+    """How to read one layer role.
+
+    Attributes
+    ----------
+    role
+        Layer role (see :data:`gisnet.schema.ROLES`).
+    path
+        Source file or folder (FileGDB), absolute.
+    layer
+        Layer name inside a multi-layer source, or None for the first.
+    where
+        OGR SQL attribute filter, or None.
+    crs
+        CRS to assume when the source has none (any ``pyproj`` input), or None.
+    columns
+        Canonical column -> source column, as written in the town file.
+    values
+        Canonical column -> {source value: canonical value}.
+    defaults
+        Canonical column -> value given to features where it is null.
+    slope_units, diameter_units
+        Units of the source ``slope`` / ``diameter`` columns.
+    """
+
+    role: str
+    path: Path
+    layer: str | int | None = None
+    where: str | None = None
+    crs: str | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    slope_units: str = "ft/ft"
+    diameter_units: str = "in"
+
+
+@dataclass
+class TownFile:
+    """A parsed ``gisnet.toml``.
+
+    Attributes
+    ----------
+    path
+        The town file (None for a town assembled from command-line paths).
+    name
+        Town name, or None (then the folder name is used).
+    profile
+        Profile name, or an absolute path when the town file names a file.
+    crs
+        Working CRS as written, or None.
+    snap_tolerance_ft
+        Snap tolerance in feet, or None for the default.
+    outlet_nodes
+        Node ids named as outlets.
+    slope_units, diameter_units
+        Town-wide source units (layers may override).
+    manning_n_by_material
+        Use as-built Manning n by material.
+    plant_flows
+        Monthly plant-flow CSV, absolute, or None.
+    layers
+        Role -> :class:`LayerSpec`, in the town file's order.
+    """
+
+    path: Path | None
+    name: str | None = None
+    profile: str | None = None
+    crs: str | None = None
+    snap_tolerance_ft: float | None = None
+    outlet_nodes: tuple[str, ...] = ()
+    slope_units: str = "ft/ft"
+    diameter_units: str = "in"
+    manning_n_by_material: bool = False
+    plant_flows: Path | None = None
+    layers: dict[str, LayerSpec] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        """Folder relative paths are resolved against."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+
+def default_layers_dir() -> Path:
+    """The folder used when no ``--layers`` is given.
+
+    ``layers/sample`` under the current folder if it holds a town file, else
+    ``layers/sample`` of the gisnet checkout this package was installed from
+    (editable installs), else the relative path (which then fails to load
+    with a clear message).
+    """
+    here = DEFAULT_LAYERS
+    if (here / TOWN_FILE).is_file():
+        return here
+    checkout = Path(__file__).resolve().parents[1] / DEFAULT_LAYERS
+    if (checkout / TOWN_FILE).is_file():
+        return checkout
+    return here
+
+
+def find_town_file(layers_dir: str | Path | None) -> Path:
+    """The ``gisnet.toml`` of a layers folder (or the file itself if given).
+
+    Parameters
+    ----------
+    layers_dir
+        Folder holding ``gisnet.toml``, or the path of a town file; None means
+        :func:`default_layers_dir`.
+
+    Raises
+    ------
+    ConfigError
+        If the folder does not exist or has no ``gisnet.toml``.
+    """
+    p = Path(layers_dir) if layers_dir is not None else default_layers_dir()
+    if p.is_file():
+        return p
+    if not p.exists():
+        raise ConfigError("layers folder does not exist", path=p)
+    f = p / TOWN_FILE
+    if not f.is_file():
+        raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which layer)",
+                          path=p)
+    return f
+
+
+def read_town_file(path: str | Path | None) -> TownFile:
+    """Read and check a town file.
+
+    Parameters
+    ----------
+    path
+        A ``gisnet.toml`` or the folder holding it (None: the default folder).
+
+    Raises
+    ------
+    ConfigError
+        No town file, invalid TOML, an unknown key or role, or a wrong type.
+    """
+    f = find_town_file(path)
+    try:
+        data = tomllib.loads(f.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=f) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc}", path=f) from None
+    return parse_town_file(data, f)
+
+
+def parse_town_file(data: Mapping[str, Any], path: Path | None) -> TownFile:
+    """Check a town file's content (already parsed from TOML).
+
+    Parameters
+    ----------
+    data
+        The TOML document as a dict.
+    path
+        The town file, for messages and resolving relative paths; None to
+        resolve against the current folder.
+
+    Raises
+    ------
+    ConfigError
+        An unknown key or role, or a value of the wrong type.
+    """
+    tf = TownFile(path=None if path is None else Path(path).resolve())
+    _Checker(tf.path).top(data, tf)
+    return tf
+
+
+class _Checker:
+    """Type checks that name the file and the dotted key."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.folder = path.parent if path is not None else Path.cwd()
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"key {key!r}: {problem}", path=self.path)
+
+    def unknown(self, keys: Iterable[str], allowed: Iterable[str], where: str) -> None:
+        extra = sorted(set(keys) - set(allowed))
+        if extra:
+            prefix = f"{where}." if where else ""
+            raise self.fail(prefix + extra[0],
+                            f"unknown key; allowed here: {', '.join(sorted(allowed))}")
+
+    def str_(self, v: Any, key: str) -> str:
+        if not isinstance(v, str) or not v.strip():
+            raise self.fail(key, f"must be a non-empty string, not {v!r}")
+        return v
+
+    def table(self, v: Any, key: str) -> dict[str, Any]:
+        if not isinstance(v, dict):
+            raise self.fail(key, f"must be a table, not {type(v).__name__}")
+        return v
+
+    def crs(self, v: Any, key: str) -> str:
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = f"EPSG:{v}"
+        v = self.str_(v, key)
+        try:
+            CRS.from_user_input(v)
+        except _PyprojCRSError as exc:
+            raise self.fail(key, f"not a CRS pyproj knows: {v!r} ({exc})") from None
+        return v
+
+    def file(self, v: Any, key: str) -> Path:
+        p = Path(self.str_(v, key)).expanduser()
+        return p if p.is_absolute() else (self.folder / p)
+
+    def units(self, v: Any, key: str, into: Any) -> None:
+        t = self.table(v, key)
+        self.unknown(t, _UNIT_KEYS, key)
+        for k, allowed in _UNIT_KEYS.items():
+            if k in t:
+                if t[k] not in allowed:
+                    raise self.fail(f"{key}.{k}", f"must be one of {allowed}, not {t[k]!r}")
+                setattr(into, f"{k}_units", t[k])
+
+    def top(self, data: Mapping[str, Any], tf: TownFile) -> None:
+        self.unknown(data, _TOP_KEYS, "")
+        if "name" in data:
+            tf.name = self.str_(data["name"], "name")
+        if "profile" in data:
+            prof = self.str_(data["profile"], "profile")
+            cand = Path(prof).expanduser()
+            cand = cand if cand.is_absolute() else self.folder / cand
+            looks_like_file = prof.endswith(".toml") or "/" in prof or "\\" in prof
+            if looks_like_file and not cand.is_file():
+                raise self.fail("profile", f"profile file {cand} does not exist")
+            tf.profile = str(cand.resolve()) if looks_like_file else prof
+        if "crs" in data:
+            tf.crs = self.crs(data["crs"], "crs")
+            if not CRS.from_user_input(tf.crs).is_projected:
+                raise self.fail("crs", f"the working CRS must be projected (in feet or metres); "
+                                       f"{tf.crs} is not (name it on the layer instead)")
+        if "snap_tolerance_ft" in data:
+            v = data["snap_tolerance_ft"]
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise self.fail("snap_tolerance_ft", f"must be a number >= 0 (feet), not {v!r}")
+            tf.snap_tolerance_ft = float(v)
+        if "outlet_nodes" in data:
+            v = data["outlet_nodes"]
+            if not isinstance(v, list) or not all(isinstance(x, str | int) for x in v):
+                raise self.fail("outlet_nodes", f"must be a list of node ids, not {v!r}")
+            tf.outlet_nodes = tuple(str(x) for x in v)
+        if "manning_n_by_material" in data:
+            if not isinstance(data["manning_n_by_material"], bool):
+                raise self.fail("manning_n_by_material", "must be true or false")
+            tf.manning_n_by_material = data["manning_n_by_material"]
+        if "units" in data:
+            self.units(data["units"], "units", tf)
+        if "plant_flows" in data:
+            v = data["plant_flows"]
+            if isinstance(v, str):
+                v = {"path": v}
+            t = self.table(v, "plant_flows")
+            self.unknown(t, {"path"}, "plant_flows")
+            if "path" not in t:
+                raise self.fail("plant_flows.path", "missing")
+            tf.plant_flows = self.file(t["path"], "plant_flows.path")
+        layers = self.table(data.get("layers", {}), "layers")
+        for role, spec in layers.items():
+            if role not in schema.ROLES:
+                raise self.fail(f"layers.{role}",
+                                f"unknown layer role; roles are: {', '.join(schema.ROLES)}")
+            tf.layers[role] = self.layer(role, self.table(spec, f"layers.{role}"), tf)
+
+    def layer(self, role: str, t: dict[str, Any], tf: TownFile) -> LayerSpec:
+        key = f"layers.{role}"
+        self.unknown(t, _LAYER_KEYS, key)
+        if "path" not in t:
+            raise self.fail(f"{key}.path", "missing (the file this layer is read from)")
+        spec = LayerSpec(role=role, path=self.file(t["path"], f"{key}.path"),
+                         slope_units=tf.slope_units, diameter_units=tf.diameter_units)
+        if "layer" in t:
+            v = t["layer"]
+            if isinstance(v, bool) or not isinstance(v, str | int):
+                raise self.fail(f"{key}.layer", f"must be a layer name or index, not {v!r}")
+            spec.layer = v
+        if "where" in t:
+            spec.where = self.str_(t["where"], f"{key}.where")
+        if "crs" in t:
+            spec.crs = self.crs(t["crs"], f"{key}.crs")
+        canon = set(schema.column_names(role))
+        if "columns" in t:
+            cols = self.table(t["columns"], f"{key}.columns")
+            self.unknown(cols, canon, f"{key}.columns")
+            spec.columns = {k: self.str_(v, f"{key}.columns.{k}") for k, v in cols.items()}
+        if "values" in t:
+            vals = self.table(t["values"], f"{key}.values")
+            self.unknown(vals, canon, f"{key}.values")
+            for col, mapping in vals.items():
+                m = self.table(mapping, f"{key}.values.{col}")
+                allowed = NORMALISED.get((role, col))
+                for src, dst in m.items():
+                    k2 = f"{key}.values.{col}.{src}"
+                    if isinstance(dst, dict | list):
+                        raise self.fail(k2, "must be a single value")
+                    if allowed is not None and dst not in allowed:
+                        raise self.fail(k2, f"must be one of {', '.join(allowed)}, not {dst!r}")
+                spec.values[col] = dict(m)
+        if "defaults" in t:
+            d = self.table(t["defaults"], f"{key}.defaults")
+            self.unknown(d, canon, f"{key}.defaults")
+            for col, v in d.items():
+                allowed = NORMALISED.get((role, col))
+                if isinstance(v, dict | list):
+                    raise self.fail(f"{key}.defaults.{col}", "must be a single value")
+                if allowed is not None and v not in allowed:
+                    raise self.fail(f"{key}.defaults.{col}",
+                                    f"must be one of {', '.join(allowed)}, not {v!r}")
+            spec.defaults = dict(d)
+        if "units" in t:
+            self.units(t["units"], f"{key}.units", spec)
+        return spec
+
+
+def _truncations(name: str) -> set[str]:
+    """Lower-case spellings a source column may use for ``name``: itself and
+    its 10-character shapefile truncation."""
+    low = name.lower()
+    return {low, low[:10]}
+
+
+def match_columns(
+    role: str,
+    source_columns: Iterable[str],
+    explicit: Mapping[str, str] | None = None,
+) -> dict[str, str | None]:
+    """Map each canonical column of a role to a source column.
+
+    Explicit mappings (from the town file) win. Every other canonical column
+    takes the first source column that equals, case-insensitively, its own name
+    or one of its aliases (:data:`gisnet.schema.COLUMNS`), or the 10-character
+    shapefile truncation of either. A source column is used at most once by
+    this fallback.
+
+    Parameters
+    ----------
+    role
+        Layer role.
+    source_columns
+        Column names of the source (without the geometry column).
+    explicit
+        Canonical -> source column names, which must exist (case-insensitive).
+
+    Returns
+    -------
+    dict
+        Canonical column -> source column name, or None when none matched.
+
+    Raises
+    ------
+    SchemaError
+        An explicit mapping names a column the source does not have (the
+        caller adds file and layer).
+
+    Examples
+    --------
+    >>> match_columns("mains", ["FACILITYI", "Diameter", "UPSTREAMIN"])["up_invert_ft"]
+    'UPSTREAMIN'
+    """
+    from .errors import SchemaError
+
+    src = [c for c in source_columns if c.lower() != "geometry"]
+    by_lower: dict[str, str] = {}
+    for c in src:
+        by_lower.setdefault(c.lower(), c)
+    explicit = dict(explicit or {})
+    out: dict[str, str | None] = {}
+    used: set[str] = set()
+    for canon, name in explicit.items():
+        hit = name if name in src else by_lower.get(name.lower())
+        if hit is None:
+            raise SchemaError(
+                f"column {name!r} mapped to {canon} does not exist; the source has: "
+                f"{', '.join(src) or '(no columns)'}"
+            )
+        out[canon] = hit
+        used.add(hit)
+    for col in schema.columns(role):
+        if col.name in out:
+            continue
+        hit = None
+        for candidate in (col.name, *col.aliases):
+            for spelling in sorted(_truncations(candidate), key=len, reverse=True):
+                c = by_lower.get(spelling)
+                if c is not None and c not in used:
+                    hit = c
+                    break
+            if hit is not None:
+                break
+        out[col.name] = hit
+        if hit is not None:
+            used.add(hit)
+    return {c.name: out[c.name] for c in schema.columns(role)}
