@@ -1,0 +1,745 @@
+"""Deterministic synthetic towns, for the bundled sample and for benchmarks.
+
+:func:`make_town` lays out a street grid with blocks of parcels, a building on
+most parcels and a sanitary gravity main along the streets, draining as a tree
+(every manhole has exactly one downstream pipe, inverts fall downstream) to one
+treatment plant. Pipe diameters are sized by Manning for the peaked flow that
+accumulates down the tree, slopes are at or above the minimum slope of each
+diameter. Everything is vectorised numpy/shapely: a 1,000,000-parcel,
+300,000-main town takes seconds, not minutes.
+
+Every layer uses the canonical schema of :mod:`gisnet.schema` (plus the
+loader-derived ``public``/``active`` booleans on mains and manholes), so the
+layers can go straight into :func:`gisnet.graph.build_sewer_graph` or be
+written to files and read back with :func:`gisnet.io.load_town`.
+
+Layout (local coordinates in feet, before rotation/warp/translation)
+--------------------------------------------------------------------
+Street centrelines form a grid: rows ``j = 0..nby`` at ``y = j * pitch_y``
+and columns ``i = 0..nbx`` at ``x = i * pitch_x``. A block between two rows
+holds two rows of lots, each fronting one street row. Grid node ``(i, j)``
+drains west to ``(i-1, j)``, except on trunk columns (``i % trunk_every ==
+0``), which drain south; row 0 drains west to the outfall at ``(0, 0)`` and on
+to the plant west of it. The one row edge west of each trunk column is a
+summit and carries no sewer; the other columns carry short branch sewers from a
+terminal manhole 40 ft short of the next row down to the row below.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from pyproj import CRS, Transformer
+
+from .units import CFS_TO_GPD, feet_per_unit
+
+log = logging.getLogger(__name__)
+
+#: Where the sample town sits: Town of Poughkeepsie, NY (lon, lat, WGS 84).
+POUGHKEEPSIE_LONLAT: tuple[float, float] = (-73.90, 41.67)
+
+#: Standard pipe diameters (in) and their minimum slopes (ft/ft)
+#: (Ten States / NH Env-Wq 704.04 up to 36 in, extrapolated above).
+DIAMETERS_IN = np.array(
+    [8, 10, 12, 15, 18, 21, 24, 27, 30, 36, 42, 48, 54, 60, 72, 84, 96, 108, 120], dtype=float
+)
+MIN_SLOPE = np.array(
+    [0.0040, 0.0028, 0.0022, 0.0015, 0.0012, 0.0010, 0.0008, 0.00067, 0.0006, 0.0005,
+     0.0004, 0.00035, 0.0003, 0.00028, 0.00025, 0.00022, 0.0002, 0.00018, 0.00016]
+)
+#: Manning n used for sizing (design value for every material).
+MANNING_N = 0.013
+#: Flow sizing: a pipe is chosen so that its peak flow is at most this
+#: fraction of its full-flow capacity.
+DESIGN_UTILIZATION = 0.6
+#: Average design flow per dwelling unit (2.7 persons x 100 gpd) and per
+#: non-residential parcel, gpd.
+GPD_PER_DWELLING_UNIT = 270.0
+NONRES_GPD = {"commercial": 800.0, "industrial": 2000.0, "institutional": 1500.0}
+
+LAND_USES = (
+    "residential_single",
+    "residential_multi",
+    "commercial",
+    "industrial",
+    "institutional",
+    "vacant",
+)
+LAND_USE_P = (0.70, 0.12, 0.09, 0.03, 0.03, 0.03)
+
+ROW_NAMES = (
+    "Main", "Academy", "Cannon", "Church", "Hooker", "Raymond", "Spackenkill", "Vassar",
+    "Hudson", "Innis", "Violet", "Maple", "Oak", "Elm", "Cedar", "Fulton", "Grand",
+    "Hamilton", "Jefferson", "Lincoln", "Mansion", "Mill", "Noxon", "Smith", "Washington",
+    "Worrall", "Beechwood", "Croft", "Delafield", "Fairmont", "Garden", "Hatfield",
+)
+COL_NAMES = (
+    "Arlington", "Burnett", "College", "Dutchess", "Eastman", "Forbus", "Gifford", "Haight",
+    "Inwood", "Kingwood", "Lagrange", "Manchester", "Noxon", "Overocker", "Pershing",
+    "Quaker", "Rombout", "Sunset", "Titusville", "Underhill", "Van Wagner", "Wilbur",
+)
+SIC_CODES = ("2086", "2752", "2834", "3471", "3479", "3672", "3089", "2026", "7216", "4953")
+
+
+def _ids(prefix: str, n: int, width: int | None = None) -> np.ndarray:
+    """``prefix`` + 1-based zero-padded numbers, as an object array of str."""
+    if width is None:
+        width = max(6, len(str(n)))
+    num = pd.Series(np.arange(1, n + 1)).astype(str).str.zfill(width)
+    return (prefix + num).to_numpy(dtype=object)
+
+
+def manning_capacity_gpd(diameter_in: np.ndarray, slope: np.ndarray, n: float = MANNING_N) -> np.ndarray:
+    """Full-pipe Manning capacity of circular pipes, gpd.
+
+    ``Q_cfs = 0.46318 / n * D_ft**(8/3) * S**0.5`` (US units), times 646,317.
+    """
+    d_ft = np.asarray(diameter_in, dtype=float) / 12.0
+    s = np.clip(np.asarray(slope, dtype=float), 0.0, None)
+    return 0.46318 / n * d_ft ** (8.0 / 3.0) * np.sqrt(s) * CFS_TO_GPD
+
+
+def harmon_peaking(avg_gpd: np.ndarray, cap: float = 4.0) -> np.ndarray:
+    """Harmon peaking factor for an average flow (gpd), at 100 gpd per person."""
+    p_thousands = np.asarray(avg_gpd, dtype=float) / 100.0 / 1000.0
+    sq = np.sqrt(p_thousands)
+    return np.minimum((18.0 + sq) / (4.0 + sq), cap)
+
+
+# ----------------------------------------------------------------------------
+# The abstract town (local feet, no geometry objects yet)
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class TownArrays:
+    """A synthetic town as plain arrays, in local feet (before placement).
+
+    Nodes are indexed ``0..n_nodes-1``; the last node is the plant. Every node
+    but the plant has exactly one out-pipe (``node_out``) while the network is
+    a tree. Pipes run ``pipe_u -> pipe_v`` (flow direction).
+    """
+
+    node_x: np.ndarray
+    node_y: np.ndarray
+    pipe_u: np.ndarray
+    pipe_v: np.ndarray
+    pipe_street: np.ndarray  # street name per pipe (object)
+    pipe_width_row: np.ndarray  # bool: pipe lies on a street row (else column)
+    # parcels (boxes)
+    par_x0: np.ndarray
+    par_x1: np.ndarray
+    par_y0: np.ndarray
+    par_y1: np.ndarray
+    par_front_north: np.ndarray  # bool: the lot fronts the street on its north side
+    par_front_y: np.ndarray  # y of the fronting street centreline
+    par_pipe: np.ndarray  # index of the pipe in front (-1: none)
+    par_load_node: np.ndarray  # node where the parcel's flow enters
+    par_street: np.ndarray
+    par_number: np.ndarray
+    # streets
+    st_x0: np.ndarray
+    st_y0: np.ndarray
+    st_x1: np.ndarray
+    st_y1: np.ndarray
+    st_name: np.ndarray
+    st_width_ft: np.ndarray
+    plant_xy: tuple[float, float]
+    extent: tuple[float, float]  # (width, height) of the grid, ft
+
+
+def _layout(n_parcels: int, n_mains: int | None, rng: np.random.Generator, *,
+            lots_per_side: int, lot_width_ft: float, lot_depth_ft: float,
+            street_width_ft: float, trunk_every: int, jitter: float) -> TownArrays:
+    """Lay out streets, lots and the sewer tree as arrays (local feet)."""
+    if n_parcels < 1:
+        raise ValueError("n_parcels must be at least 1")
+    k = lots_per_side
+    blk_w = k * lot_width_ft
+    pitch_x = blk_w + street_width_ft
+    pitch_y = 2 * lot_depth_ft + street_width_ft
+    n_blocks = math.ceil(n_parcels / (2 * k))
+    nbx = max(1, round(math.sqrt(n_blocks * pitch_y / pitch_x)))
+    nby = math.ceil(n_blocks / nbx)
+    ncol = nbx + 1
+    n_grid = ncol * (nby + 1)
+
+    def gid(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return j * ncol + i
+
+    # --- street edges ------------------------------------------------------
+    # horizontal edge h = j * nbx + bi joins (bi, j) - (bi+1, j)
+    hj, hb = np.divmod(np.arange((nby + 1) * nbx), nbx)
+    h_east = hb + 1
+    h_sewered = (hj == 0) | (h_east % trunk_every != 0)
+    # vertical edge v = j * ncol + i joins (i, j) - (i, j+1)
+    vj, vi = np.divmod(np.arange(nby * ncol), ncol)
+    v_trunk = vi % trunk_every == 0
+
+    # mandatory pipes: sewered rows (east -> west), trunks (north -> south)
+    hs = np.flatnonzero(h_sewered)
+    vt = np.flatnonzero(v_trunk)
+    vb = np.flatnonzero(~v_trunk)  # optional branch sewers
+    e_mand = len(hs) + len(vt) + 1
+    if n_mains is None:
+        keep_b = vb
+        extra = 0
+    elif n_mains <= e_mand:
+        if n_mains < e_mand:
+            log.info("synthetic town: %d mains requested, the street tree needs %d", n_mains, e_mand)
+        keep_b = vb[:0]
+        extra = 0
+    elif n_mains <= e_mand + len(vb):
+        pick = np.sort(rng.choice(len(vb), n_mains - e_mand, replace=False))
+        keep_b = vb[pick]
+        extra = 0
+    else:
+        keep_b = vb
+        extra = n_mains - e_mand - len(vb)
+
+    gx = (np.arange(n_grid) % ncol) * pitch_x
+    gy = (np.arange(n_grid) // ncol) * pitch_y
+    # branch terminals: 40 ft short of the row above
+    n_term = len(keep_b)
+    term_x = vi[keep_b] * pitch_x
+    term_y = (vj[keep_b] + 1) * pitch_y - 40.0
+    term_ids = n_grid + np.arange(n_term)
+
+    # street edges carrying sewers, upstream -> downstream
+    eu = np.concatenate([gid(h_east[hs], hj[hs]), gid(vi[vt], vj[vt] + 1), term_ids])
+    ev = np.concatenate([gid(hb[hs], hj[hs]), gid(vi[vt], vj[vt]), gid(vi[keep_b], vj[keep_b])])
+    e_row = np.concatenate([np.ones(len(hs), bool), np.zeros(len(vt) + n_term, bool)])
+    e_name_idx = np.concatenate([hj[hs], vi[vt], vi[keep_b]])
+    n_e = len(eu)
+    pieces = np.ones(n_e, dtype=np.int64)
+    if extra > 0:
+        base, rem = divmod(extra, n_e)
+        pieces += base
+        pieces[rng.permutation(n_e)[:rem]] += 1
+
+    node_x0 = np.concatenate([gx, term_x])
+    node_y0 = np.concatenate([gy, term_y])
+    # intermediate nodes
+    n_inter = int((pieces - 1).sum())
+    inter_base = n_grid + n_term
+    inter_off = np.concatenate([[0], np.cumsum(pieces - 1)[:-1]])
+    pipe_off = np.concatenate([[0], np.cumsum(pieces)[:-1]])
+    n_p = int(pieces.sum())
+    pe = np.repeat(np.arange(n_e), pieces)
+    pr = np.arange(n_p) - pipe_off[pe]
+    pp = pieces[pe]
+    ux, uy = node_x0[eu], node_y0[eu]
+    dx, dy = node_x0[ev], node_y0[ev]
+    # intermediate node r' of edge e sits at fraction (r'+1)/p from upstream
+    ie = np.repeat(np.arange(n_e), pieces - 1)
+    ir = np.arange(n_inter) - inter_off[ie]
+    frac = (ir + 1) / pieces[ie]
+    inter_x = ux[ie] + (dx[ie] - ux[ie]) * frac
+    inter_y = uy[ie] + (dy[ie] - uy[ie]) * frac
+    pipe_u = np.where(pr == 0, eu[pe], inter_base + inter_off[pe] + pr - 1)
+    pipe_v = np.where(pr == pp - 1, ev[pe], inter_base + inter_off[pe] + pr)
+
+    plant_node = inter_base + n_inter
+    plant_xy = (-800.0, -150.0)
+    node_x = np.concatenate([node_x0, inter_x, [plant_xy[0]]])
+    node_y = np.concatenate([node_y0, inter_y, [plant_xy[1]]])
+    pipe_u = np.concatenate([pipe_u, [0]])
+    pipe_v = np.concatenate([pipe_v, [plant_node]])
+    row_names = np.array(_street_names(ROW_NAMES, nby + 1, "St"), dtype=object)
+    col_names = np.array(_street_names(COL_NAMES, ncol, "Ave"), dtype=object)
+    e_name = np.where(e_row, row_names[np.minimum(e_name_idx, nby)],
+                      col_names[np.minimum(e_name_idx, nbx)])
+    pipe_street = np.concatenate([e_name[pe], np.array(["Plant Rd"], dtype=object)])
+    pipe_row = np.concatenate([e_row[pe], [True]])
+
+    # --- parcels ------------------------------------------------------------
+    # order: block row bj, block bi, side s (0 south, 1 north), lot l
+    n_lot = nby * nbx * 2 * k
+    idx = np.arange(n_lot)
+    bj, rest = np.divmod(idx, nbx * 2 * k)
+    bi, rest = np.divmod(rest, 2 * k)
+    side, lot = np.divmod(rest, k)
+    x_start = bi * pitch_x + street_width_ft / 2
+    # shared, jittered lot lines: boundary l of (block, side) for l = 0..k
+    key = (bj * nbx + bi) * 2 + side
+    bnd_j = rng.uniform(-jitter, jitter, size=(nby * nbx * 2, k + 1)) * lot_width_ft
+    bnd_j[:, 0] = 0.0
+    bnd_j[:, k] = 0.0
+    x0 = x_start + lot * lot_width_ft + bnd_j[key, lot]
+    x1 = x_start + (lot + 1) * lot_width_ft + bnd_j[key, lot + 1]
+    mid_j = rng.uniform(-jitter, jitter, size=nby * nbx) * lot_depth_ft * 0.5
+    y_s = bj * pitch_y + street_width_ft / 2
+    y_mid = y_s + lot_depth_ft + mid_j[bj * nbx + bi]
+    y_n = (bj + 1) * pitch_y - street_width_ft / 2
+    y0 = np.where(side == 0, y_s, y_mid)
+    y1 = np.where(side == 0, y_mid, y_n)
+    keep = slice(0, n_parcels)
+    bj, bi, side, lot = bj[keep], bi[keep], side[keep], lot[keep]
+    x0, x1, y0, y1 = x0[keep], x1[keep], y0[keep], y1[keep]
+    front_row = bj + side
+    xc = (x0 + x1) / 2
+    # the horizontal edge in front and its pipe
+    h = front_row * nbx + bi
+    sewered = h_sewered[h]
+    e_of_h = np.full(len(h_sewered), -1)
+    e_of_h[hs] = np.arange(len(hs))
+    e = e_of_h[h]
+    east_x = (bi + 1) * pitch_x
+    t = np.clip((east_x - xc) / pitch_x, 0.0, 1.0 - 1e-9)
+    e_safe = np.where(sewered, e, 0)
+    r = np.floor(t * pieces[e_safe]).astype(np.int64)
+    par_pipe = np.where(sewered, pipe_off[e_safe] + r, -1)
+    par_load = np.where(sewered, pipe_u[np.where(sewered, par_pipe, 0)], gid(bi, front_row))
+    par_number = (bi * k + lot) * 2 + 2 - side + 100
+    par_street = row_names[front_row]
+
+    # --- streets (every grid edge) ---------------------------------------------
+    st_x0 = np.concatenate([hb * pitch_x, vi * pitch_x])
+    st_x1 = np.concatenate([(hb + 1) * pitch_x, vi * pitch_x])
+    st_y0 = np.concatenate([hj * pitch_y, vj * pitch_y])
+    st_y1 = np.concatenate([hj * pitch_y, (vj + 1) * pitch_y])
+    st_name = np.concatenate([row_names[hj], col_names[vi]])
+    major = np.concatenate([hj == 0, v_trunk])
+    st_width = np.where(major, 66.0, street_width_ft)
+
+    return TownArrays(
+        node_x=node_x.astype(float), node_y=node_y.astype(float), pipe_u=pipe_u.astype(np.int64),
+        pipe_v=pipe_v.astype(np.int64), pipe_street=pipe_street, pipe_width_row=pipe_row,
+        par_x0=x0, par_x1=x1, par_y0=y0, par_y1=y1, par_front_north=side == 0,
+        par_front_y=(front_row * pitch_y).astype(float), par_pipe=par_pipe,
+        par_load_node=par_load.astype(np.int64), par_street=par_street, par_number=par_number,
+        st_x0=st_x0.astype(float), st_y0=st_y0.astype(float), st_x1=st_x1.astype(float),
+        st_y1=st_y1.astype(float), st_name=st_name, st_width_ft=st_width,
+        plant_xy=plant_xy, extent=(nbx * pitch_x, nby * pitch_y),
+    )
+
+
+def _street_names(base: tuple[str, ...], n: int, suffix: str) -> list[str]:
+    out = []
+    for j in range(n):
+        rnd, m = divmod(j, len(base))
+        out.append(f"{base[m]} {suffix}" if rnd == 0 else f"{base[m]} {suffix} {rnd + 1}")
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Tree arithmetic (pointer doubling, level-by-level accumulation)
+# ----------------------------------------------------------------------------
+
+
+def path_sums(nxt: np.ndarray, value: np.ndarray, root: int) -> np.ndarray:
+    """Sum of ``value`` over each node's path to ``root`` (root's value excluded).
+
+    ``nxt[i]`` is the downstream node of ``i`` (``nxt[root] == root``) and
+    ``value[i]`` the value of the pipe leaving ``i``. Pointer doubling:
+    O(n log depth) vectorised.
+    """
+    acc = np.asarray(value, dtype=float).copy()
+    acc[root] = 0.0
+    ptr = nxt.copy()
+    while True:
+        done = ptr == root
+        if done.all():
+            return acc
+        acc = acc + acc[ptr]
+        ptr = ptr[ptr]
+
+
+def accumulate(nxt: np.ndarray, load: np.ndarray, root: int) -> np.ndarray:
+    """Each node's own load plus everything upstream of it (tree, one pass per level)."""
+    depth = path_sums(nxt, np.ones(len(nxt)), root).astype(np.int64)
+    order = np.argsort(-depth, kind="stable")
+    d_sorted = depth[order]
+    acc = np.asarray(load, dtype=float).copy()
+    cuts = np.flatnonzero(np.diff(d_sorted)) + 1
+    for grp in np.split(order, cuts):
+        if depth[grp[0]] == 0:
+            break
+        np.add.at(acc, nxt[grp], acc[grp])
+    return acc
+
+
+# ----------------------------------------------------------------------------
+# Placement
+# ----------------------------------------------------------------------------
+
+
+def make_placer(crs: CRS, origin: tuple[float, float] | None, extent: tuple[float, float], *,
+                rotation_deg: float = 0.0, warp_ft: float = 0.0, warp_wavelength_ft: float = 2400.0,
+                seed: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+    """A function mapping local (N, 2) feet coordinates to the CRS.
+
+    The grid is rotated about its centre by ``rotation_deg``, bent by a smooth
+    sinusoidal displacement of amplitude ``warp_ft`` (curved streets) and placed
+    with local (0, 0) at ``origin`` (CRS units); if ``origin`` is None the grid's
+    centre lands on :data:`POUGHKEEPSIE_LONLAT`. The same function applied to
+    the same coordinates gives bit-identical results, so shared pipe ends stay
+    shared.
+    """
+    fpu = feet_per_unit(crs)
+    cx, cy = extent[0] / 2, extent[1] / 2
+    if origin is None:
+        tr = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+        px, py = tr.transform(*POUGHKEEPSIE_LONLAT)
+        ox, oy = px - cx / fpu, py - cy / fpu
+    else:
+        ox, oy = origin
+    th = math.radians(rotation_deg)
+    c, s = math.cos(th), math.sin(th)
+    ph = np.random.default_rng(seed + 7).uniform(0, 2 * math.pi, 2)
+    k = 2 * math.pi / warp_wavelength_ft
+
+    def place(xy: np.ndarray) -> np.ndarray:
+        x = xy[:, 0] - cx
+        y = xy[:, 1] - cy
+        if warp_ft:
+            x, y = x + warp_ft * np.sin(k * y + ph[0]), y + warp_ft * np.sin(k * x + ph[1])
+        xr = c * x - s * y + cx
+        yr = s * x + c * y + cy
+        return np.column_stack([ox + xr / fpu, oy + yr / fpu])
+
+    return place
+
+
+def _lines(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> np.ndarray:
+    coords = np.stack([np.column_stack([x0, y0]), np.column_stack([x1, y1])], axis=1)
+    return shapely.linestrings(coords)
+
+
+# ----------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------
+
+
+def make_town(
+    n_parcels: int,
+    n_mains: int | None = None,
+    *,
+    seed: int = 0,
+    crs: str = "EPSG:2260",
+    origin: tuple[float, float] | None = None,
+    irregular: bool = False,
+    laterals: bool = False,
+    lots_per_side: int = 6,
+    lot_width_ft: float = 60.0,
+    lot_depth_ft: float = 120.0,
+    street_width_ft: float = 50.0,
+    trunk_every: int = 8,
+    rotation_deg: float | None = None,
+) -> dict[str, gpd.GeoDataFrame]:
+    """A synthetic town in the canonical schema, deterministic for a seed.
+
+    Parameters
+    ----------
+    n_parcels
+        Exactly this many parcels (polygons).
+    n_mains
+        Wanted number of mains. None: one main per sewered street block (about
+        one main per 6 parcels). The street tree needs a minimum (about one per
+        12 parcels); above the number of sewered street blocks, blocks are
+        split into several mains with manholes between, so the count is exact.
+    seed
+        Random seed; the same arguments give identical layers.
+    crs
+        Projected CRS of the output (any linear unit; lengths are laid out in
+        feet and converted with the CRS's own factor).
+    origin
+        Where local (0, 0), the south-west street corner, lands, in CRS units.
+        None centres the town on the Town of Poughkeepsie, NY (41.67 N, 73.90 W).
+    irregular
+        Jittered lot lines, rotation and curved streets (a sinusoidal warp of
+        the whole town; lines are densified every 40 ft first).
+    laterals
+        Also return a ``laterals`` layer: one building sewer per building, from
+        the front of the footprint straight to the main in front.
+    lots_per_side, lot_width_ft, lot_depth_ft, street_width_ft, trunk_every
+        Grid shape: lots along each side of a block, lot size (ft), street
+        right-of-way width (ft), and a north-south trunk sewer every
+        ``trunk_every`` street columns.
+    rotation_deg
+        Rotation of the grid (degrees counter-clockwise); default 0, or 17 when
+        ``irregular``.
+
+    Returns
+    -------
+    dict[str, geopandas.GeoDataFrame]
+        ``parcels``, ``buildings``, ``mains``, ``manholes``, ``plants``,
+        ``streets``, ``users`` (and ``laterals``), all in ``crs``, with every
+        canonical column of :mod:`gisnet.schema`. Mains carry ``from_node`` /
+        ``to_node`` (manhole ``node_id``; the last main ends at the plant's
+        ``plant_id``), ``up_invert_ft > down_invert_ft`` and ``slope`` (ft/ft)
+        consistent with the drawn length; they are drawn in flow direction.
+
+    Examples
+    --------
+    >>> layers = make_town(240, seed=1)
+    >>> len(layers["parcels"]), layers["mains"]["kind"].unique().tolist()
+    (240, ['sanitary'])
+    """
+    rng = np.random.default_rng(seed)
+    crs_obj = CRS.from_user_input(crs)
+    fpu = feet_per_unit(crs_obj)
+    jitter = 0.22 if irregular else 0.0
+    a = _layout(n_parcels, n_mains, rng, lots_per_side=lots_per_side, lot_width_ft=lot_width_ft,
+                lot_depth_ft=lot_depth_ft, street_width_ft=street_width_ft,
+                trunk_every=trunk_every, jitter=jitter)
+    if rotation_deg is None:
+        rotation_deg = 17.0 if irregular else 0.0
+    place = make_placer(crs_obj, origin, a.extent, rotation_deg=rotation_deg,
+                        warp_ft=120.0 if irregular else 0.0, seed=seed)
+    return build_layers(a, place, rng, crs_obj, fpu, irregular=irregular, laterals=laterals)
+
+
+def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: np.random.Generator,
+                 crs: CRS, fpu: float, *, irregular: bool, laterals: bool,
+                 septic_mask: np.ndarray | None = None) -> dict[str, gpd.GeoDataFrame]:
+    """Turn :class:`TownArrays` into canonical GeoDataFrames (see :func:`make_town`)."""
+    seg_ft = 40.0 if irregular else 0.0
+
+    def geo(g: np.ndarray) -> np.ndarray:
+        if seg_ft:
+            g = shapely.segmentize(g, seg_ft)
+        return shapely.transform(g, place)
+
+    n_par = len(a.par_x0)
+    n_nodes = len(a.node_x)
+    plant = n_nodes - 1
+    n_pipes = len(a.pipe_u)
+
+    # ---- parcels: attributes --------------------------------------------------
+    lu_idx = rng.choice(len(LAND_USES), size=n_par, p=LAND_USE_P)
+    land_use = np.array(LAND_USES, dtype=object)[lu_idx]
+    du = np.zeros(n_par, dtype=np.int64)
+    single = lu_idx == 0
+    multi = lu_idx == 1
+    du[single] = 1
+    du[multi] = rng.integers(2, 13, size=int(multi.sum()))
+    beds = np.zeros(n_par, dtype=np.int64)
+    beds[single] = rng.integers(2, 6, size=int(single.sum()))
+    beds[multi] = du[multi] * rng.integers(1, 3, size=int(multi.sum()))
+    avg = du * GPD_PER_DWELLING_UNIT
+    for name, gpd_ in NONRES_GPD.items():
+        avg = np.where(land_use == name, gpd_, avg)
+    nonres = (lu_idx >= 2) & (lu_idx <= 4)
+    metered = nonres & (rng.random(n_par) < 0.2)
+    flow = np.full(n_par, np.nan)
+    flow[metered] = np.round(avg[metered] * rng.uniform(0.5, 1.5, size=int(metered.sum())), -1)
+    if septic_mask is None:
+        septic = (rng.random(n_par) < 0.01) & (lu_idx != 5)
+    else:
+        septic = septic_mask & (lu_idx != 5)
+    connected = ~septic & (lu_idx != 5)
+    par_flow = np.where(np.isnan(flow), avg, flow) * connected
+
+    # ---- users (industrial) ------------------------------------------------------
+    ind = np.flatnonzero(land_use == "industrial")
+    ind = ind[connected[ind]]
+    n_users = min(len(ind), max(1, n_par // 400))
+    u_par = np.sort(rng.choice(ind, n_users, replace=False)) if n_users else ind[:0]
+    u_flow = np.round(np.exp(rng.uniform(np.log(2000), np.log(60000), n_users)), -1)
+    u_cat = rng.random(n_users) < 0.15
+
+    # ---- hydraulics: loads, accumulation, sizing, inverts --------------------------
+    nxt = np.full(n_nodes, plant, dtype=np.int64)
+    nxt[a.pipe_u] = a.pipe_v
+    out_pipe = np.full(n_nodes, -1, dtype=np.int64)
+    out_pipe[a.pipe_u] = np.arange(n_pipes)
+    load = np.zeros(n_nodes)
+    np.add.at(load, a.par_load_node, par_flow)
+    np.add.at(load, a.par_load_node[u_par], u_flow)
+    acc = accumulate(nxt, load, plant)
+    pipe_avg = acc[a.pipe_u]
+    peak = pipe_avg * harmon_peaking(pipe_avg)
+    target = peak / DESIGN_UTILIZATION
+    factor = rng.uniform(1.05, 2.2, n_pipes)
+    caps = manning_capacity_gpd(DIAMETERS_IN[None, :], MIN_SLOPE[None, :] * factor[:, None])
+    ok = caps >= target[:, None]
+    pick = np.where(ok.any(axis=1), ok.argmax(axis=1), len(DIAMETERS_IN) - 1)
+    diameter = DIAMETERS_IN[pick]
+    slope = MIN_SLOPE[pick] * factor
+    big = ~ok.any(axis=1)
+    if big.any():
+        k_full = manning_capacity_gpd(DIAMETERS_IN[-1], 1.0)
+        slope[big] = (target[big] / k_full) ** 2
+    slope = np.round(slope, 5)
+
+    mains_geom = geo(_lines(a.node_x[a.pipe_u], a.node_y[a.pipe_u],
+                            a.node_x[a.pipe_v], a.node_y[a.pipe_v]))
+    length_ft = shapely.length(mains_geom) * fpu
+    drop = 0.1 + slope * length_ft
+    node_drop = np.zeros(n_nodes)
+    node_drop[a.pipe_u] = drop[np.arange(n_pipes)]
+    plant_invert = 132.0
+    node_inv = np.round(plant_invert + path_sums(nxt, node_drop, plant), 2)
+    up_inv = node_inv[a.pipe_u]
+    down_inv = np.round(node_inv[a.pipe_v] + np.where(a.pipe_v == plant, 0.0, 0.1), 2)
+    slope = np.round((up_inv - down_inv) / length_ft, 5)
+
+    material = np.where(diameter <= 12, np.where(rng.random(n_pipes) < 0.7, "PVC", "VCP"),
+                        np.where(diameter <= 24, np.where(rng.random(n_pipes) < 0.5, "PVC", "RCP"),
+                                 "RCP")).astype(object)
+    years = rng.integers(1952, 2016, n_pipes)
+    install = pd.to_datetime(pd.Series(years).astype(str) + "-07-01").to_numpy()
+
+    node_ids = _ids("MH", n_nodes - 1)
+    plant_id = "WWTP-01"
+    node_ids_all = np.concatenate([node_ids, np.array([plant_id], dtype=object)])
+    main_ids = _ids("SM", n_pipes)
+
+    mains = gpd.GeoDataFrame(
+        {
+            "main_id": main_ids,
+            "diameter_in": diameter,
+            "material": material,
+            "up_invert_ft": up_inv,
+            "down_invert_ft": down_inv,
+            "slope": slope,
+            "from_node": node_ids_all[a.pipe_u],
+            "to_node": node_ids_all[a.pipe_v],
+            "kind": np.full(n_pipes, "sanitary", dtype=object),
+            "owner": np.full(n_pipes, "public", dtype=object),
+            "status": np.full(n_pipes, "active", dtype=object),
+            "street": a.pipe_street,
+            "install_date": install,
+            "public": np.ones(n_pipes, bool),
+            "active": np.ones(n_pipes, bool),
+        },
+        geometry=mains_geom, crs=crs,
+    )
+
+    mh_xy = place(np.column_stack([a.node_x[:-1], a.node_y[:-1]]))
+    depth = np.round(rng.uniform(6.0, 12.0, n_nodes - 1), 2)
+    manholes = gpd.GeoDataFrame(
+        {
+            "node_id": node_ids,
+            "rim_ft": np.round(node_inv[:-1] + depth, 2),
+            "invert_ft": node_inv[:-1],
+            "kind": np.full(n_nodes - 1, "manhole", dtype=object),
+            "owner": np.full(n_nodes - 1, "public", dtype=object),
+            "status": np.full(n_nodes - 1, "active", dtype=object),
+            "public": np.ones(n_nodes - 1, bool),
+            "active": np.ones(n_nodes - 1, bool),
+        },
+        geometry=shapely.points(mh_xy), crs=crs,
+    )
+
+    total_avg = float(acc[plant])
+    design = round(total_avg / 1e6 / 0.7, 2) if total_avg > 0 else 0.1
+    plant_xy = place(np.array([a.plant_xy]))
+    plants = gpd.GeoDataFrame(
+        {
+            "plant_id": [plant_id],
+            "name": ["Synthetic Water Pollution Control Plant"],
+            "design_flow_mgd": [max(design, 0.01)],
+            "avg_flow_mgd": [round(total_avg / 1e6, 3)],
+            "node_id": [plant_id],
+        },
+        geometry=shapely.points(plant_xy), crs=crs,
+    )
+
+    # ---- parcel and building geometry ----------------------------------------------
+    par_geom = geo(shapely.box(a.par_x0, a.par_y0, a.par_x1, a.par_y1))
+    par_ids = _ids("P", n_par, max(7, len(str(n_par))))
+    address = (pd.Series(a.par_number).astype(str) + " " + pd.Series(a.par_street)).to_numpy(dtype=object)
+    parcels = gpd.GeoDataFrame(
+        {
+            "parcel_id": par_ids,
+            "address": address,
+            "land_use": land_use,
+            "dwelling_units": du,
+            "bedrooms": beds,
+            "flow_gpd": flow,
+            "septic": septic,
+            "connected": connected,
+            "sewer_available_date": pd.Series(pd.NaT, index=range(n_par), dtype="datetime64[ms]"),
+        },
+        geometry=par_geom, crs=crs,
+    )
+
+    has_b = lu_idx != 5
+    bidx = np.flatnonzero(has_b)
+    w = a.par_x1[bidx] - a.par_x0[bidx]
+    bw = w * rng.uniform(0.4, 0.65, len(bidx))
+    bx0 = a.par_x0[bidx] + (w - bw) * rng.uniform(0.3, 0.7, len(bidx))
+    bdep = rng.uniform(30.0, 55.0, len(bidx))
+    setback = rng.uniform(20.0, 35.0, len(bidx))
+    north = a.par_front_north[bidx]  # street on the south side of the lot (front at y0)
+    by0 = np.where(north, a.par_y0[bidx] + setback, a.par_y1[bidx] - setback - bdep)
+    by1 = by0 + bdep
+    b_geom = geo(shapely.box(bx0, by0, bx0 + bw, by1))
+    b_ids = _ids("B", len(bidx), max(7, len(str(len(bidx)))))
+    buildings = gpd.GeoDataFrame(
+        {
+            "building_id": b_ids,
+            "parcel_id": par_ids[bidx],
+            "built_date": pd.Series(pd.NaT, index=range(len(bidx)), dtype="datetime64[ms]"),
+            "use": land_use[bidx],
+        },
+        geometry=b_geom, crs=crs,
+    )
+
+    st_geom = geo(_lines(a.st_x0, a.st_y0, a.st_x1, a.st_y1))
+    streets = gpd.GeoDataFrame(
+        {"street_id": _ids("ST", len(a.st_x0)), "name": a.st_name, "width_ft": a.st_width_ft},
+        geometry=st_geom, crs=crs,
+    )
+
+    # users: at their building's centroid
+    b_of_par = np.full(n_par, -1)
+    b_of_par[bidx] = np.arange(len(bidx))
+    ub = b_of_par[u_par]
+    users = gpd.GeoDataFrame(
+        {
+            "user_id": _ids("IU", n_users, 4),
+            "name": np.array([f"Industrial user {i + 1}" for i in range(n_users)], dtype=object),
+            "parcel_id": par_ids[u_par],
+            "building_id": b_ids[ub],
+            "process_flow_gpd": u_flow,
+            "categorical": u_cat,
+            "industrial": np.ones(n_users, bool),
+            "sic_code": np.array(SIC_CODES, dtype=object)[rng.integers(0, len(SIC_CODES), n_users)],
+        },
+        geometry=shapely.centroid(b_geom[ub]), crs=crs,
+    )
+
+    out = {
+        "parcels": parcels,
+        "buildings": buildings,
+        "mains": mains,
+        "manholes": manholes,
+        "plants": plants,
+        "streets": streets,
+        "users": users,
+    }
+    if laterals:
+        lp = a.par_pipe[bidx]
+        sel = lp >= 0
+        cx = (bx0 + bw / 2)[sel]
+        fy = np.where(north, by0, by1)[sel]
+        lat_geom = geo(_lines(cx, fy, cx, a.par_front_y[bidx][sel]))
+        # tap exactly on the (densified, bent) main
+        tap_main = mains_geom[lp[sel]]
+        tap = shapely.line_interpolate_point(
+            tap_main, shapely.line_locate_point(tap_main, shapely.get_point(lat_geom, -1)))
+        start = shapely.get_coordinates(shapely.get_point(lat_geom, 0))
+        lat_geom = _lines(start[:, 0], start[:, 1], *shapely.get_coordinates(tap).T)
+        n_lat = int(sel.sum())
+        out["laterals"] = gpd.GeoDataFrame(
+            {
+                "lateral_id": _ids("LAT", n_lat),
+                "parcel_id": par_ids[bidx][sel],
+                "building_id": b_ids[sel],
+                "main_id": main_ids[lp[sel]],
+            },
+            geometry=lat_geom, crs=crs,
+        )
+    log.info("synthetic town: %d parcels, %d mains, %d manholes, plant avg %.3f MGD",
+             n_par, n_pipes, n_nodes - 1, total_avg / 1e6)
+    return out
