@@ -1,0 +1,507 @@
+"""In-process tests of the HTTP service (FastAPI TestClient).
+
+The state is built in code from small result tables with the documented
+columns, so these tests check the serving layer on its own: lookups,
+reprojection, serialization, limits, errors and map files. Answers of the
+analyses themselves over real HTTP are in ``test_service_http.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from pyproj import CRS, Transformer
+from shapely.geometry import LineString, Point, box
+
+from gisnet._service_geojson import feature_fragments, parse_crs
+from gisnet.report import Report
+from gisnet.service import ResultTable, ServiceLimits, TownState, create_app
+from gisnet.town import Town
+
+with warnings.catch_warnings():
+    # Starlette >= 1.x prefers the httpx2 package and warns when it finds httpx
+    warnings.filterwarnings("ignore", message=".*httpx2.*")
+    from fastapi.testclient import TestClient
+
+CRS_FT = "EPSG:2260"  # NY East, US survey feet
+X0, Y0 = 656_000.0, 1_033_800.0  # Town of Poughkeepsie, NY
+
+
+def _town() -> Town:
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": ["P1", "P2", "P/3"], "address": ["1 Main St", "3 Main St", "5 Main St"]},
+        geometry=[box(X0, Y0, X0 + 50, Y0 + 100), box(X0 + 60, Y0, X0 + 110, Y0 + 100),
+                  box(X0 + 120, Y0, X0 + 170, Y0 + 100)],
+        crs=CRS_FT,
+    )
+    mains = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2", "M3"], "diameter_in": [8.0, 8.0, 10.0]},
+        geometry=[LineString([(X0, Y0 - 20), (X0 + 100, Y0 - 20)]),
+                  LineString([(X0 + 100, Y0 - 20), (X0 + 200, Y0 - 20)]),
+                  LineString([(X0 + 200, Y0 - 20), (X0 + 300, Y0 - 20)])],
+        crs=CRS_FT,
+    )
+    report = Report()
+    report.add("gap_snapped", "info", "gap of 0.6 ft snapped", layer="mains", feature_id="M2")
+    report.add("adverse_slope", "warning", "M3 rises downstream", layer="mains",
+               feature_id="M3")
+    return Town(name="Testville", crs=CRS.from_user_input(CRS_FT), ft_per_unit=1.000002,
+                layers={"parcels": parcels, "mains": mains}, profile="test-profile",
+                report=report)
+
+
+def _graph() -> nx.MultiDiGraph:
+    G = nx.MultiDiGraph(crs=CRS_FT, ft_per_unit=1.000002, outlets=["WWTP"], report=Report())
+    for n, x in (("MH1", X0), ("MH2", X0 + 100), ("MH3", X0 + 200), ("WWTP", X0 + 300)):
+        G.add_node(n, x=x, y=Y0 - 20, kind="manhole", is_manhole=True)
+    G.add_edge("MH1", "MH2", key="M1")
+    G.add_edge("MH2", "MH3", key="M2")
+    G.add_edge("MH3", "WWTP", key="M3")
+    return G
+
+
+def _tables(town: Town) -> dict[str, gpd.GeoDataFrame]:
+    p = town.layers["parcels"]
+    obligations = gpd.GeoDataFrame(
+        {
+            "parcel_id": ["P1", "P2", "P2", "P/3"],
+            "building_id": ["B1", "B2a", "B2b", None],
+            "main_id": ["M1", "M1", "M2", "M2"],
+            "distance_ft": [20.0, 20.0, 20.000001, 320.25],
+            "within_distance": [True, True, True, False],
+            "status": ["required", "required", "connected", "not_required"],
+            "deadline_days": [30.0, 30.0, 30.0, np.nan],
+            "septic_deadline": pd.to_datetime(["2031-05-01", None, None, None]),
+            "section": ["§ 168-22.2G"] * 4,
+            "reason": ["Within 300 ft of public sewer main M1."] * 4,
+        },
+        geometry=[p.geometry[0], p.geometry[1], p.geometry[1], p.geometry[2]],
+        crs=CRS_FT,
+    )
+    taps = [Point(X0 + 25, Y0 - 20), Point(X0 + 85, Y0 - 20), Point(X0 + 145, Y0 - 20),
+            Point(X0 + 150, Y0 - 20)]
+    control = gpd.GeoDataFrame(
+        {
+            "building_id": ["B1", "B2a", None, None],
+            "parcel_id": ["P1", "P2", "P/3", "P2"],
+            "user_id": [None, None, None, "U1"],
+            "main_id": ["M1", "M1", "M2", "M2"],
+            "tap_distance_ft": [25.0, 85.0, 45.0, 50.0],
+            "control_manhole_id": ["MH2", "MH2", "MH3", "MH3"],
+            "plant_id": ["WWTP", "WWTP", "WWTP", "WWTP"],
+            "path_length_ft": [75.0, 15.0, 55.0, 50.0],
+            "plant_path_length_ft": [275.0, 215.0, 155.0, 150.0],
+        },
+        geometry=taps, crs=CRS_FT,
+    )
+    paths = gpd.GeoDataFrame(
+        control[["building_id", "parcel_id", "user_id", "control_manhole_id",
+                 "path_length_ft"]].copy(),
+        geometry=[LineString([(X0 + 25, Y0 - 20), (X0 + 100, Y0 - 20)]),
+                  LineString([(X0 + 85, Y0 - 20), (X0 + 100, Y0 - 20)]),
+                  LineString([(X0 + 145, Y0 - 20), (X0 + 200, Y0 - 20)]),
+                  LineString([(X0 + 150, Y0 - 20), (X0 + 200, Y0 - 20)])],
+        crs=CRS_FT,
+    )
+    pipes = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2", "M3"], "diameter_in": [8.0, 8.0, 10.0],
+         "capacity_gpd": [494_000.0, 494_000.0, np.nan],
+         "peak_flow_gpd": [247_000.0, 420_000.0, 500_000.0],
+         "utilization": [0.5, 0.8502, np.nan], "over_threshold": [False, True, False]},
+        geometry=town.layers["mains"].geometry.to_numpy(), crs=CRS_FT,
+    )
+    plants = gpd.GeoDataFrame(
+        {"plant_id": ["WWTP"], "design_flow_mgd": [2.0], "avg_flow_mgd": [1.5],
+         "ratio": [0.75], "over_threshold": [False]},
+        geometry=[Point(X0 + 300, Y0 - 20)], crs=CRS_FT,
+    )
+    return {"obligations": obligations, "control_manholes": control, "control_paths": paths,
+            "pipes_capacity": pipes, "plants": plants}
+
+
+KEYS = {"obligations": ("parcel_id", "building_id"),
+        "control_manholes": ("parcel_id", "building_id", "user_id"),
+        "control_paths": ("parcel_id", "building_id", "user_id"),
+        "pipes_capacity": ("main_id",), "plants": ("plant_id",)}
+
+
+def _state(tmp_path=None, *, unavailable=None) -> TownState:
+    town = _town()
+    tabs = {name: ResultTable(name, gdf, KEYS[name]) for name, gdf in _tables(town).items()}
+    tabs["parcels"] = ResultTable("parcels", town.layers["parcels"], ("parcel_id",))
+    st = TownState(town=town, G=_graph(), tables=tabs, out_dir=tmp_path)
+    if unavailable:
+        for name in unavailable:
+            st.tables.pop(name, None)
+        st.unavailable["capacity"] = "town has no plants layer"
+    return st
+
+
+@pytest.fixture
+def client(tmp_path) -> TestClient:
+    maps = tmp_path / "maps"
+    maps.mkdir()
+    (maps / "obligations.html").write_text("<html>obligations map</html>")
+    (maps / "notes.txt").write_text("not a map")
+    (tmp_path / "secret.html").write_text("outside the map folder")
+    app = create_app(_state(maps), ServiceLimits(max_body_bytes=4096, max_batch=5))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def _to_lonlat(x: float, y: float) -> tuple[float, float]:
+    return Transformer.from_crs(CRS_FT, 4326, always_xy=True).transform(x, y)
+
+
+# ---------------------------------------------------------------------------
+# town
+# ---------------------------------------------------------------------------
+
+
+def test_health_names_the_town(client):
+    r = client.get("/health")
+    assert r.status_code == 200
+    assert r.json()["status"] == "ok" and r.json()["town"] == "Testville"
+
+
+def test_town_summary_counts_layers_results_and_findings(client):
+    info = client.get("/town").json()
+    assert info["layers"]["parcels"]["features"] == 3
+    assert info["layers"]["mains"]["features"] == 3
+    assert info["crs"] == "EPSG:2260"
+    assert info["graph"] == {"nodes": 4, "edges": 3, "outlets": 1}
+    assert info["results"]["obligations"] == 4
+    assert info["quality"]["by_kind"] == {"gap_snapped": 1, "adverse_slope": 1}
+    assert info["quality"]["by_severity"] == {"info": 1, "warning": 1}
+    assert info["limits"] == {"max_body_bytes": 4096, "max_batch": 5}
+
+
+def test_openapi_lists_every_endpoint(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    for p in ("/health", "/town", "/parcels/{parcel_id}/obligation", "/obligations",
+              "/trace/downstream", "/manholes/{manhole_id}/upstream", "/control-manholes",
+              "/pipes", "/plants", "/whatif", "/maps/{name}"):
+        assert p in paths, p
+    assert client.get("/docs").status_code == 200
+
+
+# ---------------------------------------------------------------------------
+# single lookups and reprojection
+# ---------------------------------------------------------------------------
+
+
+def test_parcel_obligation_in_wgs84_matches_pyproj(client):
+    r = client.get("/parcels/P1/obligation")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/geo+json")
+    fc = r.json()
+    assert fc["type"] == "FeatureCollection" and "crs" not in fc
+    (f,) = fc["features"]
+    assert f["properties"]["distance_ft"] == 20.0
+    assert f["properties"]["status"] == "required"
+    assert f["properties"]["section"] == "§ 168-22.2G"
+    assert f["properties"]["septic_deadline"].startswith("2031-05-01")
+    ring = f["geometry"]["coordinates"][0]
+    # the box's corners, transformed independently with pyproj
+    expected = {tuple(round(c, 9) for c in _to_lonlat(x, y))
+                for x, y in ((X0, Y0), (X0 + 50, Y0), (X0 + 50, Y0 + 100), (X0, Y0 + 100))}
+    assert {tuple(round(c, 9) for c in pt) for pt in ring} == expected
+
+
+def test_parcel_obligation_in_requested_crs_keeps_working_coordinates(client):
+    fc = client.get("/parcels/P1/obligation", params={"crs": "EPSG:2260"}).json()
+    assert fc["crs"]["properties"]["name"] == "EPSG:2260"
+    xs = sorted({pt[0] for pt in fc["features"][0]["geometry"]["coordinates"][0]})
+    assert xs == [X0, X0 + 50]
+
+
+def test_parcel_with_two_buildings_gives_both_rows_and_nan_is_null(client):
+    fc = client.get("/parcels/P2/obligation").json()
+    assert [f["properties"]["building_id"] for f in fc["features"]] == ["B2a", "B2b"]
+    fc3 = client.get("/parcels/P/3/obligation").json()  # ids may hold a slash
+    assert fc3["features"][0]["properties"]["deadline_days"] is None
+    assert fc3["features"][0]["properties"]["building_id"] is None
+
+
+def test_unknown_parcel_is_404_naming_it(client):
+    r = client.get("/parcels/NOPE/obligation")
+    assert r.status_code == 404
+    assert "NOPE" in r.json()["detail"] and "not found" in r.json()["detail"]
+
+
+def test_bad_crs_is_422_naming_the_field(client):
+    r = client.get("/parcels/P1/obligation", params={"crs": "EPSG:999999"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "crs"
+    assert "EPSG:999999" in r.json()["detail"]
+
+
+# ---------------------------------------------------------------------------
+# batches and limits
+# ---------------------------------------------------------------------------
+
+
+def test_batch_obligations_in_request_order_with_not_found(client):
+    r = client.post("/obligations", json={"parcel_ids": ["P/3", "X9", "P1"]})
+    assert r.status_code == 200
+    fc = r.json()
+    assert [f["properties"]["parcel_id"] for f in fc["features"]] == ["P/3", "P1"]
+    assert fc["not_found"] == ["X9"]
+
+
+def test_numeric_ids_are_accepted_as_text(client):
+    r = client.post("/obligations", json={"parcel_ids": [1]})
+    assert r.status_code == 200 and r.json()["not_found"] == ["1"]
+
+
+def test_batch_over_the_count_limit_is_413_naming_the_limit(client):
+    r = client.post("/obligations", json={"parcel_ids": ["P1"] * 6})
+    assert r.status_code == 413
+    body = r.json()
+    assert body["limit"] == 5 and body["field"] == "parcel_ids"
+    assert "limit of 5" in body["detail"] and "max_batch" in body["detail"]
+
+
+def test_body_over_the_size_limit_is_413(client):
+    ids = [f"P{i:06d}" for i in range(1000)]  # ~11 kB > 4096 bytes
+    r = client.post("/obligations", json={"parcel_ids": ids})
+    assert r.status_code == 413
+    assert "4096 bytes" in r.json()["detail"] and "max_body_bytes" in r.json()["detail"]
+
+
+def test_streamed_body_over_the_size_limit_is_413(client):
+    def chunks():
+        yield b'{"parcel_ids": ['
+        for _ in range(600):
+            yield b'"P000001",'
+        yield b'"P1"]}'
+
+    r = client.post("/obligations", content=chunks(),
+                    headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert "max_body_bytes" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        ('{"parcel_ids": ["P1"', "body", "malformed JSON"),
+        ('{"parcel_ids": "P1"}', "parcel_ids", "valid list"),
+        ('{"parcel_ids": [["P1"]]}', "parcel_ids[0]", ""),
+        ('{"parcelids": ["P1"]}', "parcelids", "unknown field"),
+        ("{}", "parcel_ids", "either"),
+        ('{"parcel_ids": ["P1"], "features": []}', "parcel_ids", "either"),
+        ('{"features": {"type": "Point", "coordinates": [1]}}', "features", "coordinates"),
+    ],
+)
+def test_malformed_obligations_body_is_422_naming_the_field(client, body, field, words):
+    r = client.post("/obligations", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert words in r.json()["detail"]
+
+
+def test_geojson_features_over_the_count_limit_is_413(client):
+    fc = {"type": "FeatureCollection",
+          "features": [{"type": "Feature", "properties": {},
+                        "geometry": {"type": "Point", "coordinates": [-73.9, 41.67]}}] * 6}
+    r = client.post("/obligations", json={"features": fc})
+    assert r.status_code == 413 and r.json()["field"] == "features"
+
+
+def test_geojson_with_out_of_range_latitude_is_422(client):
+    geom = {"type": "Point", "coordinates": [-73.9, 141.67]}
+    r = client.post("/control-manholes", json={"features": [geom]})
+    assert r.status_code == 422
+    assert r.json()["field"] == "features" and "out of range" in r.json()["detail"]
+
+
+def test_geojson_feature_without_geometry_names_the_element(client):
+    fc = {"type": "FeatureCollection",
+          "features": [{"type": "Feature", "properties": {},
+                        "geometry": {"type": "Point", "coordinates": [-73.9, 41.67]}},
+                       {"type": "Feature", "properties": {}, "geometry": None}]}
+    r = client.post("/control-manholes", json={"features": fc})
+    assert r.status_code == 422
+    assert r.json()["field"] == "features.features[1].geometry"
+
+
+# ---------------------------------------------------------------------------
+# tracing from the tables
+# ---------------------------------------------------------------------------
+
+
+def test_parcel_trace_from_tables(client):
+    r = client.get("/trace/downstream", params={"parcel": "P2"})
+    assert r.status_code == 200
+    t = r.json()
+    assert t["control_manhole_id"] == "MH2" and t["plant_id"] == "WWTP"
+    assert t["control_length_ft"] == 15.0 and t["length_ft"] == 215.0
+    assert t["reaches_outlet"] is True
+    # the user on the parcel is not one of the parcel's building connections
+    assert [f["properties"]["building_id"] for f in t["connection"]["features"]] == ["B2a"]
+    assert t["path"]["features"][0]["geometry"]["type"] == "LineString"
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "field"),
+    [
+        ({}, 422, "parcel"),
+        ({"x": "-73.9"}, 422, "y"),
+        ({"y": "41.6"}, 422, "x"),
+        ({"x": "abc", "y": "41.6"}, 422, "x"),
+        ({"parcel": "P1", "x": "1", "y": "2"}, 422, "parcel"),
+        ({"x": "-73.9", "y": "41.6", "point_crs": "nonsense"}, 422, "point_crs"),
+    ],
+)
+def test_malformed_trace_is_422(client, params, status, field):
+    r = client.get("/trace/downstream", params=params)
+    assert r.status_code == status, r.text
+    assert r.json()["field"] == field
+
+
+def test_unknown_parcel_trace_is_404(client):
+    r = client.get("/trace/downstream", params={"parcel": "NOPE"})
+    assert r.status_code == 404 and "NOPE" in r.json()["detail"]
+
+
+def test_unknown_manhole_is_404(client):
+    r = client.get("/manholes/NOPE/upstream")
+    assert r.status_code == 404 and "NOPE" in r.json()["detail"]
+
+
+def test_control_manholes_batch_by_building_id(client):
+    r = client.post("/control-manholes", json={"building_ids": ["B2a", "B1", "ZZ"]})
+    assert r.status_code == 200
+    fc = r.json()
+    assert [f["properties"]["control_manhole_id"] for f in fc["features"]] == ["MH2", "MH2"]
+    assert fc["not_found"] == ["ZZ"]
+    r = client.post("/control-manholes", json={"building_ids": ["B1"], "parcel_ids": ["P1"]})
+    assert r.status_code == 422 and r.json()["field"] == "parcel_ids"
+
+
+# ---------------------------------------------------------------------------
+# capacity
+# ---------------------------------------------------------------------------
+
+
+def test_pipes_filtered_by_utilization_excludes_unknown(client):
+    fc = client.get("/pipes", params={"min_utilization": 0.8}).json()
+    assert [f["properties"]["main_id"] for f in fc["features"]] == ["M2"]
+    allp = client.get("/pipes").json()
+    assert len(allp["features"]) == 3
+    assert allp["features"][2]["properties"]["utilization"] is None
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+def test_bad_min_utilization_is_422(client, value):
+    r = client.get("/pipes", params={"min_utilization": value})
+    assert r.status_code == 422
+    assert r.json()["field"] == "min_utilization"
+
+
+def test_unknown_main_is_404(client):
+    assert client.get("/pipes", params={"main_id": "M9"}).status_code == 404
+    assert client.get("/pipes", params={"main_id": "M3"}).json()["features"][0][
+        "properties"]["main_id"] == "M3"
+
+
+def test_plants(client):
+    (f,) = client.get("/plants").json()["features"]
+    assert f["properties"]["ratio"] == 0.75
+    lon, lat = _to_lonlat(X0 + 300, Y0 - 20)
+    assert math.isclose(f["geometry"]["coordinates"][0], lon, abs_tol=1e-9)
+    assert math.isclose(f["geometry"]["coordinates"][1], lat, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"parcel_id": "P1"}, "flow_gpd"),
+        ({"parcel_id": "P1", "flow_gpd": -5}, "flow_gpd"),
+        ({"parcel_id": "P1", "flow_gpd": "lots"}, "flow_gpd"),
+        ({"flow_gpd": 1000}, "parcel_id"),
+        ({"parcel_id": "P1", "point": [1, 2], "flow_gpd": 1000}, "parcel_id"),
+        ({"parcel_id": "P1", "flow_gpd": 1000, "industrial": "perhaps"}, "industrial"),
+        ({"point": [1, 2, 3], "flow_gpd": 1000}, "point"),
+    ],
+)
+def test_malformed_whatif_is_422(client, body, field):
+    r = client.post("/whatif", json=body)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+
+
+def test_whatif_unknown_parcel_is_404(client):
+    r = client.post("/whatif", json={"parcel_id": "NOPE", "flow_gpd": 1000})
+    assert r.status_code == 404
+
+
+def test_missing_analysis_is_503_with_the_reason(tmp_path):
+    app = create_app(_state(unavailable=("pipes_capacity", "plants")))
+    with TestClient(app) as c:
+        r = c.get("/pipes")
+        assert r.status_code == 503
+        assert "no plants layer" in r.json()["detail"]
+        assert c.get("/town").json()["unavailable"] == {"capacity": "town has no plants layer"}
+
+
+# ---------------------------------------------------------------------------
+# maps
+# ---------------------------------------------------------------------------
+
+
+def test_map_served_with_and_without_suffix(client):
+    for name in ("obligations.html", "obligations"):
+        r = client.get(f"/maps/{name}")
+        assert r.status_code == 200 and r.text == "<html>obligations map</html>"
+        assert r.headers["content-type"].startswith("text/html")
+    assert client.get("/maps").json() == {"maps": ["obligations.html"]}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/maps/secret.html", "/maps/..%2Fsecret.html", "/maps/%2e%2e%2fsecret.html",
+     "/maps/notes.txt", "/maps/missing", "/maps/.hidden", "/maps/..", "/maps/%2Fetc%2Fpasswd"],
+)
+def test_map_path_traversal_is_refused(client, path):
+    r = client.get(path)
+    assert r.status_code == 404
+    assert "outside the map folder" not in r.text
+
+
+# ---------------------------------------------------------------------------
+# serialization
+# ---------------------------------------------------------------------------
+
+
+def test_feature_fragments_equal_a_row_by_row_encoding():
+    gdf = gpd.GeoDataFrame(
+        {"a": [1.5, np.nan, np.inf], "s": ["x\ny", None, "é"], "b": [True, False, True],
+         "d": pd.to_datetime(["2020-01-01", None, "2021-02-03"])},
+        geometry=[Point(1, 2), None, LineString([(0, 0), (1, 1)])], crs=CRS_FT,
+    )
+    frags = [json.loads(f) for f in feature_fragments(gdf)]
+    expected = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1.0, 2.0]},
+         "properties": {"a": 1.5, "s": "x\ny", "b": True, "d": "2020-01-01T00:00:00.000"}},
+        {"type": "Feature", "geometry": None,
+         "properties": {"a": None, "s": None, "b": False, "d": None}},
+        {"type": "Feature",
+         "geometry": {"type": "LineString", "coordinates": [[0.0, 0.0], [1.0, 1.0]]},
+         "properties": {"a": None, "s": "é", "b": True, "d": "2021-02-03T00:00:00.000"}},
+    ]
+    assert frags == expected
+
+
+def test_parse_crs_accepts_codes_and_names():
+    assert parse_crs(None).to_epsg() == 4326
+    assert parse_crs("2260").to_epsg() == 2260
+    assert parse_crs("epsg:2260").to_epsg() == 2260
