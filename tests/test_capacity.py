@@ -1,0 +1,447 @@
+"""Tests of gisnet.capacity: Manning, peaking, parcel flows, accumulation, plants, what-if.
+
+Every expected number is worked by hand (in the comments) or computed here
+independently of gisnet (Manning written out from area and hydraulic radius).
+"""
+
+from __future__ import annotations
+
+import math
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from shapely.geometry import LineString, Point, box
+
+from gisnet import capacity as cap
+from gisnet.errors import ConfigError, NotFoundError
+from gisnet.profile import load_profile
+from gisnet.town import Town, TownSettings
+
+CRS = "EPSG:2260"
+
+
+def manning_by_hand(d_in: float, s: float, n: float = 0.013) -> float:
+    """Q = (1.486 / n) A R^(2/3) S^(1/2), A = pi D^2 / 4, R = A / P = D / 4 (cfs)."""
+    d = d_in / 12.0
+    area = math.pi * d * d / 4.0
+    radius = area / (math.pi * d)
+    return 1.486 / n * area * radius ** (2.0 / 3.0) * math.sqrt(s)
+
+
+# --------------------------------------------------------------------------- fixtures in code
+
+
+def make_graph(nodes: dict[str, tuple[float, float, str]],
+               pipes: list[tuple[str, str, str, float, dict]],
+               outlets: tuple[str, ...] = ()) -> nx.MultiDiGraph:
+    """A MultiDiGraph following docs/architecture.md "Sewer graph".
+
+    nodes: id -> (x, y, kind); pipes: (main_id, u, v, diameter_in, extra attrs).
+    """
+    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=list(outlets),
+                        snap_tolerance_ft=1.0)
+    for nid, (x, y, kind) in nodes.items():
+        G.add_node(nid, kind=kind, x=x, y=y, public=True, active=True,
+                   is_manhole=kind == "manhole", outlet=nid in outlets)
+    for mid, u, v, d, extra in pipes:
+        xu, yu, _ = nodes[u]
+        xv, yv, _ = nodes[v]
+        geom = LineString([(xu, yu), (xv, yv)])
+        attrs = dict(main_id=mid, length_ft=geom.length, diameter_in=d, slope=0.004,
+                     up_invert_ft=None, down_invert_ft=None, material="PVC", kind="sanitary",
+                     public=True, active=True, gravity=True, eligible=True,
+                     direction_source="node_ids", geometry=geom, part=1)
+        attrs.update(extra)
+        G.add_edge(u, v, key=mid, **attrs)
+    return G
+
+
+def make_town(profile: str = "berlin-nh", parcels: gpd.GeoDataFrame | None = None,
+              plants: gpd.GeoDataFrame | None = None, users: gpd.GeoDataFrame | None = None,
+              plant_flows: pd.DataFrame | None = None, **settings) -> Town:
+    if parcels is None:
+        parcels = gpd.GeoDataFrame({"parcel_id": pd.Series([], dtype=object)},
+                                   geometry=gpd.GeoSeries([], crs=CRS), crs=CRS)
+    layers = {"parcels": parcels, "mains": gpd.GeoDataFrame(geometry=[], crs=CRS)}
+    if plants is not None:
+        layers["plants"] = plants
+    if users is not None:
+        layers["users"] = users
+    return Town(name="t", crs=CRS, ft_per_unit=1.0, layers=layers,
+                profile=load_profile(profile), settings=TownSettings(**settings),
+                plant_flows=plant_flows)
+
+
+def metered_parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
+    ids = list(flows)
+    return gpd.GeoDataFrame({
+        "parcel_id": ids, "flow_gpd": [flows[i] for i in ids],
+        "bedrooms": [None] * len(ids), "dwelling_units": [None] * len(ids),
+        "land_use": ["residential"] * len(ids), "septic": [False] * len(ids),
+        "connected": [True] * len(ids),
+    }, geometry=[box(i, 0, i + 1, 1) for i in range(len(ids))], crs=CRS)
+
+
+def points_for(rows: list[tuple[str | None, str | None, str]]) -> gpd.GeoDataFrame:
+    """Connection points by hand: (parcel_id, user_id, edge_key)."""
+    return gpd.GeoDataFrame({
+        "building_id": [None] * len(rows),
+        "parcel_id": [r[0] for r in rows], "user_id": [r[1] for r in rows],
+        "main_id": [r[2].split("@")[0] for r in rows], "edge_key": [r[2] for r in rows],
+        "tap_distance_ft": [10.0] * len(rows), "source": ["projected"] * len(rows),
+    }, geometry=[Point(0, 0)] * len(rows), crs=CRS)
+
+
+FIVE_NODES = {
+    "A": (0, 200, "manhole"), "C": (0, 0, "manhole"), "B": (200, 100, "manhole"),
+    "E": (200, -200, "manhole"), "D": (400, 100, "manhole"), "P1": (600, 100, "plant"),
+}
+FIVE_PIPES = [
+    ("M1", "A", "B", 8, {}), ("M2", "C", "B", 8, {}), ("M3", "B", "D", 10, {}),
+    ("M4", "E", "D", 8, {}), ("M5", "D", "P1", 12, {}),
+]
+
+
+@pytest.fixture
+def five():
+    """Five pipes: M1 (A->B) and M2 (C->B) join into M3 (B->D); M3 and M4 (E->D)
+    join into M5 (D->plant P1). Flows (metered, 100 gpd per person):
+    M1: parcels p1 20,000 + p2 16,000 = 36,000 gpd (360 persons)
+    M2: parcel p3 64,000 gpd (640 persons)
+    M4: parcel p4 225,000 gpd (2,250 persons) + industrial user U1 20,000 gpd
+    """
+    G = make_graph(FIVE_NODES, FIVE_PIPES, outlets=("P1",))
+    parcels = metered_parcels({"p1": 20_000, "p2": 16_000, "p3": 64_000, "p4": 225_000})
+    users = gpd.GeoDataFrame({"user_id": ["U1"], "process_flow_gpd": [20_000.0],
+                              "industrial": [True]}, geometry=[Point(200, -150)], crs=CRS)
+    plants = gpd.GeoDataFrame({"plant_id": ["P1"], "name": ["Plant"], "design_flow_mgd": [0.5],
+                               "avg_flow_mgd": [None], "node_id": ["P1"]},
+                              geometry=[Point(600, 100)], crs=CRS)
+    town = make_town(parcels=parcels, users=users, plants=plants)
+    pts = points_for([("p1", None, "M1"), ("p2", None, "M1"), ("p3", None, "M2"),
+                      ("p4", None, "M4"), (None, "U1", "M4")])
+    return town, G, pts
+
+
+# --------------------------------------------------------------------------- formulas
+
+
+def test_manning_check_value_8in():
+    # DESIGN.md: 8 in, n 0.013, S 0.004 -> 0.764 cfs, about 494,000 gpd.
+    q = cap.manning_full_flow_cfs(8, 0.004, 0.013)
+    assert q == pytest.approx(0.764, rel=0.005)
+    assert q * 646_316.88 == pytest.approx(494_000, rel=0.005)
+    assert q == pytest.approx(manning_by_hand(8, 0.004), rel=1e-9)
+
+
+def test_manning_12_over_8_is_1_5_to_8_thirds():
+    q = cap.manning_full_flow_cfs(np.array([8.0, 12.0]), 0.004)
+    assert q[1] / q[0] == pytest.approx(1.5 ** (8 / 3), rel=0.001)
+
+
+def test_manning_no_capacity_is_nan_not_zero():
+    q = cap.manning_full_flow_cfs([8, 8, 8, 0, np.nan, 8], [0.004, 0.0, -0.002, 0.004, 0.004,
+                                                             np.nan])
+    assert q[0] > 0
+    assert np.isnan(q[1:]).all()
+
+
+def test_harmon_peaking():
+    # P in thousands: 1,000 persons -> (18 + 1) / (4 + 1) = 3.8
+    assert cap.harmon_peaking_factor(1000) == pytest.approx(3.8)
+    # 4,000 persons -> (18 + 2) / (4 + 2) = 3.3333
+    assert cap.harmon_peaking_factor(4000) == pytest.approx(20 / 6)
+    # 0 persons -> 18 / 4 = 4.5, capped at 4.0
+    assert cap.harmon_peaking_factor(0) == 4.0
+    assert cap.harmon_peaking_factor(0, cap=None) == pytest.approx(4.5)
+    assert cap.harmon_peaking_factor(10_000_000, minimum=1.5) == 1.5
+
+
+# --------------------------------------------------------------------------- parcel flows
+
+
+def test_parcel_flow_bases_berlin():
+    parcels = gpd.GeoDataFrame({
+        "parcel_id": ["m", "b", "d", "l", "s", "n"],
+        "flow_gpd": [1234.0, None, None, None, None, None],
+        "bedrooms": [3, 3, None, None, 4, None],
+        "dwelling_units": [1, None, 2, None, None, None],
+        "land_use": ["residential", "residential", "residential", "commercial", "residential",
+                     "parking"],
+        "septic": [False, False, False, False, True, False],
+        "connected": [True, True, True, True, False, True],
+    }, geometry=[box(i, 0, i + 1, 1) for i in range(6)], crs=CRS)
+    f = cap.parcel_flows(make_town("berlin-nh", parcels=parcels)).set_index("parcel_id")
+    # metered 1,234; 3 bedrooms x 150 = 450; 2 DU x 250 = 500; commercial 500 gpd;
+    # septic parcel: 4 x 150 = 600 but not sewered; unknown land use: 0
+    assert f["avg_flow_gpd"].tolist() == [1234.0, 450.0, 500.0, 500.0, 600.0, 0.0]
+    assert f["basis"].tolist() == ["metered", "bedrooms", "dwelling_units", "land_use",
+                                   "bedrooms", "none"]
+    assert f["sewered"].tolist() == [True, True, True, True, False, True]
+    assert f.loc["b", "population"] == pytest.approx(4.5)  # 450 / 100
+    assert f.loc["b", "pe"] == pytest.approx(4.5)
+    # Poughkeepsie's profile uses 110 gpd per bedroom: 3 x 110 = 330
+    g = cap.parcel_flows(make_town("poughkeepsie-fourth-ward", parcels=parcels))
+    assert g.set_index("parcel_id").loc["b", "avg_flow_gpd"] == pytest.approx(330.0)
+
+
+# --------------------------------------------------------------------------- accumulation
+
+
+def test_five_pipe_accumulation_by_hand(five):
+    town, G, pts = five
+    res = cap.compute_capacity(town, G, points=pts)
+    p = res.pipes.set_index("main_id")
+    # Average flows:  M1 36,000; M2 64,000; M3 = 36,000 + 64,000 = 100,000;
+    # M4 = 225,000 + 20,000 (industrial) = 245,000; M5 = 100,000 + 245,000 = 345,000.
+    assert p["avg_flow_gpd"].to_dict() == pytest.approx(
+        {"M1": 36_000, "M2": 64_000, "M3": 100_000, "M4": 245_000, "M5": 345_000})
+    assert p["population"].to_dict() == pytest.approx(
+        {"M1": 360, "M2": 640, "M3": 1000, "M4": 2250, "M5": 3250})
+    # Peaks (Harmon on the domestic part only, P in thousands, cap 4.0):
+    # M1: P 0.36, sqrt .6 -> 18.6 / 4.6 = 4.0435 -> capped 4.0 -> 144,000
+    # M2: P 0.64, sqrt .8 -> 18.8 / 4.8 = 3.916667 -> 64,000 x 3.916667 = 250,666.67
+    # M3: P 1.00 -> 19 / 5 = 3.8 -> 380,000
+    # M4: P 2.25, sqrt 1.5 -> 19.5 / 5.5 = 3.545455 -> 225,000 x 3.545455 = 797,727.27
+    #     + 20,000 industrial = 817,727.27
+    # M5: P 3.25, sqrt 1.8027756 -> 19.8027756 / 5.8027756 = 3.4126385
+    #     -> 325,000 x 3.4126385 = 1,109,107.5 + 20,000 = 1,129,107.5
+    assert p["peak_flow_gpd"].to_dict() == pytest.approx(
+        {"M1": 144_000, "M2": 250_666.67, "M3": 380_000, "M4": 817_727.27,
+         "M5": 1_129_107.5}, rel=1e-6)
+    # Utilization of M3 (10 in, S 0.004): 380,000 / (Manning by hand x 646,316.88)
+    c3 = manning_by_hand(10, 0.004) * 646_316.88
+    assert p.loc["M3", "capacity_gpd"] == pytest.approx(c3, rel=1e-9)
+    assert p.loc["M3", "utilization"] == pytest.approx(380_000 / c3, rel=1e-6)
+    assert p["computed"].all()
+    # Thresholds are strict ">": M1 144,000 / 493,959 = 0.29 -> not over.
+    assert not p.loc["M1", "over_threshold"]
+    assert p.loc["M5", "surcharged"] == (p.loc["M5", "utilization"] > 1.0)
+    # The plant receives the average flow of M5: 0.345 MGD of 0.5 design = 69 %.
+    pl = res.plants.set_index("plant_id")
+    assert pl.loc["P1", "basis"] == "accumulated"
+    assert pl.loc["P1", "avg_flow_mgd"] == pytest.approx(0.345)
+    assert pl.loc["P1", "ratio"] == pytest.approx(0.69)
+    assert not pl.loc["P1", "over_threshold"]
+
+
+def test_slope_from_inverts_and_adverse_slope_flagged():
+    nodes = {"A": (0, 0, "manhole"), "B": (100, 0, "manhole"), "C": (200, 0, "manhole"),
+             "D": (300, 0, "manhole")}
+    pipes = [
+        # inverts 100.5 -> 100.0 over 100 ft: S = 0.005 (stored 0.004 ignored)
+        ("I1", "A", "B", 8, {"up_invert_ft": 100.5, "down_invert_ft": 100.0}),
+        # inverts rising downstream: adverse, no capacity
+        ("I2", "B", "C", 8, {"up_invert_ft": 99.0, "down_invert_ft": 99.3}),
+        # flat stored slope, no inverts
+        ("I3", "C", "D", 8, {"slope": 0.0}),
+    ]
+    G = make_graph(nodes, pipes)
+    res = cap.compute_capacity(make_town(), G, points=points_for([]))
+    p = res.pipes.set_index("main_id")
+    assert p.loc["I1", "slope"] == pytest.approx(0.005)
+    assert p.loc["I1", "slope_source"] == "inverts"
+    assert p.loc["I1", "capacity_cfs"] == pytest.approx(manning_by_hand(8, 0.005))
+    assert p.loc["I2", "slope"] == pytest.approx(-0.003)
+    assert np.isnan(p.loc["I2", "capacity_gpd"]) and np.isnan(p.loc["I2", "utilization"])
+    assert "adverse_slope" in p.loc["I2", "flags"].split(";")
+    assert not p.loc["I2", "over_threshold"]
+    assert np.isnan(p.loc["I3", "capacity_gpd"])
+    assert "flat_slope" in p.loc["I3", "flags"].split(";")
+    assert res.report.of_kind("no_capacity_adverse_slope")
+    # 8 in minimum slope is 0.40 % (Env-Wq 704.04): 0.005 is fine.
+    assert p.loc["I1", "min_slope_ok"]
+
+
+def test_material_n_is_an_option():
+    nodes = {"A": (0, 0, "manhole"), "B": (100, 0, "manhole")}
+    G = make_graph(nodes, [("X", "A", "B", 8, {"material": "pvc"})])
+    design = cap.compute_capacity(make_town(), G, points=points_for([]))
+    asbuilt = cap.compute_capacity(make_town(manning_n_by_material=True), G,
+                                   points=points_for([]))
+    assert design.pipes["capacity_cfs"].iloc[0] == pytest.approx(manning_by_hand(8, 0.004))
+    # PVC as built: n 0.010 -> 1.3 x the design capacity
+    assert asbuilt.pipes["capacity_cfs"].iloc[0] == pytest.approx(
+        manning_by_hand(8, 0.004, 0.010))
+
+
+def test_split_by_capacity_is_reported():
+    # Node S has two outgoing pipes, 8 in and 12 in at the same slope: the 12 in
+    # takes 1.5^(8/3) / (1 + 1.5^(8/3)) = 2.9461 / 3.9461 = 0.74659 of the flow.
+    nodes = {"A": (0, 0, "manhole"), "S": (100, 0, "manhole"), "X": (200, 50, "manhole"),
+             "Y": (200, -50, "manhole")}
+    G = make_graph(nodes, [("IN", "A", "S", 15, {}), ("S8", "S", "X", 8, {}),
+                           ("S12", "S", "Y", 12, {})])
+    town = make_town(parcels=metered_parcels({"p": 10_000}))
+    res = cap.compute_capacity(town, G, points=points_for([("p", None, "IN")]))
+    p = res.pipes.set_index("main_id")
+    share = 1.5 ** (8 / 3) / (1 + 1.5 ** (8 / 3))
+    assert p.loc["S12", "avg_flow_gpd"] == pytest.approx(10_000 * share)
+    assert p.loc["S8", "avg_flow_gpd"] == pytest.approx(10_000 * (1 - share))
+    assert p.loc["S12", "population"] == pytest.approx(100 * share)
+    assert res.splits["node_id"].tolist() == ["S"]
+    assert res.report.of_kind("flow_split")
+    assert "flow_split" in p.loc["S8", "flags"]
+
+
+def test_cycle_reported_not_computed_and_downstream_still_computed():
+    # A -> B, then a loop B -> C -> D -> B, with D -> E leaving it.
+    nodes = {"A": (0, 0, "manhole"), "B": (100, 0, "manhole"), "C": (200, 50, "manhole"),
+             "D": (200, -50, "manhole"), "E": (300, -50, "manhole")}
+    G = make_graph(nodes, [("IN", "A", "B", 8, {}), ("L1", "B", "C", 8, {}),
+                           ("L2", "C", "D", 8, {}), ("L3", "D", "B", 8, {}),
+                           ("OUT", "D", "E", 8, {})])
+    town = make_town(parcels=metered_parcels({"p": 1000, "q": 500}))
+    res = cap.compute_capacity(town, G, points=points_for([("p", None, "IN"),
+                                                           ("q", None, "L2")]))
+    p = res.pipes.set_index("main_id")
+    assert res.cycles == [["L1", "L2", "L3"]]
+    assert not p.loc[["L1", "L2", "L3"], "computed"].any()
+    assert p.loc[["L1", "L2", "L3"], "avg_flow_gpd"].isna().all()
+    # Everything entering the loop leaves by OUT: 1,000 + 500
+    assert p.loc["OUT", "computed"]
+    assert p.loc["OUT", "avg_flow_gpd"] == pytest.approx(1500)
+    assert p.loc["IN", "avg_flow_gpd"] == pytest.approx(1000)
+    assert res.report.of_kind("cycle_not_computed")[0].feature_id == "L1,L2,L3"
+    assert len(G.edges) == 5  # nothing dropped
+
+
+# --------------------------------------------------------------------------- plants
+
+
+def test_plant_three_month_window_strict_and_gaps():
+    months = [f"2025-{m:02d}" for m in range(1, 13)]
+    flows = [0.70, 0.72, 0.74, 0.80, 0.86, 0.82, 0.78, 0.76, np.nan, 0.70, 0.71, 0.72]
+    pf = pd.DataFrame({"plant_id": "P1", "month": months, "avg_flow_mgd": flows})
+    pf = pf.drop(index=9)  # October missing entirely; September has no value
+    # Windows: May-Jul (0.86 + 0.82 + 0.78) / 3 = 0.82; Apr-Jun (0.80 + 0.86 + 0.82) / 3
+    # = 0.82667 <- worst; no window spans Sep/Oct.
+    mean, window, gaps, n = cap.plant_window(pf, 3)
+    assert mean == pytest.approx(0.826667, rel=1e-5)
+    assert window == "2025-04..2025-06"
+    assert gaps == ["2025-09", "2025-10"]
+    assert n == 10
+    plants = gpd.GeoDataFrame({"plant_id": ["P1"], "design_flow_mgd": [1.0],
+                               "avg_flow_mgd": [0.5], "node_id": ["P1"]},
+                              geometry=[Point(0, 0)], crs=CRS)
+    nodes = {"A": (0, 0, "manhole"), "P1": (100, 0, "plant")}
+    G = make_graph(nodes, [("M", "A", "P1", 8, {})], outlets=("P1",))
+    res = cap.compute_capacity(make_town(plants=plants, plant_flows=pf), G,
+                               points=points_for([]))
+    row = res.plants.iloc[0]
+    assert row["basis"] == "monthly_3mo" and row["over_threshold"]
+    assert row["ratio"] == pytest.approx(0.826667, rel=1e-5)
+    assert row["gaps"] == "2025-09,2025-10"
+    # exactly 80 % is not "in excess of" 80 %
+    flat = pd.DataFrame({"plant_id": "P1", "month": months[:3], "avg_flow_mgd": [0.8] * 3})
+    res2 = cap.compute_capacity(make_town(plants=plants, plant_flows=flat), G,
+                                points=points_for([]))
+    assert res2.plants.iloc[0]["ratio"] == pytest.approx(0.8)
+    assert not res2.plants.iloc[0]["over_threshold"]
+    # without a series: the plants layer's avg flow
+    res3 = cap.compute_capacity(make_town(plants=plants), G, points=points_for([]))
+    assert res3.plants.iloc[0]["basis"] == "avg_flow"
+    assert res3.plants.iloc[0]["ratio"] == pytest.approx(0.5)
+
+
+# --------------------------------------------------------------------------- what-if
+
+
+def test_whatif_recomputes_only_downstream_and_matches_full_run(five):
+    town, G, pts = five
+    res = cap.compute_capacity(town, G, points=pts)
+    w = cap.whatif(town, G, res, parcel_id="p3", flow_gpd=12_000)
+    # p3 is on M2 -> M3 -> M5: only those pipes, in flow order
+    assert w.pipes["main_id"].tolist() == ["M2", "M3", "M5"]
+    assert w.control_manhole == "B"
+    # Independent check: a full recomputation with p3 metered 12,000 gpd higher.
+    parcels = metered_parcels({"p1": 20_000, "p2": 16_000, "p3": 76_000, "p4": 225_000})
+    town2 = make_town(parcels=parcels, users=town.layers["users"],
+                      plants=town.layers["plants"])
+    full = cap.compute_capacity(town2, G, points=pts).pipes.set_index("main_id")
+    after = w.pipes.set_index("main_id")
+    for mid in ("M2", "M3", "M5"):
+        assert after.loc[mid, "peak_flow_gpd_after"] == pytest.approx(
+            full.loc[mid, "peak_flow_gpd"], rel=1e-9)
+        assert after.loc[mid, "utilization_after"] == pytest.approx(
+            full.loc[mid, "utilization"], rel=1e-9)
+    # M3 by hand: 112,000 gpd, P 1.12 -> (18 + 1.058301) / (4 + 1.058301) = 3.767727
+    # -> 421,985.4 gpd peak
+    assert after.loc["M3", "peak_flow_gpd_after"] == pytest.approx(421_985.4, rel=1e-6)
+    # plant: 0.345 + 0.012 = 0.357 MGD of 0.5
+    assert w.plants.iloc[0]["ratio_after"] == pytest.approx(0.714)
+    # Berlin: 12,000 > 5,000 gpd -> DES approval; not industrial; plant below 80 %
+    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd"]
+    d = w.to_dict()
+    assert d["control_manhole"] == "B" and len(d["pipes"]) == 3
+    assert d["approvals"][0]["section"]
+
+
+def test_whatif_crossing_and_approvals(five):
+    town, G, pts = five
+    res = cap.compute_capacity(town, G, points=pts)
+    c3 = res.pipes.set_index("main_id").loc["M3", "capacity_gpd"]
+    before = res.pipes.set_index("main_id").loc["M3", "utilization"]
+    assert before < 0.8
+    # Industrial flow is not peaked: pushing M3 from 380,000 to over 0.8 x capacity
+    need = 0.8 * c3 - 380_000
+    w = cap.whatif(town, G, res, parcel_id="p1", flow_gpd=need + 1000, industrial=True)
+    row = w.pipes.set_index("main_id").loc["M3"]
+    assert row["peak_flow_gpd_after"] == pytest.approx(380_000 + need + 1000)
+    assert "M3" in w.crossings
+    ids = {a["id"] for a in w.approvals}
+    assert {"des_flow_over_5000_gpd", "des_industrial_any"} <= ids
+    # the plant goes over 80 %: (0.345 + need) / 0.5
+    if (0.345 + (need + 1000) / 1e6) / 0.5 > 0.8:
+        assert "des_plant_over_80_pct" in ids
+
+
+def test_whatif_errors(five):
+    town, G, pts = five
+    res = cap.compute_capacity(town, G, points=pts)
+    with pytest.raises(NotFoundError):
+        cap.whatif(town, G, res, parcel_id="nope", flow_gpd=100)
+    with pytest.raises(ConfigError):
+        cap.whatif(town, G, res, parcel_id="p1", flow_gpd=-5)
+    with pytest.raises(ConfigError):
+        cap.whatif(town, G, res, flow_gpd=5)
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def test_lancaster_every_pipe_matches_manning(shared_data):
+    src = gpd.read_file(shared_data / "lancaster_ca" / "sample_sewer_network_1.shp")
+    nodes: dict[tuple[float, float], str] = {}
+
+    def node(xy):
+        key = (round(xy[0], 1), round(xy[1], 1))
+        return nodes.setdefault(key, f"N{len(nodes)}")
+
+    G = nx.MultiDiGraph(crs=src.crs, ft_per_unit=1.0, outlets=[])
+    for rec in src.itertuples():
+        c = list(rec.geometry.coords)
+        u, v = node(c[0]), node(c[-1])
+        for nid, xy in ((u, c[0]), (v, c[-1])):
+            G.add_node(nid, kind="junction", x=xy[0], y=xy[1], public=True, active=True,
+                       is_manhole=False, outlet=False)
+        G.add_edge(u, v, key=str(rec.facilityid), main_id=str(rec.facilityid),
+                   length_ft=rec.geometry.length, diameter_in=float(rec.diameter),
+                   slope=float(rec.slope), up_invert_ft=None, down_invert_ft=None,
+                   material=rec.material, kind="sanitary", public=True, active=True,
+                   gravity=True, eligible=True, direction_source="digitized",
+                   geometry=rec.geometry)
+    res = cap.compute_capacity(make_town(), G, points=points_for([]))
+    got = res.pipes.set_index("main_id")["capacity_cfs"]
+    assert len(got) == len(src) == 65
+    for rec in src.itertuples():
+        want = manning_by_hand(rec.diameter, rec.slope) if rec.diameter > 0 else np.nan
+        if np.isnan(want):
+            assert np.isnan(got[str(rec.facilityid)])
+            assert "no_diameter" in res.pipes.set_index("main_id").loc[
+                str(rec.facilityid), "flags"]
+        else:
+            assert got[str(rec.facilityid)] == pytest.approx(want, rel=1e-9)
