@@ -1,0 +1,223 @@
+/* gisnet web maps: vector layers, legend, title, search and panels on a Leaflet map.
+ * Config comes from gisnet.maps (Python): every layer is a GeoJSON FeatureCollection in
+ * EPSG:4326 whose properties are already formatted for display; a property that is
+ * absent is shown as "unknown". MIT licence, part of gisnet. */
+(function () {
+  "use strict";
+
+  function esc(v) {
+    return String(v).replace(/[&<>"']/g, function (c) {
+      return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c];
+    });
+  }
+
+  function val(props, key) {
+    var v = props[key];
+    return (v === undefined || v === null || v === "") ? "unknown" : v;
+  }
+
+  function fill(template, props) {
+    return template.replace(/\{([\w@.-]+)\}/g, function (_, k) { return esc(val(props, k)); });
+  }
+
+  function merged(spec, props) {
+    var out = {};
+    Object.keys(spec.constants || {}).forEach(function (k) { out[k] = spec.constants[k]; });
+    Object.keys(props || {}).forEach(function (k) { out[k] = props[k]; });
+    return out;
+  }
+
+  function popupHtml(spec, props) {
+    props = merged(spec, props);
+    var html = '<div class="gisnet-popup"><b>' + fill(spec.popupTitle || spec.name, props) +
+      "</b><table>";
+    (spec.fields || []).forEach(function (f) {
+      if (f[2] && (props[f[1]] === undefined || props[f[1]] === null)) { return; }
+      html += "<tr><th>" + esc(f[0]) + "</th><td>" + esc(val(props, f[1])) + "</td></tr>";
+    });
+    return html + "</table></div>";
+  }
+
+  function styleFor(spec, feature) {
+    var p = feature.properties || {};
+    var base = spec.style || {};
+    var cls = spec.classKey ? (spec.classes[p[spec.classKey]] || {}) : {};
+    var s = {};
+    Object.keys(base).forEach(function (k) { s[k] = base[k]; });
+    Object.keys(cls).forEach(function (k) { s[k] = cls[k]; });
+    if (spec.widthKey && p[spec.widthKey] !== undefined) { s.weight = p[spec.widthKey]; }
+    if (spec.dashKey && p[spec.dashKey]) { s.dashArray = "6 4"; }
+    if (spec.radiusKey && p[spec.radiusKey] !== undefined) { s.radius = p[spec.radiusKey]; }
+    return s;
+  }
+
+  function swatch(item) {
+    var shape = item.shape || "line";
+    var style = "background:" + esc(item.color) + ";";
+    if (shape === "line") {
+      style = "border-top:" + (item.weight || 3) + "px " + (item.dash ? "dashed " : "solid ") +
+        esc(item.color) + ";height:0;margin-top:7px;";
+    } else if (shape === "area") {
+      style += "opacity:" + (item.opacity || 0.6) + ";border:1px solid " + esc(item.color) + ";";
+    } else if (shape === "point") {
+      style += "border-radius:50%;width:10px;height:10px;margin:2px 4px;border:1px solid #333;";
+    }
+    return '<span class="gisnet-swatch gisnet-' + shape + '" style="' + style + '"></span>';
+  }
+
+  function control(position, className, html) {
+    var C = L.Control.extend({
+      onAdd: function () {
+        var div = L.DomUtil.create("div", "gisnet-box " + className);
+        div.innerHTML = html;
+        L.DomEvent.disableClickPropagation(div);
+        L.DomEvent.disableScrollPropagation(div);
+        return div;
+      }
+    });
+    return new C({position: position});
+  }
+
+  function init(map, cfg) {
+    var registry = {};
+    var specs = {};
+    var overlays = {};
+    var bases = {};
+    var renderer = L.canvas({padding: 0.5});
+
+    (cfg.tiles || []).forEach(function (t, i) {
+      var tl = L.tileLayer(t.url, {attribution: t.attribution, maxZoom: 20, maxNativeZoom: 19});
+      bases[t.name] = tl;
+      if (i === 0) { tl.addTo(map); }
+    });
+    bases["No base map"] = L.layerGroup();
+    if (!cfg.tiles || !cfg.tiles.length) { bases["No base map"].addTo(map); }
+
+    var bounds = null;
+    cfg.layers.forEach(function (spec) {
+      var layer = L.geoJSON(spec.data, {
+        renderer: renderer,
+        interactive: spec.interactive !== false,
+        style: function (f) { return styleFor(spec, f); },
+        pointToLayer: function (f, latlng) {
+          var s = styleFor(spec, f);
+          s.renderer = renderer;
+          s.interactive = spec.interactive !== false;
+          return L.circleMarker(latlng, s);
+        },
+        onEachFeature: function (f, l) {
+          if (spec.interactive === false) { return; }
+          l.bindPopup(function () { return popupHtml(spec, f.properties || {}); },
+                      {maxWidth: 360});
+          if (spec.tooltip) {
+            l.bindTooltip(function () { return fill(spec.tooltip, merged(spec, f.properties)); },
+                          {sticky: true});
+          }
+        }
+      });
+      registry[spec.key] = layer;
+      specs[spec.key] = spec;
+      var label = esc(spec.name) + ' <span class="gisnet-count">(' + layer.getLayers().length +
+        ")</span>";
+      overlays[label] = layer;
+      if (spec.show !== false) {
+        layer.addTo(map);
+        if (spec.fit !== false && layer.getLayers().length) {
+          var b = layer.getBounds();
+          bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
+        }
+      }
+    });
+
+    // title
+    var t = '<div class="gisnet-title">' + esc(cfg.title) + "</div>";
+    if (cfg.subtitle) { t += '<div class="gisnet-subtitle">' + esc(cfg.subtitle) + "</div>"; }
+    if (cfg.note) { t += '<div class="gisnet-note">' + esc(cfg.note) + "</div>"; }
+    if (cfg.links && cfg.links.length) {
+      t += '<div class="gisnet-links">' + cfg.links.map(function (l) {
+        return '<a href="' + esc(l.href) + '">' + esc(l.label) + "</a>";
+      }).join(" · ") + "</div>";
+    }
+    control("topleft", "gisnet-titlebox", t).addTo(map);
+
+    // search
+    var searchable = cfg.layers.filter(function (s) { return s.search && s.search.length; });
+    if (searchable.length) {
+      var placeholder = cfg.searchPlaceholder || "Search parcel id or address";
+      var sc = control("topleft", "gisnet-search",
+        '<input type="search" class="gisnet-search-input" placeholder="' + esc(placeholder) +
+        '"/> <button type="button" class="gisnet-search-go">Find</button>' +
+        '<div class="gisnet-search-msg"></div>');
+      sc.addTo(map);
+      var box = sc.getContainer();
+      var input = box.querySelector("input");
+      var go = function () { find(input.value); };
+      box.querySelector("button").addEventListener("click", go);
+      input.addEventListener("keydown", function (e) { if (e.key === "Enter") { go(); } });
+    }
+
+    function matches(query) {
+      var q = String(query || "").trim().toLowerCase();
+      var exact = [], partial = [];
+      if (!q) { return exact; }
+      searchable.forEach(function (spec) {
+        registry[spec.key].eachLayer(function (l) {
+          var p = l.feature.properties || {};
+          spec.search.forEach(function (k) {
+            if (p[k] === undefined || p[k] === null) { return; }
+            var v = String(p[k]).toLowerCase();
+            if (v === q) { exact.push([spec, l]); } else if (v.indexOf(q) >= 0) { partial.push([spec, l]); }
+          });
+        });
+      });
+      return exact.length ? exact : partial;
+    }
+
+    function find(query) {
+      var hits = matches(query);
+      var msg = document.querySelector(".gisnet-search-msg");
+      if (!hits.length) {
+        if (msg) { msg.textContent = "Not found: " + query; }
+        return 0;
+      }
+      if (msg) { msg.textContent = hits.length > 1 ? hits.length + " matches, showing the first" : ""; }
+      var spec = hits[0][0], l = hits[0][1];
+      var layer = registry[spec.key];
+      if (!map.hasLayer(layer)) { layer.addTo(map); }
+      if (l.getLatLng) { map.setView(l.getLatLng(), Math.max(map.getZoom(), 18)); }
+      else { map.fitBounds(l.getBounds(), {maxZoom: 19}); }
+      var html = popupHtml(spec, l.feature.properties || {});
+      var where = l.getLatLng ? l.getLatLng() : l.getBounds().getCenter();
+      L.popup({maxWidth: 360}).setLatLng(where).setContent(html).openOn(map);
+      return hits.length;
+    }
+
+    // legend
+    if (cfg.legend && cfg.legend.length) {
+      var h = '<div class="gisnet-legend-title">Legend</div>';
+      cfg.legend.forEach(function (group) {
+        h += '<div class="gisnet-legend-group">' + esc(group.title) + "</div>";
+        group.items.forEach(function (item) {
+          h += '<div class="gisnet-legend-item">' + swatch(item) + esc(item.label) + "</div>";
+        });
+      });
+      control("bottomright", "gisnet-legend", h).addTo(map);
+    }
+
+    (cfg.panels || []).forEach(function (panel) {
+      control(panel.position || "topright", "gisnet-panel", panel.html).addTo(map);
+    });
+
+    L.control.layers(bases, overlays, {collapsed: cfg.collapsed === true, position: "topright"})
+      .addTo(map);
+
+    if (bounds && bounds.isValid()) { map.fitBounds(bounds, {padding: [20, 20]}); }
+    else if (cfg.center) { map.setView(cfg.center, cfg.zoom || 14); }
+
+    window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
+                     popupHtml: popupHtml, ready: true};
+    return window.gisnet;
+  }
+
+  window.gisnetMaps = {init: init};
+})();
