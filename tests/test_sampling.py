@@ -1,0 +1,254 @@
+"""Tests of gisnet.sampling: the sampling plan (SIU status) and sample checks.
+
+The network is the street of tests/test_tracing.py, built here in code:
+M1 -> J1 -> J2 -> M2 -> P1 (private) -> I1 (inactive) -> M3 -> PLANT, 100 ft
+pipes along y = 0. Expected answers are worked by hand from the ordinances.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import geopandas as gpd
+import networkx as nx
+import pandas as pd
+import pytest
+from pyproj import CRS
+from shapely.geometry import LineString, Point, Polygon
+
+from gisnet.errors import SchemaError
+from gisnet.profile import load_profile
+from gisnet.report import Report
+from gisnet.sampling import canonical_parameter, check_samples, sampling_plan, to_canonical
+from gisnet.town import Town
+
+CRS_FT = CRS.from_user_input("EPSG:2260")
+FT = 1200.0 / 3937.0 / 0.3048
+
+NODES = {
+    "M1": (0, "manhole", True, True), "J1": (100, "junction", True, True),
+    "J2": (200, "junction", True, True), "M2": (300, "manhole", True, True),
+    "P1": (400, "manhole", False, True), "I1": (500, "manhole", True, False),
+    "M3": (600, "manhole", True, True), "PLANT": (700, "plant", True, True),
+}
+CHAIN = ["M1", "J1", "J2", "M2", "P1", "I1", "M3", "PLANT"]
+
+
+def street_graph() -> nx.MultiDiGraph:
+    G = nx.MultiDiGraph(crs=CRS_FT, ft_per_unit=FT, outlets=["PLANT"], report=Report(),
+                        snap_tolerance_ft=1.0)
+    for nid, (x, kind, public, active) in NODES.items():
+        G.add_node(nid, kind=kind, x=float(x), y=0.0, public=public, active=active,
+                   is_manhole=kind == "manhole" and public and active, outlet=nid == "PLANT")
+    for i, (u, v) in enumerate(zip(CHAIN[:-1], CHAIN[1:], strict=True)):
+        geom = LineString([(NODES[u][0], 0), (NODES[v][0], 0)])
+        key = "ABCDEFG"[i]
+        G.add_edge(u, v, key=key, main_id=key, length_ft=geom.length * FT, diameter_in=8.0,
+                   kind="sanitary", public=True, active=True, gravity=True, eligible=True,
+                   geometry=geom, slope=0.01)
+    return G
+
+
+def box(x0, y0, x1, y1):
+    return Polygon([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+
+
+def make_town(profile: str) -> Town:
+    # parcels north of the street, one per 100 ft, buildings at their centres
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": [f"P{x}" for x in (50, 150, 250, 350, 650)]},
+        geometry=gpd.GeoSeries([box(x - 40, 20, x + 40, 100) for x in (50, 150, 250, 350, 650)],
+                               crs=CRS_FT), crs=CRS_FT)
+    buildings = gpd.GeoDataFrame(
+        {"building_id": [f"B{x}" for x in (50, 150, 250, 350, 650)],
+         "parcel_id": [f"P{x}" for x in (50, 150, 250, 350, 650)]},
+        geometry=gpd.GeoSeries([Point(x, 60) for x in (50, 150, 250, 350, 650)], crs=CRS_FT),
+        crs=CRS_FT)
+    users = gpd.GeoDataFrame(
+        {
+            "user_id": ["U1", "U2", "U3", "U4", "U5"],
+            "name": ["Plating Co", "Cannery", "Laundry", "Bakery", "Downstream Dye"],
+            "parcel_id": ["P50", "P150", "P250", "P150", "P650"],
+            "building_id": ["B50", None, "B250", "B150", "B650"],
+            "process_flow_gpd": [30000.0, 500.0, 12000.0, 8000.0, 50000.0],
+            "categorical": [False, True, False, False, False],
+            "industrial": [True] * 5,
+        },
+        geometry=gpd.GeoSeries([None] * 5, crs=CRS_FT), crs=CRS_FT)
+    plants = gpd.GeoDataFrame(
+        {"plant_id": ["PLANT"], "name": ["Town WWTP"], "design_flow_mgd": [0.2],
+         "avg_flow_mgd": [0.1], "node_id": ["PLANT"]},
+        geometry=gpd.GeoSeries([Point(700, 0)], crs=CRS_FT), crs=CRS_FT)
+    return Town(name="street", crs=CRS_FT, ft_per_unit=FT,
+                layers={"parcels": parcels, "buildings": buildings, "users": users,
+                        "plants": plants,
+                        "mains": gpd.GeoDataFrame(geometry=gpd.GeoSeries([], crs=CRS_FT))},
+                profile=load_profile(profile))
+
+
+# ---------------------------------------------------------------------------
+# sampling plan
+# ---------------------------------------------------------------------------
+
+
+def test_sampling_plan_siu_status_and_review_poughkeepsie():
+    town = make_town("poughkeepsie-fourth-ward")
+    plan = sampling_plan(town, street_graph()).set_index("user_id")
+    # control manholes: taps on A, B, C -> M2; D (x 350) -> M3 past P1/I1; G -> none
+    assert plan.loc["U1", "control_manhole_id"] == "M2"
+    assert plan.loc["U2", "control_manhole_id"] == "M2"
+    assert plan.loc["U1", "path_length_ft"] == pytest.approx(250 * FT)
+    assert pd.isna(plan.loc["U5", "control_manhole_id"])  # pipe G ends at the plant
+    assert (plan["plant_id"] == "PLANT").all()
+    # U1: 30,000 gpd >= 25,000 and 15 % of 0.2 MGD
+    assert plan.loc["U1", "siu"]
+    assert "30,000 gpd >= 25,000 gpd" in plan.loc["U1", "siu_reason"]
+    assert plan.loc["U1", "plant_share_pct"] == pytest.approx(15.0)
+    # U2: categorical only
+    assert plan.loc["U2", "siu"] and plan.loc["U2", "siu_reason"] == "categorical industrial user"
+    # U3: 12,000 gpd is 6 % of 200,000 gpd -> SIU by plant share; > 10,000 -> review
+    assert plan.loc["U3", "siu"] and "6.0% of plant PLANT" in plan.loc["U3", "siu_reason"]
+    assert plan.loc["U3", "review"]
+    assert "§ 168-22.5G(4)" in plan.loc["U3", "section"]
+    assert "40 CFR 403.3(v)" in plan.loc["U3", "section"]
+    # U4: 8,000 gpd = 4 %: neither
+    assert not plan.loc["U4", "siu"] and not plan.loc["U4", "review"]
+    assert plan.loc["U4", "siu_reason"] == ""
+    assert plan.loc["U4", "section"] == "§ 168-22.5J"
+    assert plan.crs == CRS_FT
+
+
+def test_sampling_plan_berlin_has_no_local_review():
+    plan = sampling_plan(make_town("berlin-nh"), street_graph()).set_index("user_id")
+    assert not plan["review"].any()
+    assert plan.loc["U1", "siu"] and plan.loc["U3", "siu"] and not plan.loc["U4", "siu"]
+
+
+# ---------------------------------------------------------------------------
+# sample checks
+# ---------------------------------------------------------------------------
+
+
+def write_csv(tmp_path: Path, lines: list[str]) -> Path:
+    p = tmp_path / "results.csv"
+    p.write_text("\n".join(["manhole_id,datetime,parameter,value,unit", *lines]) + "\n")
+    return p
+
+
+def sample_file_lines() -> list[str]:
+    lines = []
+    # BOD at M2 every 5 min 09:00-11:55 at 200 mg/L, except a 20-minute run at
+    # 6 x normal (6 x 240 = 1440 mg/L) from 10:00 to 10:20
+    for i in range(36):
+        h, m = 9 + (i * 5) // 60, (i * 5) % 60
+        v = 1440 if (h == 10 and m <= 20) else 200
+        lines.append(f"M2,2026-05-01 {h:02d}:{m:02d},BOD,{v},mg/L")
+    lines.insert(3, "M2,2026-05-01 09:12,pH,5.9,SU")  # line 5 of the file
+    lines.insert(4, "M2,2026-05-01 09:13,pH,7.1,SU")
+    lines.append("M3,2026-05-01 11:30,Cu,1.4,ppm")
+    lines.append("M3,2026-05-01 11:31,Cu,0.6,ppm")
+    lines.append("M3,2026-05-01 11:35,Cu,not-measured,ppm")  # malformed: line 42 (header + 41 rows)
+    return lines
+
+
+def test_sample_file_three_exceedances_with_sections_and_suspects(tmp_path):
+    town = make_town("poughkeepsie-fourth-ward")
+    lines = sample_file_lines()
+    path = write_csv(tmp_path, lines)
+    res = check_samples(town, street_graph(), path)
+    exc = res[res["kind"] == "exceedance"].reset_index(drop=True)
+    assert list(exc["rule"]) == ["min", "slug", "max"]  # time order
+    ph, slug, cu = exc.iloc[0], exc.iloc[1], exc.iloc[2]
+    # pH 5.9 < 6.5
+    assert ph["parameter"] == "ph" and ph["value"] == 5.9 and ph["limit"] == 6.5
+    assert ph["section"] == "§ 168-22.5C(8)" and ph["lines"] == "5"
+    # BOD 1440 mg/L = 6 x 240 from 10:00 to 10:20: > 5 x normal for 20 > 15 min
+    assert slug["parameter"] == "bod" and slug["n_samples"] == 5
+    assert slug["duration_min"] == 20 and slug["value"] == 1440 and slug["limit"] == 1200
+    assert slug["section"].startswith("§ 168-22.5C(15)")
+    assert "§ 168-22.5G(1)" in slug["section"]  # also above BOD 240 ppm
+    # Cu 1.4 ppm > 1 ppm
+    assert cu["parameter"] == "copper" and cu["value"] == 1.4 and cu["limit"] == 1.0
+    assert cu["section"] == "§ 168-22.5C(9)" and cu["manhole_id"] == "M3"
+    # suspects: M2 drains B50 (U1), B150/P150 (U2, U4), B250 (U3); largest first
+    assert slug["suspect_user_ids"] == "U1,U3,U4,U2"
+    assert ph["suspect_user_ids"] == "U1,U3,U4,U2"
+    assert slug["suspects"].startswith("U1 Plating Co (30,000 gpd); U3 Laundry (12,000 gpd)")
+    # M3 also drains B350 (no user) but not B650 (U5, downstream of M3)
+    assert cu["suspect_user_ids"] == "U1,U3,U4,U2"
+    # the malformed row, with its line number
+    prob = res[res["kind"] == "problem"]
+    assert list(prob["rule"]) == ["malformed"]
+    assert prob.iloc[0]["lines"] == "42"
+    assert prob.iloc[0]["message"].startswith("line 42: value 'not-measured'")
+
+
+def test_short_high_run_is_no_slug_but_limit_exceedance(tmp_path):
+    town = make_town("poughkeepsie-fourth-ward")
+    path = write_csv(tmp_path, [
+        "M2,2026-05-01T10:00,BOD,1500,mg/L", "M2,2026-05-01T10:10,BOD,1500,mg/L",
+        "M2,2026-05-01T10:15,BOD,1500,mg/L", "M2,2026-05-01T10:20,BOD,100,mg/L",
+    ])
+    exc = check_samples(town, street_graph(), path)
+    assert list(exc["rule"]) == ["max"]  # 15 min is not more than 15 min
+    assert exc.iloc[0]["n_samples"] == 3 and exc.iloc[0]["lines"] == "2,3,4"
+
+
+def test_hourly_rule_three_times_average(tmp_path):
+    town = make_town("poughkeepsie-fourth-ward")
+    # zinc (limit 3 ppm) at 0.1 ppm for 7 hours, one hour at 0.9: mean of all
+    # eight = (7 x 0.1 + 0.9) / 8 = 0.2; 0.9 >= 3 x 0.2 -> hourly exceedance
+    lines = [f"M3,2026-05-01 {h:02d}:00,Zn,0.1,mg/L" for h in range(8, 15)]
+    lines.append("M3,2026-05-01 15:30,zinc,900,ug/L")
+    exc = check_samples(town, street_graph(), write_csv(tmp_path, lines))
+    assert list(exc["rule"]) == ["hourly"]
+    row = exc.iloc[0]
+    assert row["value"] == pytest.approx(0.9)
+    assert row["limit"] == pytest.approx(0.6)
+    assert row["section"] == "§ 168-22.5C(9)"
+    # BOD is not under the hourly rule of the metals paragraph
+    lines = [f"M3,2026-05-01 {h:02d}:00,BOD,20,mg/L" for h in range(8, 15)]
+    lines.append("M3,2026-05-01 15:30,BOD,200,mg/L")
+    assert check_samples(town, street_graph(), write_csv(tmp_path, lines)).empty
+
+
+def test_units_parameters_and_manholes_reported_not_guessed(tmp_path):
+    town = make_town("poughkeepsie-fourth-ward")
+    path = write_csv(tmp_path, [
+        "M2,2026-05-01 10:00,temperature,50,degC",     # 122 F > 120 F
+        "M2,2026-05-01 10:05,copper,2,lb/day",         # a load, not a concentration
+        "M2,2026-05-01 10:06,pH,8,mg/L",               # wrong dimension
+        "M2,2026-05-01 10:07,unobtainium,1,mg/L",
+        "M2,2026-05-01 10:08,BOD,100,ppm",
+        "MX9,2026-05-01 10:09,CN,2.5,ppm",             # unknown manhole, still checked
+        "M2,yesterday,BOD,100,ppm",
+        "M2,2026-05-01 10:10,BOD",
+    ])
+    res = check_samples(town, street_graph(), path)
+    exc = res[res["kind"] == "exceedance"].set_index("parameter")
+    assert exc.loc["temperature", "value"] == pytest.approx(122.0)
+    assert exc.loc["temperature", "unit"] == "degF"
+    assert exc.loc["cyanide", "manhole_id"] == "MX9"
+    assert exc.loc["cyanide", "suspects"] == ""
+    prob = res[res["kind"] == "problem"]
+    assert sorted(prob["rule"]) == ["malformed", "malformed", "unknown_manhole",
+                                    "unknown_parameter", "unknown_unit", "unknown_unit"]
+    assert set(prob.loc[prob["rule"] == "malformed", "lines"]) == {"8", "9"}
+    assert prob.loc[prob["rule"] == "unknown_parameter", "lines"].item() == "5"
+
+
+def test_missing_column_raises(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("manhole,datetime,parameter,value,unit\nM2,2026-05-01,BOD,1,mg/L\n")
+    with pytest.raises(SchemaError, match="manhole_id"):
+        check_samples(make_town("berlin-nh"), street_graph(), p)
+
+
+def test_unit_and_parameter_tables():
+    assert to_canonical(1.4, "ppm") == ("concentration", 1.4)
+    assert to_canonical(1.4, "mg/L") == ("concentration", 1.4)
+    assert to_canonical(100.0, "°C") == ("temperature", 212.0)
+    assert to_canonical(1.0, "lb/day") is None
+    assert canonical_parameter("Total Suspended Solids") == "ss"
+    assert canonical_parameter("BOD5") == "bod"
+    assert canonical_parameter("widgets") is None
