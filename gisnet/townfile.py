@@ -40,6 +40,7 @@ Canonical columns the town file does not map are found by
 from __future__ import annotations
 
 import logging
+import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -183,15 +184,17 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     Parameters
     ----------
     layers_dir
-        Folder holding ``gisnet.toml``, or the path of a town file; None means
-        :func:`default_layers_dir`.
+        Folder holding ``gisnet.toml``, or the path of a town file; None or
+        ``layers/sample`` (the command-line default) means :func:`default_layers_dir`.
 
     Raises
     ------
     ConfigError
         If the folder does not exist or has no ``gisnet.toml``.
     """
-    p = Path(layers_dir) if layers_dir is not None else default_layers_dir()
+    p = Path(layers_dir) if layers_dir is not None else DEFAULT_LAYERS
+    if p == DEFAULT_LAYERS:  # the command line's default, wherever gisnet is run from
+        p = default_layers_dir()
     if p.is_file():
         return p
     if not p.exists():
@@ -286,7 +289,7 @@ class _Checker:
 
     def file(self, v: Any, key: str) -> Path:
         p = Path(self.str_(v, key)).expanduser()
-        return p if p.is_absolute() else (self.folder / p)
+        return Path(os.path.normpath(p if p.is_absolute() else (self.folder / p)))
 
     def units(self, v: Any, key: str, into: Any) -> None:
         t = self.table(v, key)

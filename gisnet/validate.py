@@ -1,0 +1,225 @@
+"""Validation report: what was read, how it was mapped, and every problem found.
+
+:func:`validate_town` turns a loaded :class:`~gisnet.town.Town` (and,
+optionally, a further :class:`~gisnet.report.Report`, e.g. the sewer graph's
+findings) into a :class:`ValidationReport`, printed as text by ``gisnet
+validate`` or as JSON with ``--json``.
+
+A town is *usable* when no finding is an error. Warnings (flawed but usable
+data: a missing diameter, a repaired polygon, a duplicate id) do not make it
+unusable. A town with parcels but no mains validates (it can answer nothing
+about the sewer, and says so); analyses that need mains check for them.
+
+Input that cannot be read at all never reaches a report: loading raises a
+:class:`~gisnet.errors.GisnetError`, which :func:`error_report` turns into an
+unusable report with that one message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import schema
+from .errors import GisnetError
+from .report import Finding, Report
+from .town import Town
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LayerSummary:
+    """One layer of the report.
+
+    Attributes
+    ----------
+    role
+        Layer role.
+    source
+        File the layer was read from ("" when the town has none).
+    source_layer, where
+        Layer inside the source and attribute filter, if any.
+    source_crs
+        CRS of the source (as read, or as assumed from the town file).
+    features_read, features_kept
+        Features the source gave (after ``where``), rows of the canonical layer.
+    mapping
+        Canonical column -> source column, or None when missing.
+    findings
+        Findings about this layer.
+    """
+
+    role: str
+    source: str
+    source_layer: str | int | None
+    where: str | None
+    source_crs: str | None
+    features_read: int
+    features_kept: int
+    mapping: dict[str, str | None]
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[str]:
+        """Canonical columns the source does not have."""
+        return [c for c, s in self.mapping.items() if s is None]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "source": self.source,
+            "source_layer": self.source_layer,
+            "where": self.where,
+            "source_crs": self.source_crs,
+            "features_read": self.features_read,
+            "features_kept": self.features_kept,
+            "mapping": self.mapping,
+            "missing_columns": self.missing,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+@dataclass
+class ValidationReport:
+    """Everything ``gisnet validate`` says about a town.
+
+    Attributes
+    ----------
+    town
+        Town name.
+    crs
+        Working CRS (``EPSG:nnnn (name)``), or None when loading failed.
+    layers
+        One :class:`LayerSummary` per layer role present.
+    findings
+        Findings not tied to one layer (working CRS, graph-wide findings).
+    error
+        The reason the town could not be loaded, if it could not.
+    """
+
+    town: str
+    crs: str | None
+    layers: list[LayerSummary] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return [*self.findings, *(f for s in self.layers for f in s.findings)]
+
+    @property
+    def usable(self) -> bool:
+        """True when the town loaded and no finding is an error."""
+        return self.error is None and not any(f.severity == "error" for f in self.all_findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when usable, 2 when not."""
+        return 0 if self.usable else 2
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity."""
+        out = {"error": 0, "warning": 0, "info": 0}
+        for f in self.all_findings:
+            out[f.severity] += 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "town": self.town,
+            "usable": self.usable,
+            "error": self.error,
+            "crs": self.crs,
+            "counts": self.counts(),
+            "layers": [s.as_dict() for s in self.layers],
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+    def to_json(self, **kw: Any) -> str:
+        """The report as JSON (``indent=2`` unless given)."""
+        kw.setdefault("indent", 2)
+        return json.dumps(self.as_dict(), **kw)
+
+    def to_text(self) -> str:
+        """The report as plain text, one block per layer."""
+        lines = [f"town: {self.town}"]
+        if self.error is not None:
+            lines += [f"NOT USABLE: {self.error}"]
+            return "\n".join(lines)
+        lines.append(f"working CRS: {self.crs}")
+        for f in self.findings:
+            lines.append(f"  [{f.severity}] {f.kind}: {f.message}")
+        for s in self.layers:
+            lines.append("")
+            if s.source:
+                extra = "".join([
+                    f", layer {s.source_layer!r}" if s.source_layer is not None else "",
+                    f", where {s.where}" if s.where else "",
+                ])
+                lines.append(f"{s.role}: {s.source}{extra}")
+                lines.append(f"  source CRS: {s.source_crs}")
+                lines.append(f"  features: {s.features_read} read, {s.features_kept} kept")
+                width = max(len(c) for c in s.mapping)
+                lines.append("  columns:")
+                for canon, src in s.mapping.items():
+                    lines.append(f"    {canon:<{width}} <- {src if src is not None else 'missing'}")
+                if s.missing:
+                    lines.append(f"  missing columns: {', '.join(s.missing)}")
+            else:
+                lines.append(f"{s.role}: (no layer)")
+            for f in s.findings:
+                lines.append(f"  [{f.severity}] {f.kind}: {f.message}")
+        c = self.counts()
+        lines += ["", f"{'usable' if self.usable else 'NOT USABLE'}: {c['error']} errors, "
+                      f"{c['warning']} warnings, {c['info']} notes"]
+        return "\n".join(lines)
+
+
+def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
+    """Summarise a loaded town per layer, with every finding.
+
+    Parameters
+    ----------
+    town
+        As returned by :func:`gisnet.io.load_town`.
+    extra
+        More findings to include (for example ``G.graph["report"]`` of the
+        sewer graph); each goes under its ``layer`` or, without one, town-wide.
+
+    Returns
+    -------
+    ValidationReport
+    """
+    from .io import crs_label
+
+    infos = town.settings.extra.get("layer_info", {})
+    findings = [*town.report, *(extra or [])]
+    report = ValidationReport(town=town.name, crs=crs_label(town.crs))
+    by_role: dict[str, LayerSummary] = {}
+    for role in schema.ROLES:
+        if role not in town.layers:
+            continue
+        info = infos.get(role)
+        gdf = town.layers[role]
+        if info is None:
+            s = LayerSummary(role, "", None, None, None, 0, len(gdf),
+                             dict.fromkeys(schema.column_names(role)))
+        else:
+            s = LayerSummary(role, info.path, info.layer, info.where, info.source_crs,
+                             info.features_read, len(gdf), dict(info.mapping))
+        by_role[role] = s
+        report.layers.append(s)
+    for f in findings:
+        if f.layer in by_role:
+            by_role[f.layer].findings.append(f)
+        else:
+            report.findings.append(f)
+    return report
+
+
+def error_report(exc: GisnetError, town: str = "") -> ValidationReport:
+    """An unusable report for a town that could not be loaded."""
+    return ValidationReport(town=town, crs=None, error=str(exc))
