@@ -772,7 +772,8 @@ def _path_lines(
     counts = np.bincount(row, minlength=len(rows))
     good = (counts >= 2) & ~at_u
     keep = good[row]
-    made = shapely.linestrings(xy[keep], indices=row[keep])
+    rank = np.cumsum(good) - 1  # shapely wants indices 0..k-1 without gaps
+    made = shapely.linestrings(xy[keep], indices=rank[row[keep]])
     which = rows[np.flatnonzero(good)]
     # drop zero-length paths (tap exactly on the manhole)
     made = np.asarray(made, dtype=object)
@@ -1063,8 +1064,10 @@ def trace_upstream(
         ``pipes`` (each upstream pipe once, working CRS), ``parcels``,
         ``buildings`` and ``users`` (rows of the town's layers, with the
         ``main_id`` tapped). ``users`` is sorted by ``process_flow_gpd``,
-        largest first. Totals (``process_flow_gpd``, ``flow_gpd``) are in
-        ``result["pipes"].attrs``.
+        largest first. ``parcels`` carries ``avg_flow_gpd`` (sewered design or
+        metered flow, :func:`gisnet.capacity.parcel_flows`). Totals
+        (``process_flow_gpd`` of the users, ``avg_flow_gpd`` of the parcels)
+        are in ``result["pipes"].attrs``.
 
     Raises
     ------
@@ -1106,7 +1109,23 @@ def trace_upstream(
     totals = {}
     if "process_flow_gpd" in res["users"]:
         totals["process_flow_gpd"] = float(res["users"]["process_flow_gpd"].fillna(0).sum())
-    if "flow_gpd" in res["parcels"]:
-        totals["flow_gpd"] = float(res["parcels"]["flow_gpd"].fillna(0).sum())
+    if len(res["parcels"]) and "parcel_id" in res["parcels"]:
+        flows = _parcel_flows(town)
+        if flows is not None:
+            pf = res["parcels"]["parcel_id"].astype(object).map(flows)
+            res["parcels"]["avg_flow_gpd"] = pf.astype(float)
+            totals["avg_flow_gpd"] = float(pf.fillna(0).sum())
     pipes.attrs.update(totals)
     return res
+
+
+def _parcel_flows(town: Town) -> pd.Series | None:
+    """Average daily sewered flow (gpd) per parcel id from :mod:`gisnet.capacity`
+    (design flows of the profile), or None if it cannot be computed."""
+    try:
+        from .capacity import parcel_flows
+    except ImportError:  # pragma: no cover - capacity is part of the package
+        return None
+    f = parcel_flows(town)
+    flow = f["avg_flow_gpd"].where(f["sewered"], 0.0)
+    return pd.Series(flow.to_numpy(float), index=f["parcel_id"].astype(object).to_numpy())

@@ -418,3 +418,85 @@ def test_index_rejects_foreign_index(line_graph):
     town = make_town(parcels=[("PA", box(120, 40, 180, 100))])
     with pytest.raises(ConfigError):
         control_manholes(town, other, index=idx)
+
+
+# ---------------------------------------------------------------------------
+# a whole town, end to end: loader -> graph -> control manholes
+# ---------------------------------------------------------------------------
+
+
+def _check_every_building(town, G):
+    """Every building's control manhole equals the plain walk; every projected
+    tap lies on the nearest eligible main (brute force over all mains)."""
+    import shapely
+
+    idx = DownstreamIndex(G)
+    pts = connection_points(town, G, index=idx)
+    cm = control_manholes(town, G, points=pts, index=idx)
+    res = cm["control_manholes"]
+    bld = res[res["building_id"].notna() & res["user_id"].isna()]
+    assert len(bld) == len(town.layers["buildings"])
+    elig = [(u, v, k, d) for u, v, k, d in G.edges(keys=True, data=True) if d["eligible"]]
+    egeo = np.array([d["geometry"] for *_, d in elig], dtype=object)
+    checked = 0
+    for (_, r), (_, p) in zip(bld.iterrows(), pts.loc[bld.index].iterrows(), strict=True):
+        d = G.edges[p["edge_u"], p["edge_v"], p["edge_key"]]
+        assert d["eligible"]
+        assert d["geometry"].distance(p.geometry) < 1e-6
+        exp, exp_ft = walk_control(G, p["edge_u"], p["edge_v"], p["edge_key"],
+                                   p["tap_distance_ft"])
+        got = r["control_manhole_id"]
+        assert (None if pd.isna(got) else got) == exp, r["building_id"]
+        if exp is not None:
+            assert r["path_length_ft"] == pytest.approx(exp_ft, abs=1e-6)
+            checked += 1
+        if p["source"] == "projected":
+            b = town.layers["buildings"].set_index("building_id").geometry[r["building_id"]]
+            best = shapely.distance(egeo, b.centroid).min()
+            assert p["offset_ft"] == pytest.approx(best * G.graph["ft_per_unit"], abs=1e-6)
+    paths = cm["control_paths"]
+    ok = paths.geometry.notna()
+    assert np.allclose(paths.geometry[ok].length * G.graph["ft_per_unit"],
+                       paths["path_length_ft"][ok], rtol=1e-9, atol=1e-6)
+    return checked, pts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("laterals", [False, True])
+def test_synthetic_town_control_manholes_match_plain_walk(tmp_path, laterals):
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+    from gisnet.synthetic import make_town as synth, write_town
+
+    layers = synth(360, seed=11, irregular=True, laterals=laterals)
+    mh = layers["manholes"].copy()
+    rng = np.random.default_rng(5)
+    # some manholes private or inactive: the walk must pass over them
+    pick = rng.random(len(mh))
+    mh.loc[pick < 0.15, "owner"] = "private"
+    mh.loc[(pick >= 0.15) & (pick < 0.25), "status"] = "inactive"
+    layers["manholes"] = mh.drop(columns=[c for c in ("public", "active") if c in mh])
+    mains = layers["mains"].copy()
+    mains.loc[rng.random(len(mains)) < 0.05, "kind"] = "storm"
+    layers["mains"] = mains
+    write_town(layers, tmp_path / "t", fmt="gpkg")
+    town = load_town(tmp_path / "t")
+    G = build_sewer_graph(town)
+    checked, pts = _check_every_building(town, G)
+    assert checked > 0.5 * len(town.layers["buildings"])
+    storm = {d["main_id"] for *_, d in G.edges(keys=True, data=True) if d["kind"] == "storm"}
+    assert storm and not (set(pts["main_id"].dropna()) & storm)
+    if laterals:
+        assert (pts["source"] == "lateral").sum() >= len(town.layers["buildings"])
+
+
+def test_sample_town_control_manholes_match_plain_walk(sample_dir):
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    town = load_town(sample_dir)
+    if "buildings" not in town.layers:
+        pytest.skip("the sample town has no buildings layer")
+    G = build_sewer_graph(town)
+    checked, _ = _check_every_building(town, G)
+    assert checked > 0

@@ -1,0 +1,59 @@
+"""``gisnet sampling-plan``: control manholes of every building and industrial user."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_town_options, load_town, progress, say
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "sampling-plan",
+        help="control manholes of every building and user; SIU status of industrial users",
+        description="Find each building's connection point and control manhole (the first "
+        "public, active manhole downstream), and for each industrial user its control "
+        "manhole, plant, Significant Industrial User status (40 CFR 403.3(v)) and local "
+        "review flag; write the control_manholes, control_paths and sampling_plan layers.",
+    )
+    add_town_options(p, writes=True)
+    p.add_argument("--no-paths", action="store_true",
+                   help="skip the control_paths line layer (faster on large towns)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..graph import build_sewer_graph
+    from ..io import write_results
+    from ..sampling import sampling_plan
+    from ..tracing import DownstreamIndex, connection_points, control_manholes
+
+    progress(args, "loading town")
+    town = load_town(args)
+    progress(args, "building sewer graph")
+    G = build_sewer_graph(town)
+    progress(args, "control manholes")
+    idx = DownstreamIndex(G)
+    points = connection_points(town, G, index=idx)
+    layers = control_manholes(town, G, points=points, index=idx, paths=not args.no_paths)
+    plan = sampling_plan(town, G, index=idx, points=points)
+    layers["sampling_plan"] = plan
+    path = write_results(args.out, layers)
+    cm = layers["control_manholes"]
+    found = cm["control_manhole_id"].notna()
+    say(args, f"connection points: {len(cm)} ({int((cm['source'] == 'lateral').sum())} by "
+              f"lateral), {int(found.sum())} with a control manhole, "
+              f"{int((~found).sum())} without")
+    if len(plan):
+        say(args, f"industrial users: {len(plan)}, significant (SIU): {int(plan['siu'].sum())}, "
+                  f"for local review: {int(plan['review'].sum())}")
+        for r in plan.itertuples():
+            flags = ", ".join(x for x in (r.siu_reason if r.siu else "",
+                                          r.review_reason if r.review else "") if x)
+            say(args, f"  {r.user_id:<10} control manhole {r.control_manhole_id or '-':<12} "
+                      f"plant {r.plant_id or '-':<8} {'SIU' if r.siu else '   '} "
+                      f"{'REVIEW' if r.review else '      '} {flags}")
+    written = ", ".join(layers)
+    say(args, f"wrote {written} to {path}")
+    return 0
