@@ -176,12 +176,12 @@ def _val(obj: Any, key: str, default: Any = None) -> Any:
 
 
 def _profile(town: Any) -> Any:
+    """The town's profile; a name is loaded, and a town without one gets the
+    default profile (:data:`gisnet.profile.DEFAULT_PROFILE`)."""
     prof = getattr(town, "profile", None)
-    if isinstance(prof, str):
-        try:
-            from .profile import load_profile
-        except ImportError:  # pragma: no cover - profile module always ships
-            return None
+    if prof is None or isinstance(prof, str):
+        from .profile import load_profile
+
         prof = load_profile(prof)
     return prof
 
@@ -656,17 +656,19 @@ class CapacityResult:
         return {"pipes_capacity": self.pipes, "plants": self.plants}
 
 
-def _connection_points(town: Any, G: nx.MultiDiGraph) -> tuple[pd.DataFrame, Any]:
+def _connection_points(town: Any, G: nx.MultiDiGraph, index: Any = None
+                       ) -> tuple[pd.DataFrame, Any]:
     """Where parcels and users attach (the tracing module's connection points),
     and the downstream index built for them (reused by :func:`whatif`)."""
     from .tracing import DownstreamIndex, connection_points
 
-    index = DownstreamIndex(G)
+    if index is None:
+        index = DownstreamIndex(G)
     return connection_points(town, G, index=index), index
 
 
-def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | None = None
-                     ) -> CapacityResult:
+def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | None = None,
+                     index: Any = None) -> CapacityResult:
     """Flows accumulated down the network against every pipe's and plant's capacity.
 
     Parameters
@@ -678,6 +680,9 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         The sewer graph (:func:`gisnet.graph.build_sewer_graph`).
     points
         Connection points (default :func:`gisnet.tracing.connection_points`).
+    index
+        A :class:`gisnet.tracing.DownstreamIndex` of ``G`` to reuse (for the
+        connection points and the what-if's control manhole).
 
     Returns
     -------
@@ -722,9 +727,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
 
     # Flows.
     flows = parcel_flows(town)
-    index = None
     if points is None:
-        points, index = _connection_points(town, G)
+        points, index = _connection_points(town, G, index)
     inflow = edge_inflows(town, points, flows)
     local = np.zeros((m, 3))
     idx = pd.Index(net.keys).get_indexer(inflow.index.astype(str))

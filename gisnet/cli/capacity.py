@@ -1,0 +1,69 @@
+"""``gisnet capacity``: pipe utilization and plant flow against the thresholds."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from .common import add_town_options, load_town, progress, say
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "capacity",
+        help="flows, full-flow capacity and the 80 %% threshold for every pipe and plant",
+        description="Accumulate parcel and industrial flows down the sewer graph, compare "
+        "each pipe's peak flow with its Manning full-flow capacity and each plant's "
+        "average flow with its design flow; write the pipes_capacity and plants layers.",
+    )
+    add_town_options(p, writes=True)
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="list the N most utilized pipes (default 10)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _pct(x: float) -> str:
+    return "unknown" if x is None or not np.isfinite(x) else f"{x:.1%}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..capacity import compute_capacity
+    from ..graph import build_sewer_graph
+    from ..io import write_results
+
+    progress(args, "loading town")
+    town = load_town(args)
+    progress(args, "building sewer graph")
+    G = build_sewer_graph(town)
+    progress(args, "accumulating flows")
+    res = compute_capacity(town, G)
+    path = write_results(args.out, res.layers())
+    pipes = res.pipes
+    cfg = res.cfg
+    no_cap = pipes["capacity_gpd"].isna()
+    say(args, f"pipes: {len(pipes)} ({int(pipes['computed'].sum())} with flows computed, "
+              f"{int(no_cap.sum())} without capacity)")
+    say(args, f"over {cfg['utilization_threshold']:.0%}: {int(pipes['over_threshold'].sum())}, "
+              f"deficient (> {cfg['deficient']:.0%}): {int(pipes['deficient'].sum())}, "
+              f"surcharged (> {cfg['surcharged']:.0%}): {int(pipes['surcharged'].sum())}")
+    if len(res.splits):
+        say(args, f"flow splits at {len(res.splits)} node(s): "
+                  + ", ".join(res.splits["node_id"].head(10)))
+    for ids in res.cycles:
+        say(args, f"cycle not computed: {', '.join(ids)}")
+    top = pipes[pipes["utilization"].notna()].nlargest(max(args.top, 0), "utilization")
+    if len(top):
+        say(args, "most utilized pipes:")
+        for r in top.itertuples():
+            say(args, f"  {r.main_id:<14} {r.diameter_in:>5.0f} in  peak {r.peak_flow_gpd:>12,.0f}"
+                      f" gpd  capacity {r.capacity_gpd:>12,.0f} gpd  {_pct(r.utilization):>7}")
+    for r in res.plants.itertuples():
+        window = f" ({r.window})" if r.window else ""
+        gaps = f"; months missing: {r.gaps}" if r.gaps else ""
+        over = "OVER" if r.over_threshold else "below"
+        say(args, f"plant {r.plant_id}: {r.avg_flow_mgd:.3f} of {r.design_flow_mgd:.3f} MGD = "
+                  f"{_pct(r.ratio)} by {r.basis}{window}, {over} {r.threshold:.0%}{gaps}")
+    say(args, f"wrote pipes_capacity, plants to {path}")
+    return 0
