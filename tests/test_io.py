@@ -1,0 +1,534 @@
+"""Reading layers into the canonical model (gisnet.io) and writing results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyogrio
+import pytest
+import shapely
+from geopandas.testing import assert_geodataframe_equal
+from shapely.geometry import LineString, MultiLineString, Point, Polygon
+
+import gisnet.io
+from gisnet import schema
+from gisnet.cli import main
+from gisnet.errors import CRSError, LayerError, SchemaError
+from gisnet.io import load_town, read_layer, write_results
+
+NY_EAST = "EPSG:2260"  # NY State Plane East, US survey feet
+
+
+@pytest.fixture(autouse=True)
+def _detach_cli_log_handlers():
+    """gisnet.cli.main attaches a stderr handler; drop it so later tests do not
+    log into a closed capture stream."""
+    yield
+    log = logging.getLogger("gisnet")
+    log.handlers = [h for h in log.handlers if isinstance(h, logging.NullHandler)]
+    log.setLevel(logging.NOTSET)
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def _mains() -> gpd.GeoDataFrame:
+    lines = [
+        LineString([(0, 0), (100, 0)]),
+        LineString([(100, 0), (200, 0)]),
+        LineString([(200, 0), (300, 0)]),
+        LineString([(300, 0), (400, 0)]),
+        LineString([(400, 0), (500, 0)]),
+        MultiLineString([[(500, 0), (600, 0)], [(700, 0), (800, 0)]]),  # two apart
+        MultiLineString([[(0, 50), (50, 50)], [(50, 50), (90, 50)]]),  # joins end to end
+        LineString([(0, 100), (100, 100)]),
+    ]
+    return gpd.GeoDataFrame(
+        {
+            "FACILITYID": ["M1", "M2", "M3", "M4", "M5", "M6", "M7", "M1"],
+            "DIAMETER": ["8", '10"', "200mm", "UNK", "-4", "12 in", "", "15"],
+            "SLOPE": [0.4, 1.0, 0.5, None, 2.0, 0.3, 0.3, 0.22],
+            "WATERTYPE": ["Sanitary Line", "SS", "Storm", "FM", "combined", "weird", None,
+                          "sanitary"],
+            "OWNEDBY": ["City", "Private", None, "city", "city", "city", "city", "city"],
+            "ACTIVEFLAG": ["Active", "Abandoned", "Active", None, "0", "1", "1", "1"],
+            "MATERIAL": ["PVC"] * 8,
+            "NOTE": ["a", "b", "c", "d", "e", "f", "g", "h"],
+        },
+        geometry=lines,
+        crs=NY_EAST,
+    )
+
+
+def _parcels() -> gpd.GeoDataFrame:
+    sq = [Polygon([(x, 10), (x + 50, 10), (x + 50, 60), (x, 60)]) for x in (0, 60, 120)]
+    bowtie = Polygon([(0, 200), (2, 202), (2, 200), (0, 202), (0, 200)])  # invalid, area 2
+    return gpd.GeoDataFrame(
+        {"PARCEL_ID": ["P1", "P2", "P3", "P4", "P5"], "UNITS": [1, 2, 3, 1, 1],
+         "SEPTIC": ["Y", "N", "y", "maybe", None]},
+        geometry=[*sq, bowtie, None],
+        crs=NY_EAST,
+    )
+
+
+TOWN_TOML = """
+name = "Fixture"
+profile = "poughkeepsie-fourth-ward"
+[units]
+slope = "percent"
+[layers.mains]
+path = "mains.shp"
+[layers.mains.values.kind]
+"Sanitary Line" = "sanitary"
+[layers.parcels]
+path = "parcels.gpkg"
+layer = "parcels"
+"""
+
+
+@pytest.fixture()
+def town_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "town"
+    d.mkdir()
+    _mains().to_file(d / "mains.shp", engine="pyogrio")
+    _parcels().to_file(d / "parcels.gpkg", layer="parcels", engine="pyogrio")
+    (d / "gisnet.toml").write_text(TOWN_TOML, encoding="utf-8")
+    return d
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _validate(capsys, layers: Path, *extra: str) -> tuple[int, str, str]:
+    rc = main(["validate", "--layers", str(layers), *extra])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# --------------------------------------------------------------------------- canonical layers
+
+
+def test_every_canonical_column_and_range_index(town_dir):
+    town = load_town(town_dir)
+    for role in ("mains", "parcels"):
+        g = town.layers[role]
+        assert list(g.columns[: len(schema.COLUMNS[role])]) == schema.column_names(role)
+        assert isinstance(g.index, pd.RangeIndex) and g.index.start == 0
+        assert g[schema.ID_COLUMN[role]].is_unique
+        assert g.crs == town.crs
+    assert "NOTE" in town.layers["mains"].columns  # unmapped source columns are kept
+    assert town.crs.to_epsg() == 2260  # first projected layer (mains)
+    assert town.ft_per_unit == pytest.approx(1200 / 3937 / 0.3048)
+    assert town.report.of_kind("working_crs")
+
+
+def test_diameter_text_parsed_where_unambiguous(town_dir):
+    town = load_town(town_dir)
+    m = town.layers["mains"].set_index("main_id")
+    assert m.loc["M1", "diameter_in"] == 8.0
+    assert m.loc["M2", "diameter_in"] == 10.0
+    assert m.loc["M3", "diameter_in"] == pytest.approx(200 / 25.4)  # 7.874 in
+    assert math.isnan(m.loc["M4", "diameter_in"])  # "UNK"
+    assert math.isnan(m.loc["M5", "diameter_in"])  # negative
+    assert m.loc["M6:1", "diameter_in"] == 12.0
+    assert math.isnan(m.loc["M7", "diameter_in"])  # empty string: just missing
+    bad = town.report.of_kind("non_numeric")
+    assert len(bad) == 1 and bad[0].feature_id == "M4" and "'UNK'" in bad[0].message
+    neg = town.report.of_kind("negative_value")
+    assert len(neg) == 1 and neg[0].feature_id == "M5" and neg[0].severity == "warning"
+
+
+def test_slope_percent_converted_to_ft_per_ft(town_dir):
+    m = load_town(town_dir).layers["mains"].set_index("main_id")
+    assert m.loc["M1", "slope"] == pytest.approx(0.004)
+    assert m.loc["M3", "slope"] == pytest.approx(0.005)
+
+
+def test_diameter_mm_configured(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    g = gpd.GeoDataFrame({"ID": ["A", "B"], "DIA": [203.2, 600.0]},
+                         geometry=[LineString([(0, 0), (1, 0)]), LineString([(1, 0), (2, 0)])],
+                         crs=NY_EAST)
+    g.to_file(d / "m.gpkg", engine="pyogrio")
+    (d / "gisnet.toml").write_text('[units]\ndiameter = "mm"\n[layers.mains]\npath = "m.gpkg"\n',
+                                   encoding="utf-8")
+    m = load_town(d).layers["mains"]
+    assert m["diameter_in"].tolist() == pytest.approx([8.0, 600 / 25.4])
+
+
+def test_values_normalised_and_public_active_derived(town_dir):
+    m = load_town(town_dir).layers["mains"].set_index("main_id")
+    assert m.loc["M1", "kind"] == "sanitary"  # town-file value map
+    assert m.loc["M2", "kind"] == "sanitary"  # alias SS
+    assert m.loc["M3", "kind"] == "storm"
+    assert m.loc["M4", "kind"] == "force"
+    assert m.loc["M5", "kind"] == "combined"
+    assert m.loc["M6:1", "kind"] == "unknown"  # 'weird'
+    assert m.loc["M7", "kind"] == "unknown"  # null
+    assert set(m["kind"]) <= {"sanitary", "storm", "combined", "force", "unknown"}
+    assert m.loc["M2", "owner"] == "private" and not m.loc["M2", "public"]
+    assert m.loc["M3", "public"]  # unknown owner counts as public
+    assert m.loc["M2", "status"] == "abandoned" and not m.loc["M2", "active"]
+    assert m.loc["M4", "active"]  # null status counts as active
+    assert m.loc["M5", "status"] == "inactive" and not m.loc["M5", "active"]
+    assert m["public"].dtype == bool and m["active"].dtype == bool
+
+
+def test_duplicate_ids_kept_and_suffixed(town_dir):
+    town = load_town(town_dir)
+    m = town.layers["mains"]
+    assert m["main_id"].tolist().count("M1") == 1 and "M1#2" in set(m["main_id"])
+    # the second M1 is the one drawn at y=100
+    assert m.set_index("main_id").loc["M1#2", "geometry"].coords[0] == pytest.approx((0, 100))
+    dup = town.report.of_kind("duplicate_id")
+    assert len(dup) == 1 and dup[0].feature_id == "M1"
+
+
+def test_multipart_lines_exploded_or_merged(town_dir):
+    town = load_town(town_dir)
+    m = town.layers["mains"].set_index("main_id")
+    assert m.loc["M6:1", "geometry"].equals(LineString([(500, 0), (600, 0)]))
+    assert m.loc["M6:2", "geometry"].equals(LineString([(700, 0), (800, 0)]))
+    assert m.loc["M6:2", "diameter_in"] == 12.0  # attributes copied to each part
+    # contiguous parts become one line with its own id
+    assert m.loc["M7", "geometry"].equals(LineString([(0, 50), (50, 50), (90, 50)]))
+    assert (shapely.get_type_id(town.layers["mains"].geometry.values) == 1).all()
+    note = town.report.of_kind("multipart_exploded")
+    assert len(note) == 1 and note[0].feature_id == "M6"
+    assert len(m) == 9  # 8 source features, one split in two
+
+
+def test_null_geometry_dropped_invalid_repaired(town_dir):
+    town = load_town(town_dir)
+    p = town.layers["parcels"].set_index("parcel_id")
+    assert "P5" not in p.index
+    nulls = town.report.of_kind("null_geometry")
+    assert len(nulls) == 1 and nulls[0].feature_id == "P5"
+    assert p.loc["P4", "geometry"].is_valid
+    assert p.loc["P4", "geometry"].area == pytest.approx(2.0)  # two unit triangles
+    rep = town.report.of_kind("invalid_geometry_repaired")
+    assert rep[0].feature_id == "P4"
+    info = town.settings.extra["layer_info"]["parcels"]
+    assert (info.features_read, info.features_kept) == (5, 4)
+
+
+def test_booleans_and_ints(town_dir):
+    town = load_town(town_dir)
+    p = town.layers["parcels"].set_index("parcel_id")
+    assert p.loc["P1", "septic"] is np.True_ or p.loc["P1", "septic"] == True  # noqa: E712
+    assert p.loc["P2", "septic"] == False  # noqa: E712
+    assert p.loc["P3", "septic"] == True  # noqa: E712
+    assert pd.isna(p.loc["P4", "septic"])
+    assert str(p["dwelling_units"].dtype) == "Int64"
+    assert p["dwelling_units"].tolist() == [1, 2, 3, 1]
+    bad = [f for f in town.report.of_kind("bad_value") if "septic" in f.message]
+    assert bad[0].feature_id == "P4"
+
+
+def test_geographic_with_z_reprojected_to_estimated_utm(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    # Town of Poughkeepsie, lon -73.9: UTM zone 18 north
+    g = gpd.GeoDataFrame(
+        {"FACILITYID": ["A"]},
+        geometry=[LineString([(-73.90, 41.67, 10), (-73.899, 41.67, 9)])],
+        crs="EPSG:4979",
+    )
+    g.to_file(d / "m.geojson", engine="pyogrio")
+    (d / "gisnet.toml").write_text('[layers.mains]\npath = "m.geojson"\n', encoding="utf-8")
+    town = load_town(d)
+    assert town.crs.to_epsg() == 32618
+    line = town.layers["mains"].geometry.iloc[0]
+    assert not line.has_z
+    # 0.001 degree of longitude at 41.67 N is about 83.2 m
+    expect_m = 0.001 * math.pi / 180 * 6378137 * math.cos(math.radians(41.67))
+    assert line.length == pytest.approx(expect_m, rel=0.01)
+    kinds = [f.kind for f in town.report]
+    assert {"working_crs", "z_dropped", "reprojected"} <= set(kinds)
+    assert "UTM zone estimated" in town.report.of_kind("working_crs")[0].message.replace(
+        "UTM zone 18N), the UTM zone estimated", "UTM zone estimated")
+    assert "EPSG:4979" in town.report.of_kind("reprojected")[0].message
+
+
+def test_working_crs_argument_overrides(town_dir):
+    town = load_town(town_dir, crs="EPSG:32618", snap_tolerance_ft=3)
+    assert town.crs.to_epsg() == 32618
+    assert town.settings.snap_tolerance_ft == 3
+    assert town.layers["mains"].crs.to_epsg() == 32618
+
+
+def test_override_path_replaces_town_file_path(town_dir, tmp_path):
+    other = tmp_path / "other.gpkg"
+    _mains().iloc[:2].to_file(other, engine="pyogrio")
+    town = load_town(town_dir, overrides={"mains": str(other)})
+    assert len(town.layers["mains"]) == 2
+    assert town.sources["mains"] == str(other.resolve())
+
+
+def test_engines_give_identical_canonical_layers(town_dir):
+    a = load_town(town_dir, engine="pyogrio")
+    b = load_town(town_dir, engine="fiona")
+    assert a.layers.keys() == b.layers.keys()
+    for role in a.layers:
+        assert_geodataframe_equal(a.layers[role], b.layers[role])
+    assert [f.message for f in a.report] == [f.message for f in b.report]
+
+
+def test_engines_identical_on_real_geojson(shared_data):
+    d = Path(__file__).parent / "towns" / "washington_park_fl"
+    a, b = load_town(d), load_town(d, engine="fiona")
+    for role in a.layers:
+        assert_geodataframe_equal(a.layers[role], b.layers[role])
+
+
+def test_profile_loaded_when_module_exists(town_dir):
+    town = load_town(town_dir)
+    try:
+        from gisnet.profile import load_profile
+    except ImportError:
+        assert town.profile == "poughkeepsie-fourth-ward"
+    else:
+        assert type(town.profile) is type(load_profile("poughkeepsie-fourth-ward"))
+
+
+def test_plant_flows_csv(tmp_path, town_dir):
+    (town_dir / "flows.csv").write_text(
+        "plant_id,month,avg_flow_mgd\nWWTP,2025-01,0.81\nWWTP,2025-02,0.79\n", encoding="utf-8")
+    toml = town_dir / "gisnet.toml"
+    toml.write_text(TOWN_TOML.replace("[layers.mains]", '[plant_flows]\npath = "flows.csv"\n'
+                                      "[layers.mains]"), encoding="utf-8")
+    pf = load_town(town_dir).plant_flows
+    assert pf["avg_flow_mgd"].tolist() == [0.81, 0.79]
+    assert pf["month"].tolist() == ["2025-01", "2025-02"]
+    (town_dir / "flows.csv").write_text("plant_id,month,avg_flow_mgd\nWWTP,Jan 2025,0.8\n",
+                                        encoding="utf-8")
+    with pytest.raises(LayerError, match="row 2"):
+        load_town(town_dir)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_read_layer_missing_path(tmp_path):
+    with pytest.raises(LayerError, match="file not found") as exc:
+        read_layer(tmp_path / "nope.shp", role="mains")
+    assert "nope.shp" in str(exc.value) and "'mains'" in str(exc.value)
+
+
+def _assert_one_line_error(rc, err, *needles):
+    assert rc == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("gisnet: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_cli_missing_path(capsys, town_dir):
+    (town_dir / "parcels.gpkg").unlink()
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "parcels.gpkg", "layer 'parcels'", "file not found")
+
+
+@pytest.mark.parametrize("ext", [".shx", ".dbf"])
+def test_cli_shapefile_missing_sidecar(capsys, town_dir, ext):
+    (town_dir / f"mains{ext}").unlink()
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "mains.shp", "layer 'mains'", f"missing its {ext} file")
+
+
+def test_cli_shapefile_missing_prj(capsys, town_dir):
+    (town_dir / "mains.prj").unlink()
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "mains.shp", "layer 'mains'", "missing its .prj")
+
+
+def test_shapefile_without_prj_ok_when_town_file_names_crs(capsys, town_dir):
+    (town_dir / "mains.prj").unlink()
+    toml = town_dir / "gisnet.toml"
+    toml.write_text(TOWN_TOML.replace('path = "mains.shp"', 'path = "mains.shp"\ncrs = '
+                                      '"EPSG:2260"'), encoding="utf-8")
+    town = load_town(town_dir)
+    assert town.layers["mains"].crs.to_epsg() == 2260
+    assert town.report.of_kind("crs_assumed")
+    rc, _, _ = _validate(capsys, town_dir)
+    assert rc == 0
+
+
+def test_no_crs_in_geographic_claim_checked(tmp_path):
+    # a town file calling State Plane feet "EPSG:4326" is caught, not silently misread
+    d = tmp_path / "t"
+    d.mkdir()
+    _mains().translate(600000, 1000000).to_file(d / "m.shp", engine="pyogrio")
+    (d / "m.prj").unlink()
+    (d / "gisnet.toml").write_text('[layers.mains]\npath = "m.shp"\ncrs = "EPSG:4326"\n',
+                                   encoding="utf-8")
+    with pytest.raises(CRSError, match="not longitude/latitude"):
+        load_town(d)
+
+
+def test_cli_empty_layer(capsys, town_dir):
+    _mains().iloc[:0].to_file(town_dir / "mains.shp", engine="pyogrio")
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "mains.shp", "layer 'mains'", "empty layer")
+
+
+def test_where_matching_nothing_is_empty_layer(capsys, town_dir):
+    toml = town_dir / "gisnet.toml"
+    toml.write_text(TOWN_TOML.replace('path = "mains.shp"', 'path = "mains.shp"\n'
+                                      "where = \"WATERTYPE = 'none such'\""), encoding="utf-8")
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "empty layer", "no features match where")
+
+
+def test_cli_polygons_where_lines_belong(capsys, town_dir):
+    poly = _parcels().iloc[:3].rename(columns={"PARCEL_ID": "FACILITYID"})
+    (town_dir / "mains.shp").unlink()
+    for ext in (".shx", ".dbf", ".prj", ".cpg"):
+        (town_dir / f"mains{ext}").unlink(missing_ok=True)
+    poly.to_file(town_dir / "mains.shp", engine="pyogrio")
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "mains.shp", "layer 'mains'", "Polygon geometries where "
+                           "mains must be lines", "P1")
+
+
+def test_cli_mapping_to_missing_column(capsys, town_dir):
+    toml = town_dir / "gisnet.toml"
+    toml.write_text(TOWN_TOML + '[layers.mains.columns]\ndiameter_in = "PIPE_SIZE_IN"\n',
+                    encoding="utf-8")
+    with pytest.raises(SchemaError):
+        load_town(town_dir)
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "mains.shp", "layer 'mains'", "'PIPE_SIZE_IN'",
+                           "does not exist")
+
+
+def test_cli_unknown_layer_role(capsys, town_dir):
+    (town_dir / "gisnet.toml").write_text(TOWN_TOML + '[layers.hydrants]\npath = "h.shp"\n',
+                                          encoding="utf-8")
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "gisnet.toml", "layers.hydrants", "unknown layer role")
+
+
+def test_cli_invalid_toml(capsys, town_dir):
+    (town_dir / "gisnet.toml").write_text("name = 'x\n", encoding="utf-8")
+    rc, _, err = _validate(capsys, town_dir)
+    _assert_one_line_error(rc, err, "gisnet.toml", "not valid TOML")
+
+
+def test_cli_no_town_file(capsys, tmp_path):
+    rc, _, err = _validate(capsys, tmp_path)
+    _assert_one_line_error(rc, err, str(tmp_path), "no gisnet.toml")
+
+
+def test_cli_json_error(capsys, tmp_path):
+    rc, out, _ = _validate(capsys, tmp_path, "--json")
+    assert rc == 2
+    doc = json.loads(out)
+    assert doc["usable"] is False and "no gisnet.toml" in doc["error"]
+
+
+def test_flawed_but_usable_is_warning_exit_0(capsys, town_dir):
+    rc, out, _ = _validate(capsys, town_dir)
+    assert rc == 0
+    assert "non_numeric" in out and "M4" in out  # UNK diameter named
+    assert "invalid_geometry_repaired" in out and "P4" in out
+    assert "null_geometry" in out and "P5" in out
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def test_write_results_keeps_other_layers_and_tables(tmp_path, town_dir):
+    town = load_town(town_dir)
+    out = tmp_path / "maps"
+    table = pd.DataFrame({"plant_id": ["W1"], "design_flow_mgd": [1.5]})
+    p = write_results(out, {"quality": town.report.to_gdf(town.crs), "plants": table})
+    assert p == out / "gisnet-results.gpkg"
+    write_results(out, {"graph_edges": town.layers["mains"]})
+    names = {str(n) for n, _ in pyogrio.list_layers(p)}
+    assert names == {"quality", "plants", "graph_edges"}
+    got = pyogrio.read_dataframe(p, layer="plants", read_geometry=False)
+    assert got["design_flow_mgd"].tolist() == [1.5]
+    edges = pyogrio.read_dataframe(p, layer="graph_edges")
+    assert len(edges) == len(town.layers["mains"]) and edges.crs.to_epsg() == 2260
+    # replacing a layer keeps the others
+    write_results(out, {"graph_edges": town.layers["mains"].iloc[:2]})
+    assert pyogrio.read_info(p, layer="graph_edges")["features"] == 2
+    assert pyogrio.read_info(p, layer="quality")["features"] == len(town.report)
+    assert [f.name for f in out.iterdir()] == ["gisnet-results.gpkg"]  # no temp files left
+
+
+def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeypatch):
+    town = load_town(town_dir)
+    out = tmp_path / "maps"
+    p = write_results(out, {"parcels": town.layers["parcels"]})
+    before = hashlib.sha256(p.read_bytes()).hexdigest()
+    real = gisnet.io._write_one
+
+    def failing(path, name, df):
+        if name == "bad":
+            raise OSError("disk full")
+        real(path, name, df)
+
+    monkeypatch.setattr(gisnet.io, "_write_one", failing)
+    with pytest.raises(OSError, match="disk full"):
+        write_results(out, {"extra": town.layers["mains"], "bad": town.layers["mains"]})
+    assert hashlib.sha256(p.read_bytes()).hexdigest() == before
+    assert [f.name for f in out.iterdir()] == ["gisnet-results.gpkg"]
+
+
+def test_inputs_byte_identical_after_load_and_write(tmp_path, town_dir):
+    before = _hashes(town_dir)
+    for engine in ("pyogrio", "fiona"):
+        town = load_town(town_dir, engine=engine)
+        write_results(tmp_path / "out", {"quality": town.report.to_gdf(town.crs),
+                                         "mains": town.layers["mains"]})
+    main(["validate", "--layers", str(town_dir), "-q"])
+    assert _hashes(town_dir) == before
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def _geojson_count(path: Path, **equals_any: tuple[str, ...]) -> int:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    feats = doc["features"]
+    for k, allowed in equals_any.items():
+        feats = [f for f in feats if f["properties"].get(k) in allowed]
+    return len(feats)
+
+
+@pytest.mark.slow
+def test_real_inputs_byte_identical(shared_data, tmp_path):
+    before = _hashes(shared_data)
+    for t in ("bennington_vt", "lancaster_ca", "washington_park_fl", "cambridge_ma_parcels"):
+        town = load_town(Path(__file__).parent / "towns" / t)
+        write_results(tmp_path, {"quality": town.report.to_gdf(town.crs)})
+    assert _hashes(shared_data) == before
+
+
+def test_bennington_counts_and_reprojection(shared_data):
+    town = load_town(Path(__file__).parent / "towns" / "bennington_vt")
+    d = shared_data / "bennington_vt"
+    assert len(town.layers["mains"]) == _geojson_count(
+        d / "BenningtonLinearFeatures.geojson", Type=("Sewer pipe", "Combined sewer pipe"))
+    assert len(town.layers["manholes"]) == _geojson_count(
+        d / "BenningtonPointFeatures.geojson", Type=("Sewer manhole", "Other"))
+    assert len(town.layers["plants"]) == 1
+    assert town.layers["plants"]["design_flow_mgd"].tolist() == [5.1]
+    assert town.crs.is_projected and town.crs.to_epsg() == 32618
+    assert "EPSG:4979" in town.report.of_kind("reprojected")[0].message
+    assert town.report.of_kind("z_dropped")
+    m = town.layers["mains"]
+    assert (m["kind"] == "combined").sum() == 3
+    assert (~m["active"]).sum() == 27  # 'Abandoned'

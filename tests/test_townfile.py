@@ -1,0 +1,180 @@
+"""Town-file parsing (gisnet.toml) and column matching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gisnet import townfile
+from gisnet.errors import ConfigError, SchemaError
+from gisnet.townfile import match_columns, read_town_file
+
+ISSUE_EXAMPLE = """
+profile = "poughkeepsie-fourth-ward"   # or "berlin-nh", or a path to a profile file
+crs = "EPSG:2260"                      # working CRS; optional
+[layers.mains]
+path = "mains.shp"                     # relative to this file
+layer = "pipes"                        # optional, for multi-layer sources
+where = "Type = 'Sanitary Line'"       # optional attribute filter
+crs = "EPSG:4326"                      # optional, for sources without one
+[layers.mains.columns]                 # canonical name = source column
+main_id = "FACILITYID"
+[layers.mains.values.kind]             # optional value mapping
+"Sanitary Line" = "sanitary"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "gisnet.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_issue_example_parses_exactly(tmp_path):
+    tf = read_town_file(write(tmp_path, ISSUE_EXAMPLE))
+    assert tf.profile == "poughkeepsie-fourth-ward"
+    assert tf.crs == "EPSG:2260"
+    m = tf.layers["mains"]
+    assert m.path == tmp_path.resolve() / "mains.shp"
+    assert (m.layer, m.where, m.crs) == ("pipes", "Type = 'Sanitary Line'", "EPSG:4326")
+    assert m.columns == {"main_id": "FACILITYID"}
+    assert m.values == {"kind": {"Sanitary Line": "sanitary"}}
+    assert (m.slope_units, m.diameter_units) == ("ft/ft", "in")
+
+
+def test_extra_keys_units_plant_flows_and_layer_units(tmp_path):
+    tf = read_town_file(write(tmp_path, """
+name = "Test"
+snap_tolerance_ft = 2
+outlet_nodes = ["OUT1", 7]
+[units]
+slope = "percent"
+diameter = "mm"
+[plant_flows]
+path = "flows.csv"
+[layers.mains]
+path = "m.shp"
+[layers.mains.units]
+diameter = "in"
+[layers.parcels]
+path = "sub/p.gpkg"
+"""))
+    assert tf.name == "Test" and tf.snap_tolerance_ft == 2.0
+    assert tf.outlet_nodes == ("OUT1", "7")
+    assert tf.plant_flows == tmp_path.resolve() / "flows.csv"
+    assert (tf.layers["mains"].slope_units, tf.layers["mains"].diameter_units) == \
+        ("percent", "in")
+    assert tf.layers["parcels"].diameter_units == "mm"
+    assert tf.layers["parcels"].path == tmp_path.resolve() / "sub" / "p.gpkg"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('colour = "red"', "colour"),
+        ('[layers.pipes]\npath = "x.shp"', "layers.pipes"),
+        ('[layers.mains]\npath = "x.shp"\nfilter = "a"', "layers.mains.filter"),
+        ('[layers.mains]\npath = "x.shp"\n[layers.mains.columns]\nsize = "D"',
+         "layers.mains.columns.size"),
+        ('snap_tolerance_ft = "one"', "snap_tolerance_ft"),
+        ("snap_tolerance_ft = -1", "snap_tolerance_ft"),
+        ('[units]\nslope = "degrees"', "units.slope"),
+        ('[layers.mains]\npath = 5', "layers.mains.path"),
+        ('[layers.mains]\nwhere = "a = 1"', "layers.mains.path"),
+        ('[layers.mains]\npath = "x"\n[layers.mains.values.kind]\n"S" = "sewage"',
+         "layers.mains.values.kind.S"),
+        ('crs = "EPSG:4326"', "crs"),
+        ('crs = "not a crs"', "crs"),
+        ('outlet_nodes = "A"', "outlet_nodes"),
+        ('profile = "rules/missing.toml"', "profile"),
+    ],
+)
+def test_bad_town_file_names_file_and_key(tmp_path, text, key):
+    write(tmp_path, text)
+    with pytest.raises(ConfigError) as exc:
+        read_town_file(tmp_path)
+    msg = str(exc.value)
+    assert str(tmp_path / "gisnet.toml") in msg
+    assert f"key {key!r}" in msg
+
+
+def test_invalid_toml_is_config_error(tmp_path):
+    write(tmp_path, "[layers.mains\npath = 'x'")
+    with pytest.raises(ConfigError, match="not valid TOML") as exc:
+        read_town_file(tmp_path)
+    assert "gisnet.toml" in str(exc.value)
+
+
+def test_no_town_file_in_folder(tmp_path):
+    with pytest.raises(ConfigError, match="no gisnet.toml in this folder") as exc:
+        read_town_file(tmp_path)
+    assert str(tmp_path) in str(exc.value)
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_town_file(tmp_path / "nope")
+
+
+def test_profile_path_resolved_relative_to_town_file(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "mine.toml").write_text("", encoding="utf-8")
+    tf = read_town_file(write(tmp_path, 'profile = "rules/mine.toml"'))
+    assert tf.profile == str((tmp_path / "rules" / "mine.toml").resolve())
+
+
+def test_default_layers_dir_prefers_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "layers" / "sample").mkdir(parents=True)
+    (tmp_path / "layers" / "sample" / "gisnet.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert townfile.default_layers_dir() == Path("layers") / "sample"
+    assert townfile.find_town_file(None) == Path("layers") / "sample" / "gisnet.toml"
+
+
+def test_default_layers_dir_falls_back_to_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    checkout = Path(townfile.__file__).resolve().parents[1] / "layers" / "sample"
+    expected = checkout if (checkout / "gisnet.toml").is_file() else Path("layers") / "sample"
+    assert townfile.default_layers_dir() == expected
+
+
+# ---------------------------------------------------------------- column matching
+
+
+def test_match_columns_case_insensitive_aliases():
+    m = match_columns("mains", ["facilityid", "Diameter", "upelev", "DownElev", "Slope",
+                                "WaterType", "geometry"])
+    assert m["main_id"] == "facilityid"
+    assert m["diameter_in"] == "Diameter"
+    assert (m["up_invert_ft"], m["down_invert_ft"]) == ("upelev", "DownElev")
+    assert m["slope"] == "Slope" and m["kind"] == "WaterType"
+    assert m["material"] is None
+
+
+def test_match_columns_shapefile_truncations():
+    # 10-character truncations: UPSTREAMINVERT -> UPSTREAMIN, sewer_available_date -> SEWER_AVAI
+    m = match_columns("mains", ["UPSTREAMIN", "DOWNSTREAM", "LIFECYCLES"])
+    assert m["up_invert_ft"] == "UPSTREAMIN"
+    assert m["down_invert_ft"] == "DOWNSTREAM"
+    assert m["status"] == "LIFECYCLES"
+    p = match_columns("parcels", ["SEWER_AVAI", "DWELLING_U"])
+    assert p["sewer_available_date"] == "SEWER_AVAI"
+    assert p["dwelling_units"] == "DWELLING_U"
+
+
+def test_match_columns_explicit_wins_and_is_not_reused():
+    m = match_columns("mains", ["ID", "FACILITYID"], {"main_id": "ID"})
+    assert m["main_id"] == "ID"
+    m = match_columns("mains", ["PIPE", "DIA"], {"diameter_in": "pipe"})
+    assert m["diameter_in"] == "PIPE"
+
+
+def test_match_columns_explicit_missing_column_is_schema_error():
+    with pytest.raises(SchemaError, match="'DIAM_IN' mapped to diameter_in does not exist"):
+        match_columns("mains", ["FACILITYID", "DIA"], {"diameter_in": "DIAM_IN"})
+
+
+def test_source_column_used_once_by_fallback():
+    # OWNER is an alias of owner only; a single 'ID' goes to main_id, not twice
+    m = match_columns("mains", ["ID"])
+    assert list(v for v in m.values() if v == "ID") == ["ID"]
