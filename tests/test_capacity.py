@@ -7,6 +7,7 @@ independently of gisnet (Manning written out from area and hydraulic radius).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import geopandas as gpd
 import networkx as nx
@@ -445,3 +446,86 @@ def test_lancaster_every_pipe_matches_manning(shared_data):
                 str(rec.facilityid), "flags"]
         else:
             assert got[str(rec.facilityid)] == pytest.approx(want, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture(scope="module")
+def small_town_dir(tmp_path_factory):
+    from gisnet.synthetic import make_town as synth, write_town
+
+    d = tmp_path_factory.mktemp("captown")
+    write_town(synth(400, seed=3), d, fmt="gpkg", profile="berlin-nh")
+    return d
+
+
+def test_cli_capacity_writes_layers_and_conserves_flow(small_town_dir, tmp_path, capsys):
+    import pyogrio
+
+    from gisnet.cli import main
+
+    out = tmp_path / "out"
+    assert main(["capacity", "--layers", str(small_town_dir), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "pipes:" in text and "plant " in text
+    gpkg = out / "gisnet-results.gpkg"
+    names = {n for n, _ in pyogrio.list_layers(gpkg)}
+    assert {"pipes_capacity", "plants"} <= names
+    pipes = gpd.read_file(gpkg, layer="pipes_capacity")
+    plants = gpd.read_file(gpkg, layer="plants")
+    # Mass balance: everything sewered and tapped arrives at the one plant.
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    town = load_town(small_town_dir)
+    G = build_sewer_graph(town)
+    res = cap.compute_capacity(town, G)
+    assert len(pipes) == G.number_of_edges() == len(res.pipes)
+    pts = res.points
+    fl = res.flows.set_index("parcel_id")
+    tapped = pts[pts["user_id"].isna() & pts["edge_key"].notna()]["parcel_id"].unique()
+    total = fl.loc[fl.index.isin(tapped) & fl["sewered"], "avg_flow_gpd"].sum()
+    users = town.layers.get("users")
+    if users is not None:
+        tapped_users = pts[pts["user_id"].notna() & pts["edge_key"].notna()]["user_id"]
+        total += users.set_index("user_id").loc[tapped_users, "process_flow_gpd"].fillna(0).sum()
+    assert plants["accumulated_flow_mgd"].sum() * 1e6 == pytest.approx(total, rel=1e-9)
+
+
+def test_cli_whatif_json(small_town_dir, capsys):
+    import json
+
+    from gisnet.cli import main
+    from gisnet.io import load_town
+
+    pid = str(load_town(small_town_dir).layers["parcels"]["parcel_id"].iloc[0])
+    capsys.readouterr()
+    assert main(["whatif", "--layers", str(small_town_dir), "--parcel", pid,
+                 "--flow-gpd", "12000", "--industrial", "--json", "-q"]) == 0
+    assert capsys.readouterr().out == ""  # --quiet prints nothing
+    assert main(["whatif", "--layers", str(small_town_dir), "--parcel", pid,
+                 "--flow-gpd", "12000", "--industrial", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["connection"]["parcel_id"] == pid and d["control_manhole"]
+    ids = {a["id"] for a in d["approvals"]}
+    assert {"des_flow_over_5000_gpd", "des_industrial_any"} <= ids
+    assert main(["whatif", "--layers", str(small_town_dir), "--parcel", "NO-SUCH",
+                 "--flow-gpd", "100"]) == 2
+
+
+def test_lancaster_through_loader_and_graph(shared_data):
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    src = gpd.read_file(shared_data / "lancaster_ca" / "sample_sewer_network_1.shp")
+    want = {str(r.facilityid): manning_by_hand(r.diameter, r.slope) * 646_316.88
+            for r in src.itertuples() if r.diameter > 0}
+    town = load_town(Path(__file__).parent / "towns" / "lancaster_ca")
+    G = build_sewer_graph(town)
+    res = cap.compute_capacity(town, G)
+    got = res.pipes.groupby("main_id")["capacity_gpd"].first()
+    assert set(got.index) == set(src["facilityid"].astype(str))
+    for mid, q in want.items():
+        assert got[mid] == pytest.approx(q, rel=1e-9)
+    assert got.isna().sum() == 3  # the three pipes with diameter 0
