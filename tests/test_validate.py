@@ -1,0 +1,190 @@
+"""Validation report and ``gisnet validate`` on fixtures and on the real datasets."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import geopandas as gpd
+import pyogrio
+import pytest
+from shapely.geometry import LineString, Polygon
+
+from gisnet.cli import main
+from gisnet.errors import LayerError
+from gisnet.io import load_town
+from gisnet.report import Report
+from gisnet.validate import error_report, validate_town
+
+TOWNS = Path(__file__).parent / "towns"
+
+
+@pytest.fixture(autouse=True)
+def _detach_cli_log_handlers():
+    yield
+    log = logging.getLogger("gisnet")
+    log.handlers = [h for h in log.handlers if isinstance(h, logging.NullHandler)]
+    log.setLevel(logging.NOTSET)
+
+
+@pytest.fixture()
+def small_town(tmp_path: Path) -> Path:
+    d = tmp_path / "small"
+    d.mkdir()
+    gpd.GeoDataFrame(
+        {"PIPE_ID": ["A", "B", "B"], "DIA": ["8", "UNK", "10"], "Shape_Len": [1.0, 2.0, 3.0]},
+        geometry=[LineString([(0, 0), (10, 0)]), LineString([(10, 0), (20, 0)]),
+                  LineString([(20, 0), (30, 0)])],
+        crs="EPSG:2260",
+    ).to_file(d / "pipes.gpkg", layer="pipes", engine="pyogrio")
+    gpd.GeoDataFrame(
+        {"PIN": ["P1"]}, geometry=[Polygon([(0, 5), (5, 5), (5, 10), (0, 10)])], crs="EPSG:2260",
+    ).to_file(d / "parcels.geojson", engine="pyogrio")
+    (d / "gisnet.toml").write_text(
+        '[layers.mains]\npath = "pipes.gpkg"\nlayer = "pipes"\n'
+        '[layers.parcels]\npath = "parcels.geojson"\n', encoding="utf-8")
+    return d
+
+
+def test_report_per_layer(small_town):
+    rep = validate_town(load_town(small_town))
+    assert rep.usable and rep.exit_code == 0
+    mains = next(s for s in rep.layers if s.role == "mains")
+    assert (mains.features_read, mains.features_kept) == (3, 3)
+    assert mains.source_layer == "pipes"
+    assert mains.mapping["main_id"] == "PIPE_ID" and mains.mapping["diameter_in"] == "DIA"
+    assert "material" in mains.missing and "main_id" not in mains.missing
+    kinds = {f.kind for f in mains.findings}
+    assert {"non_numeric", "duplicate_id"} <= kinds
+    assert all(f.layer == "mains" for f in mains.findings)
+    assert any(f.kind == "working_crs" for f in rep.findings)
+
+
+def test_text_and_json_say_the_same(small_town):
+    rep = validate_town(load_town(small_town))
+    text = rep.to_text()
+    assert "main_id        <- PIPE_ID" in text
+    assert "material       <- missing" in text
+    assert "features: 3 read, 3 kept" in text
+    doc = json.loads(rep.to_json())
+    assert doc["usable"] is True
+    mains = next(x for x in doc["layers"] if x["role"] == "mains")
+    assert mains["mapping"]["main_id"] == "PIPE_ID"
+    assert "material" in mains["missing_columns"]
+    assert {f["kind"] for f in mains["findings"]} >= {"non_numeric", "duplicate_id"}
+    n = sum(len(x["findings"]) for x in doc["layers"]) + len(doc["findings"])
+    assert n == sum(doc["counts"].values())
+    for f in rep.all_findings:
+        assert f.message in text
+
+
+def test_extra_findings_added_and_errors_make_it_unusable(small_town):
+    town = load_town(small_town)
+    extra = Report()
+    extra.add("cycle", "error", "mains: cycle A -> B -> A", layer="mains", feature_id="A,B")
+    extra.add("graph_pieces", "info", "2 disconnected pieces")
+    rep = validate_town(town, extra)
+    assert not rep.usable and rep.exit_code == 2
+    mains = next(s for s in rep.layers if s.role == "mains")
+    assert any(f.kind == "cycle" for f in mains.findings)
+    assert any(f.kind == "graph_pieces" for f in rep.findings)
+    assert "NOT USABLE" in rep.to_text()
+
+
+def test_error_report():
+    rep = error_report(LayerError("file not found", path="/x/m.shp", layer="mains"), "T")
+    assert not rep.usable and rep.exit_code == 2
+    assert "NOT USABLE: /x/m.shp: layer 'mains': file not found" in rep.to_text()
+    assert json.loads(rep.to_json())["error"].endswith("file not found")
+
+
+def test_cli_json(capsys, small_town):
+    rc = main(["validate", "--layers", str(small_town), "--json"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert json.loads(out)["usable"] is True
+
+
+def test_cli_validate_with_graph_findings(capsys, small_town):
+    pytest.importorskip("gisnet.graph")
+    main(["validate", "--layers", str(small_town), "--json"])
+    plain = json.loads(capsys.readouterr().out)
+    rc = main(["validate", "--layers", str(small_town), "--json", "--graph"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == (0 if doc["usable"] else 2)
+    # the graph adds its own findings on top of the loader's
+    assert sum(doc["counts"].values()) > sum(plain["counts"].values())
+
+
+# --------------------------------------------------------------------------- real datasets
+
+
+def _features(path: Path, key: str | None = None, allowed: tuple[str, ...] = ()) -> int:
+    """Count features independently of gisnet: GeoJSON by json, others by read_info."""
+    if path.suffix == ".geojson":
+        feats = json.loads(path.read_text(encoding="utf-8"))["features"]
+        if key:
+            feats = [f for f in feats if f["properties"].get(key) in allowed]
+        return len(feats)
+    if path.suffix == ".topojson":
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return sum(len(o["geometries"]) for o in doc["objects"].values())
+    return int(pyogrio.read_info(path)["features"])
+
+
+def _expected(shared: Path) -> dict[str, dict[str, int]]:
+    b = shared / "bennington_vt"
+    return {
+        "bennington_vt": {
+            "mains": _features(b / "BenningtonLinearFeatures.geojson", "Type",
+                               ("Sewer pipe", "Combined sewer pipe")),
+            "manholes": _features(b / "BenningtonPointFeatures.geojson", "Type",
+                                  ("Sewer manhole", "Other")),
+            "plants": _features(b / "BenningtonWWTF.geojson", "Program Category",
+                                ("Municipal Discharge",)),
+        },
+        "lancaster_ca": {
+            "mains": _features(shared / "lancaster_ca" / "sample_sewer_network_1.shp"),
+        },
+        "washington_park_fl": {
+            "mains": _features(shared / "washington_park_fl" / "sGravity.geojson"),
+            "manholes": _features(shared / "washington_park_fl" / "sMH.geojson"),
+        },
+        "cambridge_ma_parcels": {
+            "parcels": _features(shared / "cambridge_ma_parcels" /
+                                 "ASSESSING_ParcelsFY2013.topojson"),
+        },
+    }
+
+
+@pytest.mark.parametrize("town", ["bennington_vt", "lancaster_ca", "washington_park_fl",
+                                  "cambridge_ma_parcels"])
+def test_validate_real_dataset_counts(capsys, shared_data, town):
+    expected = _expected(shared_data)[town]
+    rc = main(["validate", "--layers", str(TOWNS / town), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["usable"]
+    got = {x["role"]: (x["features_read"], x["features_kept"]) for x in doc["layers"]}
+    for role, n in expected.items():
+        assert got[role][0] == n, role
+        # nothing is dropped in these files, and only Cambridge's parcels are polygons
+        assert got[role][1] == n, role
+
+
+def test_bennington_says_it_was_reprojected(capsys, shared_data):
+    rc = main(["validate", "--layers", str(TOWNS / "bennington_vt")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "geographic (lon/lat) input in EPSG:4979" in out
+    assert "reprojected to EPSG:326" in out
+    assert "Z/M coordinates dropped" in out
+    assert 'where "Type" IN' in out
+
+
+def test_expected_counts_are_real(shared_data):
+    # guard against the expectation helper silently counting nothing
+    e = _expected(shared_data)
+    assert e["bennington_vt"]["mains"] == 1668 and e["bennington_vt"]["manholes"] == 1629
+    assert e["cambridge_ma_parcels"]["parcels"] == 13159
+    assert e["lancaster_ca"]["mains"] == 65
