@@ -301,6 +301,12 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
 
     # -- obligations --------------------------------------------------------
 
+    @app.get("/parcels", summary="Every parcel id of the town, in layer order")
+    async def parcel_ids() -> Response:
+        tab = state.table("parcels")
+        ids = tab.gdf["parcel_id"].astype(object).where(tab.gdf["parcel_id"].notna(), None)
+        return _json({"count": len(ids), "parcel_ids": ids.tolist()})
+
     @app.get("/parcels/{parcel_id:path}/obligation", summary="One parcel's obligation",
              response_class=Response)
     async def parcel_obligation(parcel_id: str, crs: str | None = CRS_QUERY) -> Response:
@@ -455,8 +461,17 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
         else:
             kwargs["point"] = _point(body.point, body.crs, work_crs)
         res = _whatif(town, state.G, state.capacity, **kwargs)
-        data = res.to_dict() if hasattr(res, "to_dict") else res
-        return _json(to_jsonable(data, out_crs, work_crs))
+        data = to_jsonable(res.to_dict(), out_crs, work_crs)
+        # the pipes with their geometry, and the tap in the response CRS
+        data["pipes"] = to_jsonable(res.pipes, out_crs, work_crs)
+        conn = data.get("connection") or {}
+        if conn.get("x") is not None and conn.get("y") is not None:
+            from shapely.geometry import Point
+
+            g = to_jsonable(Point(conn["x"], conn["y"]), out_crs, work_crs)
+            conn["x"], conn["y"] = g["coordinates"]
+            conn["crs"] = crs_name(out_crs)
+        return _json(data)
 
     # -- maps ---------------------------------------------------------------
 
@@ -565,32 +580,14 @@ def _sub_town(town: Any, **layers: gpd.GeoDataFrame) -> Any:
 def _parcel_trace(state: TownState, parcel: str, crs: CRS) -> bytes:
     """Downstream trace of a parcel from the precomputed tables.
 
-    Same keys as :func:`gisnet.tracing.trace_downstream` for the scalar
-    answers (its parcel trace starts at the parcel's first building, which is
-    the first row of ``control_manholes`` for the parcel); ``connection`` holds
-    every building of the parcel (rows of ``control_manholes``) and ``path``
-    the line from each tap to its control manhole (rows of ``control_paths``).
+    See :meth:`TownState.parcel_trace` for what it holds; this adds the
+    ``connection`` and ``path`` FeatureCollections in ``crs``.
     """
-    cm = state.table("control_manholes")
-    pos = cm.lookup("parcel_id", parcel)
-    if pos is not None:
-        pos = pos[cm.gdf["user_id"].isna().to_numpy()[pos]] if "user_id" in cm.gdf else pos
-    if pos is None or not len(pos):
+    found = state.parcel_trace(parcel)
+    if found is None:
         raise NotFoundError(f"parcel {parcel!r} not found", layer="parcels", feature=parcel)
+    head, pos, ppos = found
+    cm = state.table("control_manholes")
     paths = state.table("control_paths")
-    ppos = paths.lookup("parcel_id", parcel)
-    if ppos is not None and "user_id" in paths.gdf:
-        ppos = ppos[paths.gdf["user_id"].isna().to_numpy()[ppos]]
-    first = cm.gdf.iloc[int(pos[0])]
-    head = {
-        "query": {"parcel": parcel},
-        "control_manhole_id": first.get("control_manhole_id"),
-        "plant_id": first.get("plant_id"),
-        "control_length_ft": first.get("path_length_ft"),
-        "length_ft": first.get("plant_path_length_ft"),
-        "reaches_outlet": first.get("plant_id") is not None
-                          and not pd.isna(first.get("plant_id")),
-    }
-    head_json = dumps(head)
-    return (head_json[:-1] + b',"connection":' + cm.collection(pos, crs)
-            + b',"path":' + paths.collection(ppos if ppos is not None else [], crs) + b"}")
+    return (head[:-1] + b',"connection":' + cm.collection(pos, crs)
+            + b',"path":' + paths.collection(ppos, crs) + b"}")

@@ -41,6 +41,7 @@ from ._service_geojson import (
     RequestError,
     TooLargeError,
     crs_name,
+    dumps,
     feature_collection,
     feature_fragments,
 )
@@ -231,6 +232,8 @@ class TownState:
     unavailable: dict[str, str] = field(default_factory=dict)
     out_dir: Path | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
+    _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
+        default=None, repr=False)
 
     # -- construction -------------------------------------------------------
 
@@ -312,10 +315,12 @@ class TownState:
         def _capacity() -> Any:
             from . import capacity
 
-            return capacity.compute_capacity(town, G)
+            return capacity.compute_capacity(town, G, points=state.points)
 
         cap = attempt("capacity", _capacity)
         if cap is not None:
+            if getattr(cap, "_index", False) is None and state.index is not None:
+                cap._index = state.index  # the what-if reuses the one downstream index
             state.capacity = cap
             layers["pipes_capacity"] = cap.pipes
             layers["plants"] = cap.plants
@@ -327,6 +332,8 @@ class TownState:
         if "parcels" in town.layers:
             state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
                                                   ("parcel_id",))
+        if "control_manholes" in state.tables and "control_paths" in state.tables:
+            state._parcel_traces = state._build_parcel_traces()
         timings["serialize"] = time.perf_counter() - t
         state.timings_s = timings
         log.info("service state ready: %s", ", ".join(f"{k} {v:.2f} s"
@@ -345,6 +352,63 @@ class TownState:
             why = self.unavailable.get(analysis, "not computed")
             raise ServiceUnavailable(f"{name} not available for this town: {why}")
         return t
+
+    def parcel_trace(self, parcel_id: str) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """The precomputed downstream answer of a parcel, or None if unknown.
+
+        Returns
+        -------
+        (head, rows, path_rows)
+            ``head``: JSON object bytes with the same scalar keys as
+            :func:`gisnet.tracing.trace_downstream` for the parcel
+            (``control_manhole_id``, ``plant_id``, ``control_length_ft``,
+            ``length_ft`` = tap to outlet, ``reaches_outlet``), taken from the
+            parcel's first building (first ``control_manholes`` row, users
+            excluded), as the library's parcel trace does. ``rows``: every
+            ``control_manholes`` row of the parcel's buildings; ``path_rows``:
+            their ``control_paths`` rows.
+        """
+        if self._parcel_traces is None:
+            self._parcel_traces = self._build_parcel_traces()
+        return self._parcel_traces.get(parcel_id)
+
+    def _build_parcel_traces(self) -> dict[str, tuple[bytes, np.ndarray, np.ndarray]]:
+        cm = self.table("control_manholes")
+        paths = self.table("control_paths")
+        g = cm.gdf
+        keep = (g["user_id"].isna().to_numpy() if "user_id" in g
+                else np.ones(len(g), dtype=bool))
+        keep = keep & g["parcel_id"].notna().to_numpy()
+        rows = np.flatnonzero(keep)
+        ids = g["parcel_id"].to_numpy(dtype=object)[rows].astype(str)
+        groups = pd.Series(rows).groupby(ids, sort=False).indices
+        # control_paths is row-aligned with control_manholes (same points, same order)
+        aligned = len(paths.gdf) == len(g)
+        mh = g["control_manhole_id"].to_numpy(dtype=object)
+        plant = g["plant_id"].to_numpy(dtype=object)
+        mh_ft = pd.to_numeric(g["path_length_ft"], errors="coerce").to_numpy(dtype=float)
+        out_ft = (pd.to_numeric(g["plant_path_length_ft"], errors="coerce").to_numpy(dtype=float)
+                  if "plant_path_length_ft" in g else np.full(len(g), np.nan))
+        out: dict[str, tuple[bytes, np.ndarray, np.ndarray]] = {}
+        for pid, gi in groups.items():
+            pos = rows[gi]
+            i = int(pos[0])
+            has_plant = plant[i] is not None and not pd.isna(plant[i])
+            head = dumps({
+                "query": {"parcel": pid},
+                "control_manhole_id": None if pd.isna(mh[i]) else mh[i],
+                "plant_id": plant[i] if has_plant else None,
+                "control_length_ft": mh_ft[i],
+                "length_ft": out_ft[i],
+                "reaches_outlet": bool(has_plant),
+            })
+            if aligned:
+                ppos = pos
+            else:
+                p = paths.lookup("parcel_id", pid)
+                ppos = p if p is not None else np.empty(0, dtype=np.int64)
+            out[str(pid)] = (head, pos, ppos)
+        return out
 
     def require(self, analysis: str) -> None:
         if analysis in self.unavailable:

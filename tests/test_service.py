@@ -505,3 +505,7 @@ def test_parse_crs_accepts_codes_and_names():
     assert parse_crs(None).to_epsg() == 4326
     assert parse_crs("2260").to_epsg() == 2260
     assert parse_crs("epsg:2260").to_epsg() == 2260
+
+
+def test_parcel_ids_listed_in_layer_order(client):
+    assert client.get("/parcels").json() == {"count": 3, "parcel_ids": ["P1", "P2", "P/3"]}
