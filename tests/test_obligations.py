@@ -1,0 +1,609 @@
+"""Connection obligations: distances by each ordinance's measure, status, zone, frontage."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from pyproj import CRS
+from shapely.geometry import LineString, Point, Polygon, box
+
+from gisnet.errors import ConfigError, CRSError, NotFoundError
+from gisnet.obligations import (
+    compute_obligations,
+    connection_zone,
+    eligible_mask,
+    frontage,
+    frontage_shares,
+    nearest,
+)
+from gisnet.profile import load_profile
+from gisnet.schema import column_names
+from gisnet.town import Town
+from gisnet.units import feet_per_unit
+
+FT_CRS = "EPSG:2222"  # Arizona East, international feet: 1 unit = 1 ft exactly
+CAMBRIDGE = Path("/work/shared/data/cambridge_ma_parcels/ASSESSING_ParcelsFY2013.topojson")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def layer(role: str, rows: list[dict], crs: str) -> gpd.GeoDataFrame:
+    """A canonical layer: every canonical column of the role, nulls where not given."""
+    cols = column_names(role)
+    data = {c: [r.get(c) for r in rows] for c in cols}
+    extra = sorted({k for r in rows for k in r} - set(cols) - {"geometry"})
+    for c in extra:
+        data[c] = [r.get(c) for r in rows]
+    df = pd.DataFrame(data)
+    for c in ("built_date", "sewer_available_date", "install_date"):
+        if c in df.columns:
+            df[c] = pd.to_datetime(df[c]).astype("datetime64[ms]")
+    for c in ("connected", "septic"):
+        if c in df.columns:
+            df[c] = df[c].astype("boolean")
+    if role == "mains":
+        df["public"] = ~(df["owner"] == "private")
+        df["active"] = df["status"].isna() | (df["status"] == "active")
+    return gpd.GeoDataFrame(df, geometry=[r["geometry"] for r in rows], crs=crs)
+
+
+def make_town(parcels, mains, *, profile="poughkeepsie-fourth-ward", crs=FT_CRS,
+              streets=None, buildings=None, laterals=None) -> Town:
+    layers = {"parcels": layer("parcels", parcels, crs), "mains": layer("mains", mains, crs)}
+    for role, rows in (("streets", streets), ("buildings", buildings), ("laterals", laterals)):
+        if rows is not None:
+            layers[role] = layer(role, rows, crs)
+    c = CRS.from_user_input(crs)
+    return Town(name="test", crs=c, ft_per_unit=feet_per_unit(c), layers=layers,
+                profile=load_profile(profile))
+
+
+def main(mid, coords, kind="sanitary", owner="public", status="active", install="2000-01-01"):
+    return {"main_id": mid, "geometry": LineString(coords), "kind": kind, "owner": owner,
+            "status": status, "install_date": install}
+
+
+def row(df: pd.DataFrame, pid: str) -> pd.Series:
+    return df.set_index("parcel_id").loc[pid]
+
+
+# --------------------------------------------------------------------------- the two measures
+
+# A street 50 ft wide along the x axis; the sewer runs in it from x=0 to x=500.
+# Parcels abut the street further along, past the end of the sewer, so their
+# lot line and their house are at chosen straight-line distances from the
+# sewer's end (500, 0): lot corner (x0, 25), house corner (bx, by).
+STREET = {"street_id": "S1", "geometry": box(-100, -25, 2000, 25), "width_ft": 50.0}
+
+
+def _lot_and_house(lot_ft: float, house_ft: float, house_y: float):
+    x0 = 500 + math.sqrt(lot_ft**2 - 25**2)
+    bx = 500 + math.sqrt(house_ft**2 - house_y**2)
+    lot = box(x0, 25, x0 + 200, 225)
+    house = box(bx, house_y, bx + 40, house_y + 30)
+    assert lot.contains(house)
+    return lot, house
+
+
+@pytest.mark.parametrize(
+    ("lot_ft", "house_ft", "house_y", "pough", "berlin"),
+    [
+        (250.0, 320.0, 100.0, "required", "not_required"),
+        (150.0, 180.0, 50.0, "required", "required"),
+        (310.0, 330.0, 60.0, "not_required", "not_required"),
+    ],
+)
+def test_profiles_differ_where_their_measures_differ(lot_ft, house_ft, house_y, pough, berlin):
+    lot, house = _lot_and_house(lot_ft, house_ft, house_y)
+    kw = {
+        "parcels": [{"parcel_id": "P1", "geometry": lot}],
+        "mains": [main("M1", [(0, 0), (500, 0)])],
+        "streets": [STREET],
+        "buildings": [{"building_id": "B1", "parcel_id": "P1", "geometry": house,
+                       "built_date": "2015-06-01"}],
+    }
+    pk = compute_obligations(make_town(**kw))["obligations"]
+    be = compute_obligations(make_town(profile="berlin-nh", **kw))["obligations"]
+    p, b = row(pk, "P1"), row(be, "P1")
+    assert p["distance_ft"] == pytest.approx(lot_ft, abs=1e-6)
+    assert b["distance_ft"] == pytest.approx(house_ft, abs=1e-6)
+    assert p["measure"] == "property_line" and b["measure"] == "building"
+    assert bool(p["abuts_sewered_street"]) and bool(b["abuts_sewered_street"])
+    assert p["status"] == pough, p["reason"]
+    assert b["status"] == berlin, b["reason"]
+    assert b["building_id"] == "B1" and not b["approximate"]
+    if pough == "required":
+        assert p["deadline_days"] == 30 and p["section"] == "§ 168-22.2G"
+        assert "300 ft" in p["reason"] and "public health hazard" in p["reason"]
+    if berlin == "required":
+        assert b["deadline_days"] == 90 and b["section"] == "sec. 16-50"
+        assert "Newly constructed" in b["reason"]
+
+
+def test_evidence_joins_the_two_nearest_points():
+    lot, house = _lot_and_house(150.0, 180.0, 50.0)
+    town = make_town(
+        parcels=[{"parcel_id": "P1", "geometry": lot}],
+        mains=[main("M1", [(0, 0), (500, 0)])], streets=[STREET],
+        buildings=[{"building_id": "B1", "parcel_id": "P1", "geometry": house}],
+        profile="berlin-nh",
+    )
+    res = compute_obligations(town)
+    ob, ev = res["obligations"], res["obligation_evidence"]
+    r = row(ob, "P1")
+    # nearest point on the sewer is its end; on the house its lower-left corner
+    assert (r["nearest_x"], r["nearest_y"]) == pytest.approx((500.0, 0.0))
+    hx, hy = house.bounds[:2]
+    assert (r["from_x"], r["from_y"]) == pytest.approx((hx, hy))
+    (line,) = ev.geometry
+    assert line.length == pytest.approx(180.0)
+    assert ev.iloc[0]["main_id"] == "M1" and ev.iloc[0]["building_id"] == "B1"
+
+
+def test_touching_is_zero_and_exactly_300_ft_is_within():
+    mains = [main("M1", [(0, 0), (1000, 0)])]
+    parcels = [
+        {"parcel_id": "touch", "geometry": box(100, 0, 200, 100)},  # shares the main's line
+        {"parcel_id": "at300", "geometry": box(300, 300, 400, 400)},
+        {"parcel_id": "at300.02", "geometry": box(500, 300.02, 600, 400)},
+    ]
+    ob = compute_obligations(make_town(parcels, mains), assume_abutting=True)["obligations"]
+    assert row(ob, "touch")["distance_ft"] == 0.0
+    assert row(ob, "at300")["distance_ft"] == 300.0
+    assert bool(row(ob, "at300")["within_distance"])
+    assert row(ob, "at300")["status"] == "required"
+    assert not bool(row(ob, "at300.02")["within_distance"])
+    assert row(ob, "at300.02")["status"] == "not_required"
+
+
+def test_exactly_300_ft_in_us_survey_feet_and_metres():
+    # 300 US survey ft = 300.0006 international ft; 91.44 m = 300 ft exactly
+    for crs, d in (("EPSG:2263", 300.0), ("EPSG:32618", 91.44)):
+        town = make_town(
+            [{"parcel_id": "P", "geometry": box(100, d, 120, d + 20)}],
+            [main("M1", [(0, 0), (500, 0)])], crs=crs,
+        )
+        r = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
+        assert r["distance_ft"] == pytest.approx(300.0, abs=1e-3)
+        assert r["status"] == "required"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"kind": "storm"},
+        {"owner": "private"},
+        {"status": "inactive"},
+        {"status": "abandoned"},
+        {"status": "proposed"},
+        {"kind": "force"},
+    ],
+)
+def test_storm_private_inactive_force_never_require(bad):
+    mains = [main("NEAR", [(0, 0), (1000, 0)]) | bad, main("FAR", [(0, 2000), (1000, 2000)])]
+    parcels = [{"parcel_id": "P", "geometry": box(100, 10, 200, 110)}]
+    streets = [{"street_id": "S", "geometry": box(-50, -25, 1050, 25), "width_ft": 50.0}]
+    for profile in ("poughkeepsie-fourth-ward", "berlin-nh"):
+        town = make_town(parcels, mains, streets=streets, profile=profile)
+        r = row(compute_obligations(town)["obligations"], "P")
+        assert r["status"] == "not_required", r["reason"]
+        assert r["main_id"] == "FAR"
+        assert r["distance_ft"] == pytest.approx(1890.0)
+        assert not bool(r["abuts_sewered_street"])
+
+
+def test_eligible_mask_reads_loader_columns():
+    town = make_town(
+        [{"parcel_id": "P", "geometry": box(0, 0, 1, 1)}],
+        [main("a", [(0, 0), (1, 0)]), main("b", [(0, 0), (1, 0)], kind="combined"),
+         main("c", [(0, 0), (1, 0)], kind="storm"), main("d", [(0, 0), (1, 0)], owner=None),
+         main("e", [(0, 0), (1, 0)], status=None), main("f", [(0, 0), (1, 0)], kind=None)],
+    )
+    assert eligible_mask(town.layers["mains"], town.profile).tolist() == [
+        True, True, False, True, True, False]
+
+
+def test_ties_resolved_by_lowest_main_id():
+    # two mains exactly 100 ft away on either side; ids given in reverse order
+    mains = [main("M9", [(0, 200), (100, 200)]), main("M10", [(0, -100), (100, -100)]),
+             main("M2", [(0, -100), (100, -100)])]
+    parcels = [{"parcel_id": "P", "geometry": box(0, 0, 100, 100)}]
+    ob = compute_obligations(make_town(parcels, mains), assume_abutting=True)["obligations"]
+    # string order: "M10" < "M2" < "M9"
+    assert row(ob, "P")["main_id"] == "M10"
+
+
+def test_nearest_ties_deterministic_with_threads():
+    rng = np.random.default_rng(3)
+    src = shapely.points(rng.integers(0, 50, (30_000, 2)).astype(float))
+    # a grid of identical-distance targets: many ties
+    tg = shapely.points(np.array([(x, y) for x in range(0, 51, 5) for y in range(0, 51, 5)],
+                                 dtype=float) + 0.0)
+    rank = np.arange(len(tg))[::-1].copy()
+    j1, d1 = nearest(src, tg, rank, threads=1)
+    j2, d2 = nearest(src, tg, rank, threads=2)
+    assert (j1 == j2).all() and np.allclose(d1, d2)
+    # brute force: min distance, then highest index (lowest rank) among ties
+    dm = shapely.distance(src[:, None], tg[None, :])
+    best = dm.min(axis=1)
+    assert np.allclose(d1, best)
+    for i in range(0, len(src), 997):
+        ties = np.flatnonzero(np.isclose(dm[i], best[i], rtol=0, atol=1e-9))
+        assert j1[i] == ties[np.argmin(rank[ties])]
+
+
+# --------------------------------------------------------------------------- status rules
+
+
+def test_no_streets_layer_is_review_and_says_so():
+    town = make_town([{"parcel_id": "P", "geometry": box(0, 50, 100, 150)}],
+                     [main("M1", [(0, 0), (500, 0)])])
+    r = row(compute_obligations(town)["obligations"], "P")
+    assert r["status"] == "review"
+    assert "abutting test was skipped (no streets layer)" in r["reason"]
+    assert pd.isna(r["abuts_sewered_street"])
+    r2 = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
+    assert r2["status"] == "required" and "abutting assumed" in r2["reason"]
+
+
+def test_within_distance_but_not_abutting():
+    # the parcel is 100 ft from the sewer but fronts another street without one
+    streets = [STREET, {"street_id": "S2", "geometry": box(-100, 200, 2000, 250),
+                        "width_ft": 50.0}]
+    town = make_town([{"parcel_id": "P", "geometry": box(100, 100, 200, 200)}],
+                     [main("M1", [(0, 0), (500, 0)])], streets=streets)
+    r = row(compute_obligations(town)["obligations"], "P")
+    assert r["distance_ft"] == pytest.approx(100.0)
+    assert bool(r["within_distance"]) and not bool(r["abuts_sewered_street"])
+    assert r["status"] == "not_required"
+    assert "abuts no street" in r["reason"]
+
+
+def test_centreline_streets_are_widened():
+    # centreline along y=0, 60 ft wide: parcels from y=30 abut, from y=40 do not
+    streets = [{"street_id": "S", "geometry": LineString([(-100, 0), (2000, 0)]),
+                "width_ft": 60.0}]
+    parcels = [{"parcel_id": "A", "geometry": box(0, 30, 100, 130)},
+               {"parcel_id": "B", "geometry": box(200, 40, 300, 140)}]
+    town = make_town(parcels, [main("M1", [(0, 0), (500, 0)])], streets=streets)
+    town.profile.connection  # noqa: B018  (abutting_tolerance_ft = 5 ft)
+    ob = compute_obligations(town)["obligations"]
+    assert bool(row(ob, "A")["abuts_sewered_street"])
+    assert not bool(row(ob, "B")["abuts_sewered_street"])  # 10 ft gap > 5 ft tolerance
+
+
+def test_main_crossing_a_street_does_not_sewer_it():
+    # M1 runs along S1 (y=0); S2 is a cross street at x=1000 that M1 only crosses
+    streets = [{"street_id": "S1", "geometry": box(-100, -25, 2000, 25)},
+               {"street_id": "S2", "geometry": box(975, -1000, 1025, 1000)}]
+    mains = [main("M1", [(0, 0), (1500, 0)])]
+    parcels = [{"parcel_id": "on_S2", "geometry": box(1025, 200, 1125, 300)}]
+    ob = compute_obligations(make_town(parcels, mains, streets=streets))["obligations"]
+    r = row(ob, "on_S2")
+    assert r["distance_ft"] == pytest.approx(200.0)
+    assert not bool(r["abuts_sewered_street"]) and r["status"] == "not_required"
+
+
+def test_connected_by_flag_or_lateral():
+    parcels = [{"parcel_id": "flag", "geometry": box(0, 30, 100, 130), "connected": True},
+               {"parcel_id": "lat", "geometry": box(200, 30, 300, 130)},
+               {"parcel_id": "latgeo", "geometry": box(400, 30, 450, 130)},
+               {"parcel_id": "none", "geometry": box(460, 30, 490, 130)}]
+    laterals = [{"lateral_id": "L1", "parcel_id": "lat", "geometry": LineString([(250, 0),
+                                                                                (250, 40)])},
+                {"lateral_id": "L2", "geometry": LineString([(420, 0), (420, 40)])}]
+    town = make_town(parcels, [main("M1", [(0, 0), (500, 0)])], streets=[STREET],
+                     laterals=laterals)
+    ob = compute_obligations(town)["obligations"]
+    assert row(ob, "flag")["status"] == "connected"
+    assert row(ob, "lat")["status"] == "connected" and "L1" in row(ob, "lat")["reason"]
+    assert row(ob, "latgeo")["status"] == "connected" and "L2" in row(ob, "latgeo")["reason"]
+    assert row(ob, "none")["status"] == "required"
+
+
+def test_berlin_existing_building_gets_septic_deadline():
+    lot, house = _lot_and_house(150.0, 180.0, 50.0)
+    base = {"parcels": [{"parcel_id": "P1", "geometry": lot, "septic": True,
+                         "sewer_available_date": "2012-05-15"}],
+            "mains": [main("M1", [(0, 0), (500, 0)])], "streets": [STREET]}
+    old = make_town(profile="berlin-nh", buildings=[
+        {"building_id": "B1", "parcel_id": "P1", "geometry": house, "built_date": "1950-01-01"}],
+        **base)
+    r = row(compute_obligations(old)["obligations"], "P1")
+    assert r["status"] == "required"
+    assert r["septic_deadline"] == pd.Timestamp("2027-05-15")
+    assert pd.isna(r["deadline_days"])
+    assert "16-51" in r["section"] and "2027-05-15" in r["reason"] and "septic" in r["reason"]
+    # built after the sewer became available: newly constructed, 90 days
+    new = make_town(profile="berlin-nh", buildings=[
+        {"building_id": "B1", "parcel_id": "P1", "geometry": house, "built_date": "2013-01-01"}],
+        **base)
+    r = row(compute_obligations(new)["obligations"], "P1")
+    assert r["status"] == "required" and r["deadline_days"] == 90 and pd.isna(
+        r["septic_deadline"])
+    # unknown age: review, with the date an existing building would have
+    unk = make_town(profile="berlin-nh", buildings=[
+        {"building_id": "B1", "parcel_id": "P1", "geometry": house}], **base)
+    r = row(compute_obligations(unk)["obligations"], "P1")
+    assert r["status"] == "review" and r["septic_deadline"] == pd.Timestamp("2027-05-15")
+    assert "cannot be told" in r["reason"]
+
+
+def test_berlin_availability_falls_back_to_main_install_date():
+    lot, house = _lot_and_house(150.0, 180.0, 50.0)
+    town = make_town(profile="berlin-nh",
+                     parcels=[{"parcel_id": "P1", "geometry": lot}],
+                     mains=[main("M1", [(0, 0), (500, 0)], install="2004-02-29")],
+                     streets=[STREET],
+                     buildings=[{"building_id": "B1", "parcel_id": "P1", "geometry": house,
+                                 "built_date": "1990-01-01"}])
+    r = row(compute_obligations(town)["obligations"], "P1")
+    assert r["sewer_available_date"] == pd.Timestamp("2004-02-29")
+    assert r["septic_deadline"] == pd.Timestamp("2019-02-28")
+
+
+def test_building_measure_without_buildings_layer_is_approximate():
+    mains = [main("M1", [(0, 0), (1000, 0)])]
+    parcels = [
+        # small lot 20..60 ft away: the house is surely within 200 ft
+        {"parcel_id": "small", "geometry": box(0, 20, 40, 60)},
+        # deep lot from 150 to 400 ft: the house might be beyond 200 ft
+        {"parcel_id": "deep", "geometry": box(200, 150, 300, 400)},
+        # lot from 250 ft: the house is surely beyond
+        {"parcel_id": "far", "geometry": box(400, 250, 500, 300)},
+    ]
+    town = make_town(parcels, mains, profile="berlin-nh")
+    town.layers["parcels"]["sewer_available_date"] = pd.Timestamp("2000-01-01")
+    ob = compute_obligations(town, assume_abutting=True)["obligations"]
+    assert ob["approximate"].all()
+    assert row(ob, "deep")["status"] == "review"
+    assert "standing in for the building" in row(ob, "deep")["reason"]
+    assert "up to 419.3 ft" in row(ob, "deep")["reason"]  # 150 + diagonal of 100 x 250
+    assert pd.isna(row(ob, "deep")["within_distance"])
+    assert bool(row(ob, "small")["within_distance"])
+    assert row(ob, "small")["status"] == "review"  # no built date: age unknown
+    assert row(ob, "far")["status"] == "not_required"
+
+
+def test_building_measure_uses_nearest_building_and_spatial_parcel():
+    lot = box(0, 30, 300, 330)
+    bldgs = [{"building_id": "rear", "geometry": box(100, 250, 130, 280)},   # no parcel id
+             {"building_id": "front", "parcel_id": "P", "geometry": box(100, 60, 130, 90)},
+             {"building_id": "elsewhere", "geometry": box(5000, 5000, 5010, 5010)}]
+    town = make_town([{"parcel_id": "P", "geometry": lot},
+                      {"parcel_id": "empty", "geometry": box(400, 30, 500, 130)}],
+                     [main("M1", [(0, 0), (1000, 0)])], profile="berlin-nh", buildings=bldgs,
+                     streets=[STREET])
+    ob = compute_obligations(town)["obligations"]
+    assert row(ob, "P")["building_id"] == "front"
+    assert row(ob, "P")["distance_ft"] == pytest.approx(60.0)
+    assert row(ob, "empty")["status"] == "not_required"
+    assert "No building on the parcel" in row(ob, "empty")["reason"]
+
+
+def test_parcel_subset_and_unknown_ids():
+    parcels = [{"parcel_id": f"P{i}", "geometry": box(i * 100, 30, i * 100 + 90, 120)}
+               for i in range(5)]
+    town = make_town(parcels, [main("M1", [(0, 0), (500, 0)])], streets=[STREET])
+    ob = compute_obligations(town, parcels=["P3", "P1"])["obligations"]
+    assert sorted(ob["parcel_id"]) == ["P1", "P3"]
+    with pytest.raises(NotFoundError, match="P9"):
+        compute_obligations(town, parcels=["P1", "P9"])
+
+
+def test_geographic_town_is_refused():
+    town = make_town([{"parcel_id": "P", "geometry": box(0, 0, 0.001, 0.001)}],
+                     [main("M", [(0, 0), (0.01, 0)])])
+    town.crs = CRS.from_epsg(4326)
+    for layer_gdf in town.layers.values():
+        layer_gdf.set_crs(4326, allow_override=True, inplace=True)
+    with pytest.raises(CRSError):
+        compute_obligations(town)
+
+
+def test_no_eligible_mains():
+    town = make_town([{"parcel_id": "P", "geometry": box(0, 10, 10, 20)}],
+                     [main("S", [(0, 0), (10, 0)], kind="storm")])
+    r = row(compute_obligations(town)["obligations"], "P")
+    assert r["status"] == "not_required" and pd.isna(r["distance_ft"])
+    assert "No eligible" in r["reason"]
+
+
+# --------------------------------------------------------------------------- brute force
+
+
+def _brute(parcels: np.ndarray, mains: np.ndarray) -> np.ndarray:
+    return shapely.distance(parcels[:, None], mains[None, :]).min(axis=1)
+
+
+def _random_mains(bounds, n, seed):
+    """Sewer-like mains: short straight segments at random places and angles."""
+    rng = np.random.default_rng(seed)
+    x0, y0, x1, y1 = bounds
+    cx = rng.uniform(x0, x1, n)
+    cy = rng.uniform(y0, y1, n)
+    ang = rng.uniform(0, np.pi, n)
+    half = rng.uniform(100, 250, n)
+    return [LineString([(cx[i] - half[i] * np.cos(ang[i]), cy[i] - half[i] * np.sin(ang[i])),
+                        (cx[i] + half[i] * np.cos(ang[i]), cy[i] + half[i] * np.sin(ang[i]))])
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def cambridge() -> gpd.GeoDataFrame:
+    if not CAMBRIDGE.exists():
+        pytest.skip("Cambridge parcels not available")
+    g = gpd.read_file(CAMBRIDGE)
+    assert g.crs is None  # TopoJSON, lon/lat, no CRS tag
+    g = g.set_crs("EPSG:4326")
+    g = g[g.is_valid & (g.geom_type == "Polygon")].reset_index(drop=True)
+    return g
+
+
+@pytest.mark.slow
+def test_brute_force_cambridge(cambridge):
+    g = cambridge.to_crs("EPSG:2249")  # Massachusetts Mainland, US survey feet
+    mains = _random_mains(g.total_bounds, 150, seed=7)
+    town = make_town(
+        [{"parcel_id": str(r.ML), "geometry": r.geometry} for r in g.itertuples()],
+        [main(f"M{i:03d}", list(m.coords)) for i, m in enumerate(mains)]
+        + [main("STORM", [(g.total_bounds[0], g.total_bounds[1]),
+                          (g.total_bounds[2], g.total_bounds[3])], kind="storm")],
+        crs="EPSG:2249",
+    )
+    ob = compute_obligations(town, assume_abutting=True)["obligations"]
+    assert len(ob) == len(g)
+    want = _brute(np.asarray(g.geometry.values), np.asarray(mains, dtype=object))
+    want_ft = want * feet_per_unit("EPSG:2249")
+    assert np.abs(ob["distance_ft"].to_numpy() - want_ft).max() < 0.01
+    within = ob["distance_ft"] <= 300.005
+    assert (ob.loc[within, "status"] == "required").all()
+    assert (ob.loc[~within, "status"] == "not_required").all()
+    assert 0 < within.sum() < len(ob)
+
+
+def test_lonlat_input_gives_the_same_feet(cambridge, tmp_path):
+    """The loader puts lon/lat input in a UTM zone (metres); distances in feet
+    must match the same data measured in Massachusetts state plane feet."""
+    sub = cambridge.iloc[::40].reset_index(drop=True)
+    mains_ll = gpd.GeoSeries(_random_mains(sub.to_crs("EPSG:2249").total_bounds, 40, seed=11),
+                             crs="EPSG:2249").to_crs("EPSG:4326")
+    out = {}
+    for crs in ("EPSG:2249", sub.estimate_utm_crs().to_string()):
+        p = sub.to_crs(crs)
+        m = mains_ll.to_crs(crs)
+        town = make_town([{"parcel_id": str(r.ML), "geometry": r.geometry}
+                          for r in p.itertuples()],
+                         [main(f"M{i}", list(g.coords)) for i, g in enumerate(m)], crs=crs)
+        out[crs] = compute_obligations(town, assume_abutting=True)["obligations"]
+    a, b = out.values()
+    assert (a["main_id"] == b["main_id"]).mean() > 0.98
+    far = a["distance_ft"] > 50  # relative error only means something away from 0
+    rel = (a["distance_ft"] - b["distance_ft"]).abs()[far] / a["distance_ft"][far]
+    assert rel.max() < 0.005
+    assert (a["distance_ft"] - b["distance_ft"]).abs().max() < 2.0
+
+
+def test_lonlat_files_through_the_loader(cambridge, tmp_path):
+    io = pytest.importorskip("gisnet.io")
+    sub = cambridge.iloc[::80].reset_index(drop=True)[["ML", "geometry"]]
+    sub = sub.rename(columns={"ML": "PARCEL_ID"})
+    mains_sp = gpd.GeoDataFrame(
+        {"FACILITYID": [f"M{i}" for i in range(30)], "WATERTYPE": "sanitary"},
+        geometry=_random_mains(sub.to_crs("EPSG:2249").total_bounds, 30, seed=5),
+        crs="EPSG:2249")
+    sub.to_file(tmp_path / "parcels_ll.geojson")
+    mains_sp.to_crs("EPSG:4326").to_file(tmp_path / "mains_ll.geojson")
+    sub.to_crs("EPSG:2249").to_file(tmp_path / "parcels_sp.gpkg")
+    mains_sp.to_file(tmp_path / "mains_sp.gpkg")
+    ll = io.load_town(tmp_path, overrides={"parcels": tmp_path / "parcels_ll.geojson",
+                                           "mains": tmp_path / "mains_ll.geojson"})
+    sp = io.load_town(tmp_path, overrides={"parcels": tmp_path / "parcels_sp.gpkg",
+                                           "mains": tmp_path / "mains_sp.gpkg"})
+    assert ll.crs.is_projected and ll.crs != sp.crs
+    a = compute_obligations(ll, assume_abutting=True)["obligations"].set_index("parcel_id")
+    b = compute_obligations(sp, assume_abutting=True)["obligations"].set_index("parcel_id")
+    b = b.loc[a.index]
+    far = a["distance_ft"] > 50
+    rel = (a["distance_ft"] - b["distance_ft"]).abs()[far] / b["distance_ft"][far]
+    assert rel.max() < 0.005
+
+
+def test_brute_force_sample_town(sample_dir):
+    io = pytest.importorskip("gisnet.io")
+    town = io.load_town(sample_dir)
+    ob = compute_obligations(town)["obligations"]
+    mains = town.layers["mains"]
+    elig = mains[eligible_mask(mains, town.profile)]
+    parcels = town.layers["parcels"]
+    if town.profile.connection.measure == "property_line" or "buildings" not in town.layers:
+        src = np.asarray(parcels.geometry.values)
+        want = _brute(src, np.asarray(elig.geometry.values)) * town.ft_per_unit
+        got = ob.set_index("parcel_id").loc[parcels["parcel_id"], "distance_ft"].to_numpy()
+        assert np.nanmax(np.abs(got - want)) < 0.01
+    # statuses only come from eligible mains
+    assert set(ob["main_id"].dropna()) <= set(elig["main_id"])
+
+
+# --------------------------------------------------------------------------- zone, frontage
+
+
+def test_connection_zone_area():
+    town = make_town([{"parcel_id": "P", "geometry": box(0, 0, 1, 1)}],
+                     [main("M1", [(0, 0), (1000, 0)]),
+                      main("S", [(0, 5000), (1000, 5000)], kind="storm")])
+    z = connection_zone(town)
+    assert len(z) == 1 and z.iloc[0]["distance_ft"] == 300.0
+    want = 1000 * 600 + math.pi * 300**2  # stadium around the one eligible main
+    assert z.iloc[0]["area_acres"] * 43_560 == pytest.approx(want, rel=2e-3)
+    assert z.geometry.iloc[0].contains(Point(500, 299))
+    assert not z.geometry.iloc[0].intersects(Point(500, 5000))
+
+
+def _block_town(profile="berlin-nh", streets=True):
+    # street y in [-25, 25]; sewer from x=0 to x=600; lots north and south
+    parcels = [
+        {"parcel_id": "N1", "geometry": box(0, 25, 100, 150)},
+        {"parcel_id": "N2", "geometry": box(100, 25, 250, 150)},
+        {"parcel_id": "N3", "geometry": box(550, 25, 700, 150)},  # 50 ft along the sewer
+        {"parcel_id": "S1", "geometry": box(0, -150, 300, -25)},
+        {"parcel_id": "back", "geometry": box(0, 150, 100, 250)},  # behind N1
+    ]
+    mains = [main("M1", [(0, 0), (600, 0)]),
+             main("ST", [(0, 10), (600, 10)], kind="storm")]
+    st = [{"street_id": "S", "geometry": box(-200, -25, 1000, 25), "width_ft": 50.0}]
+    return make_town(parcels, mains, streets=st if streets else None, profile=profile)
+
+
+def test_frontage_along_sewered_street():
+    f = frontage(_block_town()).set_index("parcel_id")
+    assert f.loc["N1", "frontage_ft"] == pytest.approx(100.0)
+    assert f.loc["N2", "frontage_ft"] == pytest.approx(150.0)
+    assert f.loc["N3", "frontage_ft"] == pytest.approx(50.0)
+    assert f.loc["S1", "frontage_ft"] == pytest.approx(300.0)
+    assert "back" not in f.index
+    assert not f["approximate"].any()
+    assert (f["mains"] == "M1").all()
+
+
+def test_frontage_shares_sum_to_cost():
+    town = _block_town()
+    s = frontage_shares(town, "M1", 250_000).set_index("parcel_id")
+    total = 100 + 150 + 50 + 300
+    assert s["frontage_ft"].sum() == pytest.approx(total)
+    assert s.loc["S1", "share_usd"] == pytest.approx(250_000 * 300 / total)
+    assert s["share_usd"].sum() == pytest.approx(250_000)
+    assert s["section"].iloc[0].startswith("ch. 16")
+    with pytest.raises(NotFoundError):
+        frontage_shares(town, "NOPE", 1.0)
+    with pytest.raises(ConfigError):
+        frontage_shares(town, "M1", -5)
+
+
+def test_frontage_without_streets_is_approximate():
+    s = frontage_shares(_block_town(streets=False), "M1", 600.0).set_index("parcel_id")
+    assert s["approximate"].all()
+    assert s.loc["N1", "frontage_ft"] == pytest.approx(100.0)
+    assert s.loc["S1", "frontage_ft"] == pytest.approx(300.0)
+    assert "back" not in s.index
+
+
+def test_obligation_columns_and_types():
+    res = compute_obligations(_block_town(profile="poughkeepsie-fourth-ward"))
+    ob = res["obligations"]
+    for c in ("parcel_id", "building_id", "main_id", "distance_ft", "within_distance",
+              "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
+              "section", "reason", "approximate", "nearest_x", "nearest_y"):
+        assert c in ob.columns
+    assert set(ob["status"]) <= {"connected", "required", "not_required", "review"}
+    assert ob.crs == CRS.from_user_input(FT_CRS)
+    assert (res["obligation_evidence"].geom_type == "LineString").all()
+    assert ob["reason"].notna().all()
+    assert isinstance(ob.geometry.iloc[0], Polygon)
