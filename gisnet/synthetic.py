@@ -551,7 +551,8 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
                  septic_mask: np.ndarray | None = None,
                  user_flows_gpd: np.ndarray | None = None,
                  user_categorical: np.ndarray | None = None,
-                 rear_fraction: float = 0.0) -> dict[str, gpd.GeoDataFrame]:
+                 rear_fraction: float = 0.0, max_diameter_in: float = 120.0,
+                 multi_units: tuple[int, int] = (2, 12)) -> dict[str, gpd.GeoDataFrame]:
     """Turn :class:`TownArrays` into canonical GeoDataFrames (see :func:`make_town`).
 
     Parameters
@@ -567,6 +568,11 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
     rear_fraction
         Fraction of single-family lots with room behind the house that get a
         second, rear building.
+    max_diameter_in
+        Largest standard diameter used; a pipe that needs more gets this
+        diameter laid steeper (the slope that carries its design flow).
+    multi_units
+        Smallest and largest number of dwelling units on a multi-family lot.
     """
     seg_ft = 40.0 if irregular else 0.0
 
@@ -587,7 +593,7 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
     single = lu_idx == 0
     multi = lu_idx == 1
     du[single] = 1
-    du[multi] = rng.integers(2, 13, size=int(multi.sum()))
+    du[multi] = rng.integers(multi_units[0], multi_units[1] + 1, size=int(multi.sum()))
     beds = np.zeros(n_par, dtype=np.int64)
     beds[single] = rng.integers(2, 6, size=int(single.sum()))
     beds[multi] = du[multi] * rng.integers(1, 3, size=int(multi.sum()))
@@ -634,14 +640,15 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
     peak = pipe_avg * harmon_peaking(pipe_avg)
     target = peak / DESIGN_UTILIZATION
     factor = rng.uniform(1.05, 2.2, n_pipes)
-    caps = manning_capacity_gpd(DIAMETERS_IN[None, :], MIN_SLOPE[None, :] * factor[:, None])
+    n_d = int(np.searchsorted(DIAMETERS_IN, max_diameter_in, side="right"))
+    caps = manning_capacity_gpd(DIAMETERS_IN[None, :n_d], MIN_SLOPE[None, :n_d] * factor[:, None])
     ok = caps >= target[:, None]
-    pick = np.where(ok.any(axis=1), ok.argmax(axis=1), len(DIAMETERS_IN) - 1)
+    pick = np.where(ok.any(axis=1), ok.argmax(axis=1), n_d - 1)
     diameter = DIAMETERS_IN[pick]
     slope = MIN_SLOPE[pick] * factor
     big = ~ok.any(axis=1)
     if big.any():
-        k_full = manning_capacity_gpd(DIAMETERS_IN[-1], 1.0)
+        k_full = manning_capacity_gpd(DIAMETERS_IN[n_d - 1], 1.0)
         slope[big] = (target[big] / k_full) ** 2
     slope = np.round(slope, 5)
 
@@ -1140,7 +1147,7 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     layers = build_layers(a, place, rng, crs, fpu, irregular=True, laterals=0.35,
                           septic_mask=septic, user_flows_gpd=SAMPLE_USER_FLOWS,
                           user_categorical=np.arange(len(SAMPLE_USER_FLOWS)) == 1,
-                          rear_fraction=0.06)
+                          rear_fraction=0.06, max_diameter_in=24.0, multi_units=(2, 6))
     mains = layers["mains"]
     mh = layers["manholes"]
     users = layers["users"]
@@ -1291,7 +1298,7 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     up_pb = round(p_inv + 0.1 + 0.01 * l_ft[6], 2)
     new_main = {
         "main_id": [t_id, *cyc_main, *p_main],
-        "diameter_in": [8.0, 8.0, 8.0, 8.0, 8.0, 6.0, 6.0],
+        "diameter_in": [8.0] * n_new,
         "material": ["PVC"] * n_new,
         "up_invert_ft": [round(t_down_inv + 0.005 * l_ft[0], 2), None, None, None, None,
                          up_pa, up_pb],

@@ -165,7 +165,7 @@ property class codes (`PROP_CLASS`, mapped to gisnet's land uses in
 | `plant_flows.csv` | 12 months |
 
 - Sanitary gravity mains: {len(san):,}, {dia.min():.0f}-{dia.max():.0f} in
-  (sized by Manning for the peaked flow; a few 6 in private mains), inverts
+  (sized by Manning for the peaked flow), inverts
   falling to **one plant**, `WWTP-01`. Trunks run north-south every sixth
   street; the plant is west of the south-west corner.
 - Not everything is public sanitary sewer: storm mains
@@ -190,7 +190,7 @@ property class codes (`PROP_CLASS`, mapped to gisnet's land uses in
 - Plant `WWTP-01`: design flow {plant['design_flow_mgd']} MGD. In
   `plant_flows.csv` the wettest three months,
   {' to '.join(plant['max_3_month_window'][::2])}, average
-  {plant['max_3_month_mean_mgd']} MGD = {plant['max_3_month_fraction'] * 100:.1f} % of
+  {plant['max_3_month_mean_mgd']:.3f} MGD = {plant['max_3_month_fraction'] * 100:.1f} % of
   design: near but **below** 80 %, while
   {', '.join(plant['months_over_80_percent'])} alone is above 80 %. A rule
   on a single month and the 3-consecutive-month rule disagree here, and a
