@@ -1,0 +1,547 @@
+"""Tests of gisnet.graph: snapping, T splits, direction, outlets, findings, round trip.
+
+Fixtures are built in code in EPSG:2263 (NY Long Island, US survey feet) so
+1 CRS unit ~ 1 ft; expected numbers are worked by hand or by brute force
+(pairwise shapely distances, networkx components), not by the code itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from shapely.geometry import LineString, Point, Polygon
+
+from gisnet._snap import cluster_points, component_labels
+from gisnet.errors import ConfigError, CRSError, LayerError
+from gisnet.graph import build_sewer_graph, graph_from_gdfs, graph_summary, graph_to_gdfs
+from gisnet.units import US_FT_M, FT_M
+
+CRS = "EPSG:2263"
+FT = US_FT_M / FT_M  # feet in one US survey foot
+
+
+def mains(*rows: dict) -> gpd.GeoDataFrame:
+    """Mains from dicts with ``main_id``, ``coords`` and any canonical column."""
+    recs = [{k: v for k, v in r.items() if k != "coords"} for r in rows]
+    return gpd.GeoDataFrame(pd.DataFrame(recs),
+                            geometry=[LineString(r["coords"]) for r in rows], crs=CRS)
+
+
+def manholes(**pts: tuple[float, float]) -> gpd.GeoDataFrame:
+    return gpd.GeoDataFrame({"node_id": list(pts)},
+                            geometry=[Point(p) for p in pts.values()], crs=CRS)
+
+
+def edge(G: nx.MultiDiGraph, key: str) -> tuple[str, str, dict]:
+    (hit,) = [(u, v, d) for u, v, k, d in G.edges(keys=True, data=True) if k == key]
+    return hit
+
+
+def of_kind(G: nx.MultiDiGraph, kind: str) -> list:
+    return G.graph["report"].of_kind(kind)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def test_component_labels_match_networkx_components() -> None:
+    rng = np.random.default_rng(3)
+    n = 300
+    i = rng.integers(0, n, 250)
+    j = rng.integers(0, n, 250)
+    lab = component_labels(n, i, j)
+    H = nx.Graph()
+    H.add_nodes_from(range(n))
+    H.add_edges_from(zip(i.tolist(), j.tolist(), strict=True))
+    for comp in nx.connected_components(H):
+        members = sorted(comp)
+        assert set(lab[members].tolist()) == {members[0]}
+
+
+def test_cluster_points_equals_brute_force_distance_components() -> None:
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(0, 60, size=(400, 2))
+    lab = cluster_points(xy, 1.5)
+    d = np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
+    H = nx.Graph()
+    H.add_nodes_from(range(len(xy)))
+    H.add_edges_from(zip(*np.nonzero(d <= 1.5), strict=True))
+    expect = np.empty(len(xy), dtype=int)
+    for comp in nx.connected_components(H):
+        expect[list(comp)] = min(comp)
+    assert (lab == expect).all()
+
+
+def test_rounding_boundary_is_still_snapped() -> None:
+    # 0.049 and 0.051 round to different 0.1 ft cells; 0.002 ft apart they must join
+    G = build_sewer_graph({"mains": mains(
+        {"main_id": "A", "coords": [(0, 0), (100.049, 0)]},
+        {"main_id": "B", "coords": [(100.051, 0), (200, 0)]},
+    )}, snap_tolerance_ft=0.1)
+    assert G.number_of_nodes() == 3
+    assert edge(G, "A")[1] == edge(G, "B")[0]
+    assert of_kind(G, "dangling_end") and len(of_kind(G, "dangling_end")) == 2
+
+
+# ---------------------------------------------------------------- snapping
+
+
+def test_ends_snap_to_manholes_within_tolerance_and_gap_is_reported() -> None:
+    G = build_sewer_graph({
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (99.5, 0)]},   # 0.5 ft short of MH2
+            {"main_id": "B", "coords": [(100, 0), (200, 0)]},
+        ),
+        "manholes": manholes(MH1=(0, 0), MH2=(100, 0), MH3=(200, 0)),
+    }, snap_tolerance_ft=1.0)
+    assert sorted(G.nodes) == ["MH1", "MH2", "MH3"]
+    assert edge(G, "A")[:2] == ("MH1", "MH2")
+    assert edge(G, "B")[:2] == ("MH2", "MH3")
+    (gap,) = of_kind(G, "gap_snapped")
+    assert gap.feature_id == "A"
+    assert f"{0.5 * FT:.2f} ft" in gap.message
+    assert all(G.nodes[n]["is_manhole"] for n in G.nodes)
+    assert of_kind(G, "dangling_end") == []
+
+
+def test_gap_a_little_over_tolerance_is_not_snapped_but_reported() -> None:
+    layers = {
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (98.8, 0)]},   # 1.2 ft short of MH2
+            {"main_id": "B", "coords": [(100, 0), (200, 0)]},
+        ),
+        "manholes": manholes(MH1=(0, 0), MH2=(100, 0), MH3=(200, 0)),
+    }
+    G = build_sewer_graph(layers, snap_tolerance_ft=1.0)
+    assert edge(G, "A")[1].startswith("J")
+    (miss,) = of_kind(G, "gap_not_snapped")
+    assert miss.feature_id == "A"
+    assert "MH2" in miss.message and f"{1.2 * FT:.2f} ft" in miss.message
+    assert [f.feature_id for f in of_kind(G, "dangling_end")] == ["A"]
+    assert len(of_kind(G, "disconnected_piece")) == 1
+    # at 1.5 ft it joins
+    G2 = build_sewer_graph(layers, snap_tolerance_ft=1.5)
+    assert edge(G2, "A")[1] == "MH2"
+    assert of_kind(G2, "gap_not_snapped") == [] and of_kind(G2, "disconnected_piece") == []
+
+
+def test_pipe_end_mid_span_splits_the_other_pipe() -> None:
+    # B ends 0.3 ft off A's interior, 40 ft along A (A is 100 ft long)
+    G = build_sewer_graph({"mains": mains(
+        {"main_id": "A", "coords": [(0, 0), (100, 0)], "diameter_in": 10.0},
+        {"main_id": "B", "coords": [(40, 50), (40, 0.3)], "diameter_in": 8.0},
+    )}, snap_tolerance_ft=1.0)
+    assert G.number_of_edges() == 3
+    u1, v1, d1 = edge(G, "A")
+    u2, v2, d2 = edge(G, "A@2")
+    assert v1 == u2 == edge(G, "B")[1]
+    assert (d1["part"], d2["part"]) == (1, 2)
+    assert d1["main_id"] == d2["main_id"] == "A"
+    assert d1["length_ft"] == pytest.approx(40 * FT)
+    assert d2["length_ft"] == pytest.approx(60 * FT)
+    assert d1["diameter_in"] == d2["diameter_in"] == 10.0
+    (t,) = of_kind(G, "t_split")
+    assert t.feature_id == "A" and "B" in t.message
+    assert G.graph["report"].counts().get("disconnected_piece", 0) == 0
+
+
+def test_split_pieces_follow_flow_when_main_is_reversed() -> None:
+    # A drawn west->east but inverts say east->west: upstream piece is the east one
+    G = build_sewer_graph({"mains": mains(
+        {"main_id": "A", "coords": [(0, 0), (100, 0)], "up_invert_ft": 90.0,
+         "down_invert_ft": 100.0},
+        {"main_id": "B", "coords": [(40, 50), (40, 0)]},
+    )})
+    u1, v1, d1 = edge(G, "A")
+    u2, v2, d2 = edge(G, "A@2")
+    assert v1 == u2
+    assert d1["length_ft"] == pytest.approx(60 * FT)   # east piece first
+    assert d1["up_invert_ft"] == pytest.approx(100.0)
+    assert d1["down_invert_ft"] == pytest.approx(94.0)  # 100 - 10 * 60/100
+    assert d2["down_invert_ft"] == pytest.approx(90.0)
+    assert d1["geometry"].coords[0] == (100.0, 0.0)
+
+
+# ---------------------------------------------------------------- direction
+
+
+def test_loop_of_three_pipes_is_reported_and_kept() -> None:
+    G = build_sewer_graph({
+        "mains": mains(
+            {"main_id": "P1", "coords": [(0, 0), (100, 0)], "from_node": "M1", "to_node": "M2"},
+            {"main_id": "P2", "coords": [(100, 0), (50, 80)], "from_node": "M2",
+             "to_node": "M3"},
+            {"main_id": "P3", "coords": [(50, 80), (0, 0)], "from_node": "M3", "to_node": "M1"},
+            {"main_id": "P4", "coords": [(100, 0), (200, 0)], "from_node": "M2",
+             "to_node": "M4"},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0), M3=(50, 80), M4=(200, 0)),
+    })
+    (cyc,) = of_kind(G, "cycle")
+    assert cyc.feature_id == "P1,P2,P3"
+    assert {k for *_, k in G.edges(keys=True)} == {"P1", "P2", "P3", "P4"}
+    assert G.has_edge("M3", "M1", "P3")
+    assert graph_summary(G)["cycles"] == 1
+
+
+def test_pipe_drawn_against_inverts_is_reversed_and_reported() -> None:
+    G = build_sewer_graph({
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (200, 0)], "up_invert_ft": 95.0,
+             "down_invert_ft": 96.0, "slope": 0.005},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(200, 0)),
+    })
+    u, v, d = edge(G, "A")
+    assert (u, v) == ("M2", "M1")
+    assert d["direction_source"] == "inverts"
+    assert d["geometry"].coords[0] == (200.0, 0.0)
+    assert d["up_invert_ft"] == 96.0 and d["down_invert_ft"] == 95.0
+    assert d["slope"] == pytest.approx(1.0 / (200 * FT))
+    (rev,) = of_kind(G, "reversed_pipe")
+    assert rev.feature_id == "A" and "inverts" in rev.message
+    assert of_kind(G, "adverse_slope") == [] and of_kind(G, "slope_mismatch") == []
+
+
+def test_node_ids_win_over_inverts_and_the_conflict_is_reported() -> None:
+    G = build_sewer_graph({
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (100, 0)], "from_node": "M2", "to_node": "M1",
+             "up_invert_ft": 100.0, "down_invert_ft": 99.0},
+            {"main_id": "B", "coords": [(100, 0), (200, 0)], "from_node": "M2",
+             "to_node": "M3"},
+            {"main_id": "C", "coords": [(300, 0), (200, 0)]},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0), M3=(200, 0)),
+    })
+    u, v, d = edge(G, "A")
+    assert (u, v) == ("M2", "M1") and d["direction_source"] == "node_ids"
+    assert [f.feature_id for f in of_kind(G, "direction_conflict")] == ["A"]
+    assert [f.feature_id for f in of_kind(G, "reversed_pipe")] == ["A"]
+    # in flow direction the pipe rises 1 ft over 100 ft
+    assert d["slope"] == pytest.approx(-1.0 / (100 * FT))
+    assert [f.feature_id for f in of_kind(G, "adverse_slope")] == ["A"]
+    assert edge(G, "B")[2]["direction_source"] == "node_ids"
+    assert edge(G, "C")[2]["direction_source"] == "digitized"
+    assert edge(G, "C")[:2][0].startswith("J")
+
+
+def test_from_to_ids_naming_other_nodes_are_reported_not_followed() -> None:
+    G = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (100, 0)], "from_node": "X9",
+                        "to_node": "X8"}),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0)),
+    })
+    assert edge(G, "A")[:2] == ("M1", "M2")
+    assert edge(G, "A")[2]["direction_source"] == "digitized"
+    assert [f.feature_id for f in of_kind(G, "node_id_mismatch")] == ["A"]
+
+
+# ---------------------------------------------------------------- attributes and slopes
+
+
+def test_slope_flat_mismatch_missing_diameter_and_excluded_mains() -> None:
+    G = build_sewer_graph({"mains": mains(
+        # 0.5 ft over 100 ft = 0.005 ft/ft computed vs 0.010 stored: mismatch
+        {"main_id": "M", "coords": [(0, 0), (100, 0)], "up_invert_ft": 100.5,
+         "down_invert_ft": 100.0, "slope": 0.010, "diameter_in": 8.0},
+        # stored 0.0052 vs computed 0.0050: within tolerance
+        {"main_id": "OK", "coords": [(0, 10), (100, 10)], "up_invert_ft": 100.5,
+         "down_invert_ft": 100.0, "slope": 0.0052, "diameter_in": 8.0},
+        {"main_id": "F", "coords": [(0, 20), (100, 20)], "slope": 0.0, "diameter_in": 8.0},
+        {"main_id": "S", "coords": [(0, 30), (100, 30)], "kind": "storm", "diameter_in": 12.0,
+         "slope": 0.01},
+        {"main_id": "P", "coords": [(0, 40), (100, 40)], "owner": "private", "diameter_in": 6.0,
+         "slope": 0.01},
+        {"main_id": "I", "coords": [(0, 50), (100, 50)], "status": "abandoned",
+         "diameter_in": 8.0, "slope": 0.01},
+        {"main_id": "FM", "coords": [(0, 60), (100, 60)], "kind": "force", "diameter_in": 4.0,
+         "slope": 0.0},
+        {"main_id": "ND", "coords": [(0, 70), (100, 70)], "kind": "sanitary", "slope": 0.01},
+    )})
+    ids = {k: sorted(f.feature_id for f in of_kind(G, k)) for k in
+           ("slope_mismatch", "flat_slope", "excluded_main", "missing_diameter")}
+    assert ids == {"slope_mismatch": ["M"], "flat_slope": ["F"],
+                   "excluded_main": ["FM", "I", "P", "S"], "missing_diameter": ["ND"]}
+    m = edge(G, "M")[2]
+    assert m["slope"] == pytest.approx(0.5 / (100 * FT))
+    assert m["slope_stored"] == 0.010 and m["eligible"]
+    assert not edge(G, "FM")[2]["gravity"] and not edge(G, "FM")[2]["eligible"]
+    assert not edge(G, "P")[2]["public"] and not edge(G, "I")[2]["active"]
+
+
+def test_missing_columns_and_duplicate_ids_in_plain_layers() -> None:
+    G = build_sewer_graph({"mains": mains(
+        {"main_id": "A", "coords": [(0, 0), (100, 0)]},
+        {"main_id": "A", "coords": [(100, 0), (200, 0)]},
+    )})
+    assert {k for *_, k in G.edges(keys=True)} == {"A", "A#2"}
+    (dup,) = of_kind(G, "duplicate_id")
+    assert dup.feature_id == "A#2"
+    assert edge(G, "A")[2]["diameter_in"] is None
+
+
+def test_bad_input_raises_gisnet_errors() -> None:
+    m = mains({"main_id": "A", "coords": [(0, 0), (1, 0)]})
+    with pytest.raises(CRSError):
+        build_sewer_graph({"mains": m.set_crs(None, allow_override=True)})
+    with pytest.raises(LayerError):
+        build_sewer_graph({"parcels": m})
+    multi = gpd.GeoDataFrame({"main_id": ["X"]}, geometry=[shapely.MultiLineString(
+        [[(0, 0), (1, 0)], [(5, 5), (6, 6)]])], crs=CRS)
+    with pytest.raises(LayerError, match="X"):
+        build_sewer_graph({"mains": multi})
+    with pytest.raises(ConfigError):
+        build_sewer_graph({"mains": m}, snap_tolerance_ft=-1)
+    with pytest.raises(CRSError):
+        build_sewer_graph({"mains": m, "manholes": manholes(A=(0, 0)).to_crs("EPSG:32618")})
+
+
+# ---------------------------------------------------------------- outlets
+
+
+def test_plant_point_at_pipe_end_is_outlet_and_other_piece_drains_nowhere() -> None:
+    plants = gpd.GeoDataFrame({"plant_id": ["WWTP"]}, geometry=[Point(200, 0)], crs=CRS)
+    G = build_sewer_graph({
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (100, 0)]},
+            {"main_id": "B", "coords": [(100, 0), (200, 0)]},
+            {"main_id": "Z", "coords": [(0, 500), (100, 500)]},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0), M9=(0, 500)),
+        "plants": plants,
+    })
+    assert G.graph["outlets"] == ["WWTP"]
+    assert G.nodes["WWTP"]["kind"] == "plant" and G.nodes["WWTP"]["outlet"]
+    lost = sorted(f.feature_id for f in of_kind(G, "no_outlet"))
+    assert lost == sorted(["M9", edge(G, "Z")[1]])
+    (piece,) = of_kind(G, "disconnected_piece")
+    assert piece.feature_id == "Z" and piece.severity == "warning"
+    s = graph_summary(G)
+    assert (s["pieces"], s["outlets"], s["nodes"], s["edges"]) == (2, 1, 5, 3)
+
+
+def test_plant_polygon_snaps_to_nearest_node_inside() -> None:
+    site = Polygon([(190, -20), (260, -20), (260, 20), (190, 20)])
+    plants = gpd.GeoDataFrame({"plant_id": ["P"]}, geometry=[site], crs=CRS)
+    G = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (185, 0)]}),
+        "manholes": manholes(M1=(0, 0), M2=(185, 0)),
+        "plants": plants,
+    }, plant_tolerance_ft=10)
+    assert G.graph["outlets"] == ["M2"]
+    assert G.nodes["M2"]["plant_id"] == "P"
+    assert of_kind(G, "no_outlet") == []
+    far = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (185, 0)]}),
+        "manholes": manholes(M1=(0, 0), M2=(185, 0)),
+        "plants": plants,
+    })
+    assert far.graph["outlets"] == []
+    (nc,) = of_kind(far, "plant_not_connected")
+    assert f"{5 * FT:.1f} ft" in nc.message
+
+
+def test_outfall_kind_and_named_outlet_nodes() -> None:
+    mh = manholes(M1=(0, 0), M2=(100, 0), M3=(0, 300), M4=(100, 300))
+    mh["kind"] = ["manhole", "outfall", "manhole", "manhole"]
+    layers = {
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (100, 0)]},
+                       {"main_id": "B", "coords": [(0, 300), (100, 300)]}),
+        "manholes": mh,
+    }
+    G = build_sewer_graph(layers, outlet_nodes=["M4"])
+    assert G.graph["outlets"] == ["M2", "M4"]
+    assert not G.nodes["M2"]["is_manhole"] and G.nodes["M1"]["is_manhole"]
+    assert of_kind(G, "no_outlet") == []
+    # two pieces, each with its own outlet: neither is "disconnected"
+    assert graph_summary(G)["pieces"] == 2 and of_kind(G, "disconnected_piece") == []
+    with pytest.raises(ConfigError, match="NOPE"):
+        build_sewer_graph(layers, outlet_nodes=["NOPE"])
+
+
+# ---------------------------------------------------------------- round trip
+
+
+def _messy() -> nx.MultiDiGraph:
+    plants = gpd.GeoDataFrame({"plant_id": ["W"]}, geometry=[Point(300, 0)], crs=CRS)
+    return build_sewer_graph({
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (100, 0)], "diameter_in": 8.0,
+             "up_invert_ft": 99.0, "down_invert_ft": 100.0, "material": "PVC"},
+            {"main_id": "B", "coords": [(100, 0), (300, 0)], "diameter_in": 10.0,
+             "slope": 0.004},
+            {"main_id": "C", "coords": [(150, 80), (150, 0.2)]},
+            {"main_id": "D", "coords": [(100, 0), (100, 0)][:1] + [(100, 60)]},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0), M5=(150, 80)),
+        "plants": plants,
+    })
+
+
+def test_graph_round_trips_through_geodataframes() -> None:
+    G = _messy()
+    nodes, edges = graph_to_gdfs(G)
+    assert {"node_id", "kind", "x", "y", "outlet", "is_manhole"} <= set(nodes.columns)
+    assert {"main_id", "from_node", "to_node", "direction_source", "edge_key"} <= set(edges.columns)
+    assert len(edges) == G.number_of_edges() == 5
+    H = graph_from_gdfs(nodes, edges)
+    assert nx.utils.graphs_equal(G, H)
+    assert H.graph == G.graph
+    # and through copies that lose nothing
+    H2 = graph_from_gdfs(nodes.copy(), edges.copy())
+    assert nx.utils.graphs_equal(G, H2)
+    # a changed attribute is noticed (the comparison can fail)
+    edges.loc[0, "diameter_in"] = 99.0
+    assert not nx.utils.graphs_equal(G, graph_from_gdfs(nodes, edges))
+
+
+def test_graph_layers_survive_a_geopackage(tmp_path: Path) -> None:
+    G = _messy()
+    nodes, edges = graph_to_gdfs(G)
+    nodes.to_file(tmp_path / "g.gpkg", layer="graph_nodes", engine="pyogrio")
+    edges.to_file(tmp_path / "g.gpkg", layer="graph_edges", engine="pyogrio")
+    n2 = gpd.read_file(tmp_path / "g.gpkg", layer="graph_nodes")
+    e2 = gpd.read_file(tmp_path / "g.gpkg", layer="graph_edges")
+    H = graph_from_gdfs(n2, e2, report=G.graph["report"])
+    assert sorted(H.edges(keys=True)) == sorted(G.edges(keys=True))
+    for u, v, k, d in G.edges(keys=True, data=True):
+        h = H.edges[u, v, k]
+        for a in ("main_id", "part", "direction_source", "eligible", "diameter_in"):
+            assert h[a] == d[a]
+        assert h["geometry"].equals_exact(d["geometry"], 1e-9)
+
+
+# ---------------------------------------------------------------- synthetic and real data
+
+
+def test_clean_synthetic_town_has_no_findings() -> None:
+    synthetic = pytest.importorskip("gisnet.synthetic")
+    layers = synthetic.make_town(600, seed=2, irregular=True)
+    G = build_sewer_graph(layers)
+    assert G.graph["report"].counts() == {}
+    m = layers["mains"]
+    assert G.number_of_edges() == len(m)
+    assert {d["direction_source"] for *_, d in G.edges(data=True)} == {"node_ids"}
+    # every main keeps its from/to manholes
+    got = {k: (u, v) for u, v, k in G.edges(keys=True)}
+    want = dict(zip(m["main_id"], zip(m["from_node"], m["to_node"], strict=True), strict=True))
+    assert got == want
+    assert len(G.graph["outlets"]) == 1
+    (outlet,) = G.graph["outlets"]
+    assert nx.ancestors(G, outlet) | {outlet} == set(G.nodes)
+
+
+def _read(shared: Path, rel: str, rename: dict[str, str]) -> gpd.GeoDataFrame:
+    g = gpd.read_file(shared / rel)
+    if g.crs.is_geographic:
+        g = g.to_crs(g.estimate_utm_crs())
+    return g.rename(columns=rename)
+
+
+def _brute_pieces(m: gpd.GeoDataFrame, tol_ft: float) -> int:
+    """Pieces by brute force: two mains join when an end of one lies within the
+    tolerance of the other (pipes merely crossing do not join)."""
+    g = np.asarray(m.geometry.values, dtype=object)
+    fpu = m.crs.axis_info[0].unit_conversion_factor / FT_M
+    d = np.minimum(shapely.distance(shapely.get_point(g, 0)[:, None], g[None, :]),
+                   shapely.distance(shapely.get_point(g, -1)[:, None], g[None, :])) * fpu
+    H = nx.Graph()
+    H.add_nodes_from(range(len(g)))
+    H.add_edges_from(zip(*np.nonzero(d <= tol_ft), strict=True))
+    return nx.number_connected_components(H)
+
+
+def test_lancaster_65_pipes_one_piece(shared_data: Path) -> None:
+    m = _read(shared_data, "lancaster_ca/sample_sewer_network_1.shp",
+              {"facilityid": "main_id", "diameter": "diameter_in"})
+    G = build_sewer_graph({"mains": m})
+    assert G.number_of_edges() == 65 == len({d["main_id"] for *_, d in G.edges(data=True)})
+    assert nx.number_weakly_connected_components(G) == 1 == _brute_pieces(m, 1.0)
+    assert of_kind(G, "disconnected_piece") == []
+    # nodes met by exactly one pipe end, counted independently from the endpoints
+    ends = np.round(np.concatenate([shapely.get_coordinates(shapely.get_point(m.geometry.values, i))
+                                    for i in (0, -1)]), 3)
+    _, counts = np.unique(ends, axis=0, return_counts=True)
+    assert len(of_kind(G, "dangling_end")) == int((counts == 1).sum())
+
+
+def test_washington_park_pieces_match_brute_force(shared_data: Path) -> None:
+    m = _read(shared_data, "washington_park_fl/sGravity.geojson",
+              {"PRJFACID": "main_id", "DIAMETER": "diameter_in"})
+    mh = _read(shared_data, "washington_park_fl/sMH.geojson", {"PRJFACID": "node_id"})
+    for tol in (1.0, 10.0):
+        Gm = build_sewer_graph({"mains": m}, snap_tolerance_ft=tol)
+        assert nx.number_weakly_connected_components(Gm) == _brute_pieces(m, tol)
+        G = build_sewer_graph({"mains": m, "manholes": mh}, snap_tolerance_ft=tol)
+        assert G.number_of_edges() == 35
+        assert graph_summary(G)["pieces"] == len(of_kind(G, "disconnected_piece")) + 1
+
+
+@pytest.mark.slow
+def test_bennington_builds_and_pieces_match_brute_force(shared_data: Path) -> None:
+    m = _read(shared_data, "bennington_vt/BenningtonLinearFeatures.geojson", {})
+    m["main_id"] = m["OBJECTID"].astype(str)
+    pts = _read(shared_data, "bennington_vt/BenningtonPointFeatures.geojson", {})
+    pts["node_id"] = pts["OBJECTID"].astype(str)
+    pts = pts.set_geometry(shapely.force_2d(pts.geometry.values))
+    G = build_sewer_graph({"mains": m}, snap_tolerance_ft=1.0)
+    assert G.number_of_edges() >= len(m) == 1668
+    assert nx.number_weakly_connected_components(G) == _brute_pieces(m, 1.0)
+    G2 = build_sewer_graph({"mains": m, "manholes": pts}, snap_tolerance_ft=10.0)
+    assert len({d["main_id"] for *_, d in G2.edges(data=True)}) == 1668
+    for f in G2.graph["report"]:
+        assert f.geometry is None or not f.geometry.is_empty
+
+
+def test_sample_town_problems_are_all_found_and_nothing_spurious(sample_dir: Path) -> None:
+    """Every problem in problems.json is found (its ``expected`` kinds, on its
+    ids); every finding of a kind the list names (``expected`` or ``also``)
+    belongs to a listed problem; excluded mains are exactly the notes' ones."""
+    io = pytest.importorskip("gisnet.io")
+    spec = json.loads((sample_dir / "problems.json").read_text())
+    town = io.load_town(sample_dir)
+    G = build_sewer_graph(town)
+    assert G.graph["snap_tolerance_ft"] == spec["snap_tolerance_ft"]
+    findings = list(town.report) + list(G.graph["report"])
+
+    def ids_of(f: object) -> set[str]:
+        return set((f.feature_id or "").split(","))
+
+    # the weak component of each main, to place no_outlet nodes
+    piece_of_main: dict[str, int] = {}
+    piece_of_node: dict[str, int] = {}
+    for i, comp in enumerate(nx.weakly_connected_components(G)):
+        for n in comp:
+            piece_of_node[n] = i
+            for _, _, d in G.out_edges(n, data=True):
+                piece_of_main[d["main_id"]] = i
+
+    for p in spec["problems"]:
+        for kind in p["expected"]:
+            hits = [f for f in findings if f.kind == kind and ids_of(f) & set(p["ids"])]
+            assert hits, f"{kind} on {p['ids']} not found"
+    listed = {k for p in spec["problems"] for k in p["expected"] + p["also"]}
+    for f in findings:
+        if f.kind not in listed:
+            continue
+        owners = [p for p in spec["problems"] if f.kind in p["expected"] + p["also"]]
+        ok = any(ids_of(f) & set(p["ids"]) for p in owners)
+        if not ok and f.kind == "no_outlet":
+            ok = any(piece_of_node.get(f.feature_id) == piece_of_main.get(i)
+                     for p in owners for i in p["ids"] if i in piece_of_main)
+        assert ok, f"spurious {f.kind}: {f.feature_id}: {f.message}"
+    notes = spec["notes"]
+    excluded = {f.feature_id for f in findings if f.kind == "excluded_main"}
+    assert excluded == set(notes["storm_mains"] + notes["private_mains"] + notes["inactive_mains"])
+    # split as the README says, and the outfall named in the town file is an outlet
+    assert G.has_edge(*edge(G, "SM000123@2")[:2], "SM000123@2")
+    assert notes["storm_outfall"] in G.graph["outlets"]
+    assert notes["plant"]["plant_id"] in G.graph["outlets"]
