@@ -494,7 +494,8 @@ def compute_obligations(
 
     res = _decide(
         town=town, n=n, found=found, dist_ft=dist_ft, within_lo=within_lo, uncertain=uncertain,
-        approx=approx, upper_ft=upper_ft, abut=abut, abut_j=abut_j, abut_d=abut_d, have_streets=have_streets,
+        approx=approx, upper_ft=upper_ft, abut=abut, abut_j=abut_j, abut_d=abut_d,
+        have_streets=have_streets,
         assume_abutting=assume_abutting, connected=connected, connected_by=connected_by,
         no_building=meta["no_building"].to_numpy(dtype=bool), is_new=is_new,
         age_known=age_known, avail=avail, septic=_septic(P), mids=mids, j=j,

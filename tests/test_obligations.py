@@ -607,3 +607,100 @@ def test_obligation_columns_and_types():
     assert (res["obligation_evidence"].geom_type == "LineString").all()
     assert ob["reason"].notna().all()
     assert isinstance(ob.geometry.iloc[0], Polygon)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@pytest.fixture
+def town_files(tmp_path):
+    """The block town written as GeoPackages, loaded through --ROLE overrides."""
+    town = _block_town(profile="poughkeepsie-fourth-ward")
+    paths = {}
+    for role, gdf in town.layers.items():
+        keep = [c for c in gdf.columns if c not in ("public", "active")]
+        p = tmp_path / f"{role}.gpkg"
+        gdf[keep].to_file(p)
+        paths[role] = p
+    return tmp_path, paths
+
+
+def _cli(tmp_path, paths, *extra):
+    from gisnet.cli import main as cli_main
+
+    args = ["obligations", "--layers", str(tmp_path), "--out", str(tmp_path / "out"), "-q"]
+    for role, p in paths.items():
+        args += [f"--{role}", str(p)]
+    return cli_main(args + list(extra))
+
+
+def test_cli_writes_the_four_layers(town_files):
+    import pyogrio
+
+    tmp_path, paths = town_files
+    assert _cli(tmp_path, paths) == 0
+    gpkg = tmp_path / "out" / "gisnet-results.gpkg"
+    names = {n for n, _ in pyogrio.list_layers(gpkg)}
+    assert {"obligations", "obligation_evidence", "connection_zone", "frontage"} <= names
+    ob = pyogrio.read_dataframe(gpkg, layer="obligations")
+    assert set(ob["parcel_id"]) == {"N1", "N2", "N3", "S1", "back"}
+    assert (ob.set_index("parcel_id").loc[["N1", "S1"], "status"] == "required").all()
+
+
+def test_cli_parcel_id_list(town_files, capsys):
+    import pyogrio
+
+    tmp_path, paths = town_files
+    ids = tmp_path / "ids.csv"
+    ids.write_text("parcel_id,note\nN2,x\nback,y\n")
+    assert _cli(tmp_path, paths, "--parcel-ids", str(ids)) == 0
+    ob = pyogrio.read_dataframe(tmp_path / "out" / "gisnet-results.gpkg", layer="obligations")
+    assert sorted(ob["parcel_id"]) == ["N2", "back"]
+    # --parcels with an id CSV (no geometry column) means the same
+    paths2 = dict(paths)
+    paths2["parcels"] = ids
+    from gisnet.cli import main as cli_main
+
+    args = ["obligations", "--layers", str(tmp_path), "--out", str(tmp_path / "out2"), "-q",
+            "--parcels", str(ids)]
+    for role, p in paths.items():
+        if role != "parcels":
+            args += [f"--{role}", str(p)]
+    # the parcels layer must come from somewhere: without a town file this is an error
+    assert cli_main(args) == 2
+    assert "parcels" in capsys.readouterr().err
+
+
+def test_cli_one_parcel_printed(town_files, capsys):
+    tmp_path, paths = town_files
+    from gisnet.cli import main as cli_main
+
+    args = ["obligations", "--layers", str(tmp_path), "--parcel", "S1"]
+    for role, p in paths.items():
+        args += [f"--{role}", str(p)]
+    assert cli_main(args) == 0
+    out = capsys.readouterr().out
+    assert "parcel            S1" in out
+    assert "status            required" in out
+    assert "nearest main      M1" in out
+    assert "distance          25.00 ft (limit 300 ft" in out
+    assert "§ 168-22.2G" in out and "30 days after official notice" in out
+    assert not (tmp_path / "out").exists()
+    assert cli_main([*args[:3], "--parcel", "NOPE", *args[5:]]) == 2
+    assert "NOPE" in capsys.readouterr().err
+
+
+def test_cli_frontage_shares(town_files, capsys):
+    tmp_path, paths = town_files
+    from gisnet.cli import main as cli_main
+
+    args = ["frontage", "--layers", str(tmp_path), "--profile", "berlin-nh", "--main", "M1",
+            "--cost", "250000", "--csv", str(tmp_path / "shares.csv")]
+    for role, p in paths.items():
+        args += [f"--{role}", str(p)]
+    assert cli_main(args) == 0
+    out = capsys.readouterr().out
+    assert "$250,000.00 shared by 4 parcels over 600.0 ft" in out
+    shares = pd.read_csv(tmp_path / "shares.csv")
+    assert shares["share_usd"].sum() == pytest.approx(250_000)
+    assert cli_main(args[:7] + args[9:]) == 2  # --cost missing
