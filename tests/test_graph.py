@@ -21,7 +21,7 @@ from shapely.geometry import LineString, Point, Polygon
 from gisnet._snap import cluster_points, component_labels
 from gisnet.errors import ConfigError, CRSError, LayerError
 from gisnet.graph import build_sewer_graph, graph_from_gdfs, graph_summary, graph_to_gdfs
-from gisnet.units import US_FT_M, FT_M
+from gisnet.units import FT_M, US_FT_M
 
 CRS = "EPSG:2263"
 FT = US_FT_M / FT_M  # feet in one US survey foot
@@ -139,8 +139,8 @@ def test_pipe_end_mid_span_splits_the_other_pipe() -> None:
         {"main_id": "B", "coords": [(40, 50), (40, 0.3)], "diameter_in": 8.0},
     )}, snap_tolerance_ft=1.0)
     assert G.number_of_edges() == 3
-    u1, v1, d1 = edge(G, "A")
-    u2, v2, d2 = edge(G, "A@2")
+    _, v1, d1 = edge(G, "A")
+    u2, _, d2 = edge(G, "A@2")
     assert v1 == u2 == edge(G, "B")[1]
     assert (d1["part"], d2["part"]) == (1, 2)
     assert d1["main_id"] == d2["main_id"] == "A"
@@ -159,8 +159,8 @@ def test_split_pieces_follow_flow_when_main_is_reversed() -> None:
          "down_invert_ft": 100.0},
         {"main_id": "B", "coords": [(40, 50), (40, 0)]},
     )})
-    u1, v1, d1 = edge(G, "A")
-    u2, v2, d2 = edge(G, "A@2")
+    _, v1, d1 = edge(G, "A")
+    u2, _, d2 = edge(G, "A@2")
     assert v1 == u2
     assert d1["length_ft"] == pytest.approx(60 * FT)   # east piece first
     assert d1["up_invert_ft"] == pytest.approx(100.0)
@@ -379,7 +379,7 @@ def _messy() -> nx.MultiDiGraph:
             {"main_id": "B", "coords": [(100, 0), (300, 0)], "diameter_in": 10.0,
              "slope": 0.004},
             {"main_id": "C", "coords": [(150, 80), (150, 0.2)]},
-            {"main_id": "D", "coords": [(100, 0), (100, 0)][:1] + [(100, 60)]},
+            {"main_id": "D", "coords": [(100, 0), (100, 60)]},
         ),
         "manholes": manholes(M1=(0, 0), M2=(100, 0), M5=(150, 80)),
         "plants": plants,
@@ -545,3 +545,61 @@ def test_sample_town_problems_are_all_found_and_nothing_spurious(sample_dir: Pat
     assert G.has_edge(*edge(G, "SM000123@2")[:2], "SM000123@2")
     assert notes["storm_outfall"] in G.graph["outlets"]
     assert notes["plant"]["plant_id"] in G.graph["outlets"]
+
+
+# ---------------------------------------------------------------- through the loader and the CLI
+
+TOWNS = Path(__file__).resolve().parent / "towns"
+
+
+def _town_graph(name: str, **kw: float) -> nx.MultiDiGraph:
+    io = pytest.importorskip("gisnet.io")
+    if not (TOWNS / name / "gisnet.toml").exists():
+        pytest.skip(f"tests/towns/{name} has no gisnet.toml")
+    return build_sewer_graph(io.load_town(TOWNS / name), **kw)
+
+
+def test_lancaster_town_file_one_piece(shared_data: Path) -> None:
+    G = _town_graph("lancaster_ca")
+    s = graph_summary(G)
+    assert (s["mains"], s["edges"], s["pieces"]) == (65, 65, 1)
+    assert all(d["eligible"] for *_, d in G.edges(data=True))
+    assert G.graph["ft_per_unit"] == pytest.approx(FT)
+
+
+def test_washington_park_town_file_tolerances(shared_data: Path) -> None:
+    for tol in (1.0, 10.0):
+        G = _town_graph("washington_park_fl", snap_tolerance_ft=tol)
+        assert G.graph["snap_tolerance_ft"] == tol
+        assert graph_summary(G)["mains"] == 35
+
+
+@pytest.mark.slow
+def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    io = pytest.importorskip("gisnet.io")
+    from gisnet.cli import main
+
+    assert main(["graph", "--layers", str(sample_dir), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    G = build_sewer_graph(io.load_town(sample_dir))
+    s = graph_summary(G)
+    assert f"{s['nodes']} nodes, {s['edges']} edges" in out and "t_split 1" in out
+    gpkg = tmp_path / "gisnet-results.gpkg"
+    nodes = gpd.read_file(gpkg, layer="graph_nodes")
+    edges = gpd.read_file(gpkg, layer="graph_edges")
+    quality = gpd.read_file(gpkg, layer="quality")
+    assert set(nodes["node_id"]) == set(G.nodes)
+    assert len(edges) == G.number_of_edges()
+    assert len(quality) == len(G.graph["report"]) + len(io.load_town(sample_dir).report)
+    H = graph_from_gdfs(nodes, edges)
+    assert sorted(H.edges(keys=True)) == sorted(G.edges(keys=True))
+    assert H.graph["outlets"] == G.graph["outlets"]
+    # the resolved direction is written: the reversed pipe runs MH000096 -> MH000095
+    row = edges.set_index("edge_key").loc["SM000087"]
+    assert (row["from_node"], row["to_node"], row["direction_source"]) == (
+        "MH000096", "MH000095", "node_ids")
+    assert main(["graph", "--layers", str(sample_dir), "--out", str(tmp_path), "--json",
+                 "--snap-tolerance-ft", "2"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["snap_tolerance_ft"] == 2.0 and js["nodes"] > 0
