@@ -272,8 +272,10 @@ def _layout(n_parcels: int, n_mains: int | None, rng: np.random.Generator, *,
     side, lot = np.divmod(rest, k)
     x_start = bi * pitch_x + street_width_ft / 2
     # shared, jittered lot lines: boundary l of (block, side) for l = 0..k
-    key = (bj * nbx + bi) * 2 + side
-    bnd_j = rng.uniform(-jitter, jitter, size=(nby * nbx * 2, k + 1)) * lot_width_ft
+    # one set of lot lines per block, shared by both rows of lots, so that lots
+    # meet edge to edge (identical vertices) even after densifying and bending
+    key = bj * nbx + bi
+    bnd_j = rng.uniform(-jitter, jitter, size=(nby * nbx, k + 1)) * lot_width_ft
     bnd_j[:, 0] = 0.0
     bnd_j[:, k] = 0.0
     x0 = x_start + lot * lot_width_ft + bnd_j[key, lot]
@@ -823,7 +825,9 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
         tap_main = mains_geom[lp[sel]]
         tap = shapely.line_interpolate_point(
             tap_main, shapely.line_locate_point(tap_main, shapely.get_point(lat_geom, -1)))
-        start = shapely.get_coordinates(shapely.get_point(lat_geom, 0))
+        b_edge = shapely.boundary(b_geom[sel])
+        start = shapely.get_coordinates(shapely.line_interpolate_point(
+            b_edge, shapely.line_locate_point(b_edge, shapely.get_point(lat_geom, 0))))
         lat_geom = _lines(start[:, 0], start[:, 1], *shapely.get_coordinates(tap).T)
         n_lat = int(sel.sum())
         out["laterals"] = gpd.GeoDataFrame(
