@@ -165,16 +165,40 @@ def _num(s: pd.Series) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> list[str | None]:
-    """Numbers as text with thousands separators and a unit; missing -> None."""
-    vals = _num(s)
-    sfx = f" {unit}" if unit else ""
-    return [None if math.isnan(v) else f"{v:,.{decimals}f}{sfx}" for v in vals]
+@dataclass
+class Prop:
+    """A numeric property: values (rounded floats or None) and how to show them.
+
+    ``fmt`` is ``("n", decimals, unit)`` (thousands separators, unit) or
+    ``("p", decimals)`` (a ratio shown as a percentage). The page formats the
+    numbers, so the file carries ``74.5`` rather than ``"74.5 ft"``.
+    """
+
+    values: list[float | None]
+    fmt: tuple[Any, ...]
 
 
-def _fmt_pct(s: pd.Series, decimals: int = 1) -> list[str | None]:
-    vals = _num(s)
-    return [None if math.isnan(v) else f"{v * 100:.{decimals}f} %" for v in vals]
+def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
+    """Display text of one value, as the page shows it (None -> ``unknown``)."""
+    if _missing(v):
+        return "unknown"
+    if not fmt:
+        return v
+    if fmt[0] == "p":
+        return f"{float(v) * 100:.{fmt[1]}f} %"
+    unit = f" {fmt[2]}" if len(fmt) > 2 and fmt[2] else ""
+    return f"{float(v):,.{fmt[1]}f}{unit}"
+
+
+def _fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
+    """Numbers rounded to ``decimals``, shown with thousands separators and a unit."""
+    vals = np.round(_num(s), decimals)
+    return Prop([None if math.isnan(v) else float(v) for v in vals], ("n", decimals, unit))
+
+
+def _fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
+    vals = np.round(_num(s), decimals + 2)
+    return Prop([None if math.isnan(v) else float(v) for v in vals], ("p", decimals))
 
 
 def _fmt_bool(s: pd.Series) -> list[str | None]:
@@ -193,7 +217,7 @@ def _fmt_text(s: pd.Series) -> list[str | None]:
     return [None if _missing(v) else str(v) for v in s.tolist()]
 
 
-def _fmt_auto(name: str, s: pd.Series) -> list[str | None]:
+def _fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
     """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...)."""
     if name.endswith("_ft"):
         return _fmt_number(s, 1, "ft")
@@ -203,19 +227,21 @@ def _fmt_auto(name: str, s: pd.Series) -> list[str | None]:
         return _fmt_number(s, 0, "gpd")
     if name.endswith("_mgd"):
         return _fmt_number(s, 3, "MGD")
+    if name.endswith("_cfs"):
+        return _fmt_number(s, 3, "cfs")
     if name.endswith("_fps"):
         return _fmt_number(s, 2, "ft/s")
     if name.endswith("_days"):
         return _fmt_number(s, 0, "days")
-    if name in ("utilization", "ratio") or name.startswith(("utilization_", "ratio_")):
+    if name in ("utilization", "ratio", "threshold") or name.startswith(
+            ("utilization_", "ratio_")):
         return _fmt_pct(s)
-    if name == "slope" or name.startswith("slope_"):
+    if name == "slope" or name.startswith("slope_") or name == "min_slope":
         return _fmt_number(s, 4, "ft/ft")
     if pd.api.types.is_bool_dtype(s.dtype):
         return _fmt_bool(s)
     if pd.api.types.is_numeric_dtype(s.dtype):
-        vals = _num(s)
-        return [None if math.isnan(v) else f"{v:,.6g}" for v in vals]
+        return _fmt_number(s, 2)
     return [
         None if _missing(v) else ("yes" if v is True else "no" if v is False else str(v))
         for v in s.tolist()
@@ -253,26 +279,124 @@ def _is_false(s: pd.Series) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# GeoJSON
+# layer encoding
 # ---------------------------------------------------------------------------------------------
-def to_display_geojson(
+_FAMILY = {0: "point", 4: "point", 1: "line", 2: "line", 5: "line", 3: "polygon", 6: "polygon"}
+
+
+def encode_coords(coords: np.ndarray, precision: int) -> str:
+    """Lon/lat pairs as one delta + zigzag + base-64 text (the Google polyline scheme).
+
+    Each coordinate is rounded to ``precision`` decimals, stored as the
+    difference from the previous coordinate of the layer (x and y apart), and
+    written 5 bits per character (``chr(63 + chunk)``, bit 0x20 = more chunks
+    follow), low bits first. A coordinate then costs 2-4 characters instead of
+    the 10-11 of GeoJSON text. ``gisnet-maps.js`` decodes it.
+    """
+    if len(coords) == 0:
+        return ""
+    q = np.round(np.asarray(coords, dtype=float) * 10.0**precision).astype(np.int64)
+    d = np.diff(q, axis=0, prepend=np.zeros((1, 2), dtype=np.int64)).reshape(-1)
+    z = np.where(d < 0, ~(d << 1), d << 1).astype(np.int64)
+    k = np.arange(7)
+    chunks = (z[:, None] >> (5 * k[None, :])) & 31
+    need = np.ones(len(z), dtype=np.int64)
+    for i in range(1, 7):
+        need[(z >> (5 * i)) > 0] = i + 1
+    mask = k[None, :] < need[:, None]
+    cont = (k[None, :] < (need - 1)[:, None]).astype(np.int64) * 32
+    chars = (chunks | cont) + 63
+    return chars[mask].astype(np.uint8).tobytes().decode("ascii")
+
+
+def _geometry_block(geoms: np.ndarray, precision: int) -> dict[str, Any]:
+    """Encoded geometry of one layer (all of one family) or GeoJSON for mixed layers."""
+    types = shapely.get_type_id(geoms)
+    fams = {_FAMILY.get(int(t), "mixed") for t in np.unique(types)}
+    if len(fams) != 1 or "mixed" in fams:
+        texts = shapely.to_geojson(shapely.transform(geoms, lambda c: np.round(c, precision)))
+        cut = re.compile(r"(\.\d{%d})\d+" % precision)
+        return {"t": "geojson", "g": [json.loads(cut.sub(r"\1", g)) for g in texts]}
+    fam = fams.pop()
+    block: dict[str, Any] = {"t": fam, "s": precision}
+    if fam == "point":
+        pts = geoms.copy()
+        multi = types == 4
+        if multi.any():
+            pts[multi] = shapely.point_on_surface(pts[multi])
+        block["e"] = encode_coords(shapely.get_coordinates(pts), precision)
+        return block
+    parts, pidx = shapely.get_parts(geoms, return_index=True)
+    nparts = np.bincount(pidx, minlength=len(geoms))
+    if (nparts != 1).any():
+        block["p"] = nparts.tolist()
+    if fam == "line":
+        counts = shapely.get_num_coordinates(parts)
+        block["c"] = counts.tolist()
+        block["e"] = encode_coords(shapely.get_coordinates(parts), precision)
+        return block
+    rings, ridx = shapely.get_rings(parts, return_index=True)
+    nrings = np.bincount(ridx, minlength=len(parts))
+    if (nrings != 1).any():
+        block["r"] = nrings.tolist()
+    counts = shapely.get_num_coordinates(rings)
+    coords = shapely.get_coordinates(rings)
+    # drop the closing coordinate of each ring (Leaflet closes polygons itself)
+    ends = np.cumsum(counts) - 1
+    keep = np.ones(len(coords), dtype=bool)
+    keep[ends] = False
+    block["c"] = (counts - 1).tolist()
+    block["e"] = encode_coords(coords[keep], precision)
+    return block
+
+
+def _props_block(props: Mapping[str, Any], idx: np.ndarray) -> tuple[list[Any], dict[str, Any]]:
+    """Columns ``[name, fmt, dictionary, values]`` and constants (one-valued columns)."""
+    cols: list[Any] = []
+    consts: dict[str, Any] = {}
+    for name, col in props.items():
+        fmt = col.fmt if isinstance(col, Prop) else None
+        raw = col.values if isinstance(col, Prop) else col
+        vals = [None if _missing(v) else (v.item() if isinstance(v, np.generic) else v)
+                for v in np.asarray(list(raw), dtype=object)[idx]]
+        if not vals:
+            continue
+        distinct = set(vals)
+        if len(distinct) == 1:
+            only = next(iter(distinct))
+            if only is not None:
+                consts[name] = format_value(only, fmt)
+            continue
+        dictionary = None
+        if fmt is None and all(isinstance(v, str) or v is None for v in vals) and \
+                len(distinct) <= max(2, len(vals) // 3):
+            dictionary = sorted(v for v in distinct if v is not None)
+            pos = {v: i for i, v in enumerate(dictionary)}
+            vals = [None if v is None else pos[v] for v in vals]
+        cols.append([name, list(fmt) if fmt else None, dictionary, vals])
+    return cols, consts
+
+
+def encode_layer(
     gdf: gpd.GeoDataFrame,
-    props: Mapping[str, Sequence[Any]] | None = None,
+    props: Mapping[str, Any] | None = None,
     *,
     precision: int = 6,
     simplify_ft: float = 0.0,
     ft_per_unit: float | None = None,
 ) -> tuple[str, int]:
-    """A FeatureCollection in EPSG:4326, built with ``shapely.to_geojson``.
+    """One layer for the page: geometry in EPSG:4326, compactly encoded, and its properties.
 
     Parameters
     ----------
     gdf
-        Features in any CRS (a projected working CRS normally).
+        Features in any CRS (normally the projected working CRS).
     props
-        Property name -> one value per row of ``gdf`` (already display-ready:
-        str/int/float/bool). ``None``/NaN values are left out of the feature
-        (the page shows them as "unknown").
+        Property name -> one value per row of ``gdf``: a list of text (or
+        None), or a :class:`Prop` of numbers with their display format. Missing
+        values are shown as "unknown". A column with one value everywhere is
+        kept once (as a layer constant); text columns with few distinct values
+        are stored as a dictionary plus indexes.
     precision
         Decimals kept in lon/lat (6 = about 0.1 m, 5 = about 1 m).
     simplify_ft
@@ -284,7 +408,12 @@ def to_display_geojson(
     Returns
     -------
     (json_text, n_features)
-        Rows with a missing or empty geometry are dropped.
+        ``{"n", "g": geometry block, "c": columns, "k": constants}``; rows with a
+        missing or empty geometry are dropped. Geometry blocks: ``t`` family
+        (point/line/polygon), ``e`` encoded coordinates (:func:`encode_coords`),
+        ``p`` parts per feature, ``r`` rings per polygon, ``c`` coordinates per
+        line or ring (rings without their closing point); or ``t="geojson"``
+        with ``g`` GeoJSON geometries for a layer of mixed geometry types.
     """
     geoms = np.asarray(gdf.geometry.array, dtype=object)
     keep = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
@@ -292,7 +421,7 @@ def to_display_geojson(
     geoms = geoms[idx]
     crs = gdf.crs
     if crs is None:
-        raise ConfigError("layer has no CRS; cannot place it on a web map", layer=_name_of(gdf))
+        raise ConfigError("layer has no CRS; cannot place it on a web map")
     if simplify_ft > 0 and crs.is_projected and len(geoms):
         if ft_per_unit is None:
             from .units import feet_per_unit
@@ -300,31 +429,13 @@ def to_display_geojson(
             ft_per_unit = feet_per_unit(crs)
         geoms = shapely.simplify(geoms, simplify_ft / ft_per_unit, preserve_topology=True)
     if len(geoms):
-        geoms = gpd.GeoSeries(geoms, crs=crs).to_crs(DISPLAY_CRS).array
-        geoms = np.asarray(geoms, dtype=object)
-        geoms = shapely.transform(geoms, lambda c: np.round(c, precision))
-        strings = shapely.to_geojson(geoms)
+        geoms = np.asarray(gpd.GeoSeries(geoms, crs=crs).to_crs(DISPLAY_CRS).array, dtype=object)
+        gblock = _geometry_block(geoms, precision)
     else:
-        strings = np.array([], dtype=object)
-    cut = re.compile(r"(\.\d{%d})\d+" % precision)
-    cols = list(props or {})
-    values = [np.asarray(list(props[c]), dtype=object)[idx] for c in cols] if cols else []
-    parts = []
-    for i, g in enumerate(strings):
-        p = {}
-        for c, arr in zip(cols, values, strict=True):
-            v = arr[i]
-            if not _missing(v):
-                p[c] = v.item() if isinstance(v, np.generic) else v
-        parts.append(
-            '{"type":"Feature","geometry":%s,"properties":%s}'
-            % (cut.sub(r"\1", g), json.dumps(p, separators=(",", ":")))
-        )
-    return '{"type":"FeatureCollection","features":[' + ",".join(parts) + "]}", len(parts)
-
-
-def _name_of(gdf: Any) -> str | None:
-    return getattr(gdf, "attrs", {}).get("name")
+        gblock = {"t": "point", "s": precision, "e": ""}
+    cols, consts = _props_block(props or {}, idx)
+    out = {"n": len(idx), "g": gblock, "c": cols, "k": consts}
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False), len(idx)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +499,7 @@ class Page:
     layers: list[MapLayer]
     panels: list[dict[str, str]] = field(default_factory=list)
     links: list[dict[str, str]] = field(default_factory=list)
+    center: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
 
 def _fields_for(df: pd.DataFrame, order: Iterable[str], skip: Iterable[str] = ()) -> list[str]:
@@ -462,7 +574,7 @@ class _Ctx:
         return gdf
 
     def geojson(self, gdf: gpd.GeoDataFrame, props: Mapping[str, Sequence[Any]], **kw: Any):
-        return to_display_geojson(gdf, props, ft_per_unit=self.ftpu if gdf.crs == self.crs
+        return encode_layer(gdf, props, ft_per_unit=self.ftpu if gdf.crs == self.crs
                                   else None, **kw)
 
     def cached(self, key: str, build: Any) -> MapLayer | None:
@@ -917,7 +1029,7 @@ def _sampling_layers(ctx: _Ctx) -> list[MapLayer]:
         cm = _point_geoms(cm)
         counts = cm[idcol].astype(str).map(served).fillna(0).astype(int).to_numpy()
         props = {"node_id": _fmt_text(cm[idcol]), "taps": [int(c) for c in counts],
-                 "_r": [round(float(min(12.0, 5.0 + 2.0 * math.log2(max(c, 1)))), 1)
+                 "_r": [round(float(min(9.0, 3.5 + 1.5 * math.log2(max(c, 1)))), 1)
                         for c in counts]}
         fields = [("Manhole", "node_id"), ("Taps sampled here", "taps")]
         consts = {}
@@ -930,7 +1042,7 @@ def _sampling_layers(ctx: _Ctx) -> list[MapLayer]:
                 fields.append(("Rule", "rule"))
         data, n = ctx.geojson(cm, props)
         layers.append(MapLayer(
-            key="control_manholes", name=f"Control manholes ({len(served)})", data=data,
+            key="control_manholes", name="Control manholes", data=data,
             count=n, style={"radius": 6, "color": "#000000", "weight": 2,
                             "fillColor": "#ffd600", "fillOpacity": 0.95},
             radius_key="_r", fields=fields, constants=consts,
@@ -1142,11 +1254,17 @@ def _legend(layers: Iterable[MapLayer]) -> list[dict[str, Any]]:
     return [{"title": t, "items": i} for t, i in groups.items()]
 
 
-def _center(layers: Sequence[MapLayer]) -> list[float]:
-    for lyr in layers:
-        m = re.search(r"\[(-?\d+\.\d+),(-?\d+\.\d+)", lyr.data)
-        if m:
-            return [float(m.group(2)), float(m.group(1))]
+def _town_center(ctx: _Ctx) -> list[float]:
+    """[lat, lon] of the middle of the town's mains (else parcels), for the initial view."""
+    for role in ("mains", "parcels"):
+        gdf = ctx.layer(role)
+        if gdf is None:
+            continue
+        b = gdf.total_bounds
+        if np.isfinite(b).all():
+            mid = gpd.GeoSeries(shapely.points([(b[0] + b[2]) / 2], [(b[1] + b[3]) / 2]),
+                                crs=gdf.crs).to_crs(DISPLAY_CRS).iloc[0]
+            return [round(mid.y, 6), round(mid.x, 6)]
     return [0.0, 0.0]
 
 
@@ -1165,9 +1283,18 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
     """
     import folium
     from branca.element import Element, MacroElement
-    from jinja2 import Template
 
-    m = folium.Map(location=_center(page.layers), zoom_start=15, tiles=None,
+    class _Raw(Element):
+        """Text put in the page as it is (branca would parse an Element as a template)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self._text = text
+
+        def render(self, **kwargs: Any) -> str:
+            return self._text
+
+    m = folium.Map(location=page.center, zoom_start=15, tiles=None,
                    prefer_canvas=True, control_scale=True, max_zoom=20)
     m._id = "gisnet"
     root = m.get_root()
@@ -1175,16 +1302,16 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
     if self_contained:
         m.default_js = []
         m.default_css = []
-        root.header.add_child(Element(f"<style>{_mapassets.leaflet_css()}</style>"),
+        root.header.add_child(_Raw(f"<style>{_mapassets.leaflet_css()}</style>"),
                               name="leaflet_css")
-        root.header.add_child(Element(f"<script>{_mapassets.leaflet_js()}</script>"),
+        root.header.add_child(_Raw(f"<script>{_mapassets.leaflet_js()}</script>"),
                               name="leaflet_js")
     else:
         m.default_js = list(m.default_js)
         m.default_css = list(m.default_css)
-    root.header.add_child(Element(f"<title>{html.escape(root.title)}</title>"), name="title")
-    root.header.add_child(Element(f"<style>{_mapassets.gisnet_css()}</style>"), name="gisnet_css")
-    root.header.add_child(Element(f"<script>{_mapassets.gisnet_js()}</script>"), name="gisnet_js")
+    root.header.add_child(_Raw(f"<title>{html.escape(root.title)}</title>"), name="title")
+    root.header.add_child(_Raw(f"<style>{_mapassets.gisnet_css()}</style>"), name="gisnet_css")
+    root.header.add_child(_Raw(f"<script>{_mapassets.gisnet_js()}</script>"), name="gisnet_js")
 
     cfg = {
         "title": page.title,
@@ -1203,17 +1330,17 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
         for i, lyr in enumerate(page.layers))
 
     class _Layers(MacroElement):
-        _template = Template(
-            "{% macro script(this, kwargs) %}\n(function(){var cfg=" + "{{ this.cfg }}"
-            + ";\n{{ this.data }}gisnetMaps.init({{ this._parent.get_name() }}, cfg);})();\n"
-            "{% endmacro %}")
+        """Adds the layer script after the map's own (raw text, never a template)."""
 
         def __init__(self) -> None:
             super().__init__()
             self._name = "GisnetLayers"
             self._id = "layers"
-            self.cfg = cfg_text
-            self.data = data_lines
+
+        def render(self, **kwargs: Any) -> None:
+            js = ("(function(){var cfg=" + cfg_text + ";\n" + data_lines
+                  + "gisnetMaps.init(" + m.get_name() + ", cfg);})();\n")
+            self.get_root().script.add_child(_Raw(js), name=self.get_name())
 
     m.add_child(_Layers())
     return root.render()
@@ -1288,6 +1415,7 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
               "capacity": "Pipe and plant capacity",
               "index": "Sewer maps: all layers"}
     available = [n for n in PAGES[:-1] if get(n)[0]]
+    center = _town_center(ctx)
     for name in wanted:
         if name == "index":
             continue
@@ -1297,7 +1425,7 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
             continue
         links = [{"href": "index.html", "label": "all layers"}] + [
             {"href": f"{o}.html", "label": o} for o in available if o != name]
-        pages[name] = Page(name, titles[name], layers, panels, links)
+        pages[name] = Page(name, titles[name], layers, panels, links, center)
     if "index" in wanted and available:
         seen: dict[str, MapLayer] = {}
         panels: list[dict[str, str]] = []
@@ -1307,6 +1435,8 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
                 if lyr.key not in seen:
                     seen[lyr.key] = lyr
             panels.extend(p for p in pnls if p not in panels)
+        if any(k.startswith("parcels_") for k in seen):
+            seen.pop("parcels", None)  # the status layers already draw every parcel
         ordered = list(seen.values())
         primary = {"mains", "pipes_capacity", "parcels_required", "parcels_review",
                    "control_manholes", "siu", "plants"}
@@ -1318,7 +1448,7 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
             copy.show = lyr.key in primary or (not primary & set(seen) and lyr.key == "parcels")
             index_layers.append(copy)
         links = [{"href": f"{o}.html", "label": o} for o in available]
-        pages["index"] = Page("index", titles["index"], index_layers, panels, links)
+        pages["index"] = Page("index", titles["index"], index_layers, panels, links, center)
     return pages
 
 
@@ -1462,7 +1592,7 @@ def whatif_map(
     if panel:
         panels.append({"position": "topright", "html": panel})
     page = Page("whatif", "What-if: a proposed connection", layers, panels,
-                [{"href": "index.html", "label": "all layers"}])
+                [{"href": "index.html", "label": "all layers"}], _town_center(ctx))
     return _save(page, town, Path(out_path), self_contained)
 
 

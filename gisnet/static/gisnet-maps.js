@@ -38,6 +38,73 @@
     return html + "</table></div>";
   }
 
+  /* Coordinates: delta + zigzag, 5 bits a character (gisnet.maps.encode_coords). */
+  function decodeCoords(str, precision) {
+    var out = [], i = 0, x = 0, y = 0, len = str.length, scale = Math.pow(10, precision);
+    function next() {
+      var r = 0, s = 0, b;
+      do { b = str.charCodeAt(i++) - 63; r |= (b & 31) << s; s += 5; } while (b >= 32);
+      return (r & 1) ? ~(r >>> 1) : (r >>> 1);
+    }
+    while (i < len) {
+      x += next(); y += next();
+      out.push([x / scale, y / scale]);
+    }
+    return out;
+  }
+
+  function fmtValue(v, f) {
+    if (!f) { return v; }
+    if (f[0] === "p") { return (v * 100).toFixed(f[1]) + " %"; }
+    return Number(v).toLocaleString("en-US", {minimumFractionDigits: f[1],
+      maximumFractionDigits: f[1]}) + (f[2] ? " " + f[2] : "");
+  }
+
+  /* A layer block from gisnet.maps.encode_layer -> GeoJSON FeatureCollection. */
+  function decodeLayer(d) {
+    var n = d.n, g = d.g, geoms = [], i, j, k;
+    if (g.t === "geojson") {
+      geoms = g.g;
+    } else {
+      var xy = decodeCoords(g.e || "", g.s), at = 0, ci = 0, ri = 0;
+      var take = function (m) { var s = xy.slice(at, at + m); at += m; return s; };
+      for (i = 0; i < n; i++) {
+        if (g.t === "point") { geoms.push({type: "Point", coordinates: xy[i]}); continue; }
+        var np = g.p ? g.p[i] : 1, parts = [];
+        for (j = 0; j < np; j++) {
+          if (g.t === "line") { parts.push(take(g.c[ci++])); continue; }
+          var nr = g.r ? g.r[ri++] : 1, rings = [];
+          for (k = 0; k < nr; k++) {
+            var ring = take(g.c[ci++]);
+            if (ring.length) { ring.push(ring[0]); }
+            rings.push(ring);
+          }
+          parts.push(rings);
+        }
+        if (g.t === "line") {
+          geoms.push(np === 1 ? {type: "LineString", coordinates: parts[0]}
+                              : {type: "MultiLineString", coordinates: parts});
+        } else {
+          geoms.push(np === 1 ? {type: "Polygon", coordinates: parts[0]}
+                              : {type: "MultiPolygon", coordinates: parts});
+        }
+      }
+    }
+    var features = new Array(n);
+    for (i = 0; i < n; i++) {
+      var p = {};
+      Object.keys(d.k || {}).forEach(function (key) { p[key] = d.k[key]; });
+      for (j = 0; j < d.c.length; j++) {
+        var col = d.c[j], v = col[3][i];
+        if (v === null || v === undefined) { continue; }
+        if (col[2]) { v = col[2][v]; }
+        p[col[0]] = fmtValue(v, col[1]);
+      }
+      features[i] = {type: "Feature", geometry: geoms[i], properties: p};
+    }
+    return {type: "FeatureCollection", features: features};
+  }
+
   function styleFor(spec, feature) {
     var p = feature.properties || {};
     var base = spec.style || {};
@@ -95,7 +162,7 @@
 
     var bounds = null;
     cfg.layers.forEach(function (spec) {
-      var layer = L.geoJSON(spec.data, {
+      var layer = L.geoJSON(decodeLayer(spec.data), {
         renderer: renderer,
         interactive: spec.interactive !== false,
         style: function (f) { return styleFor(spec, f); },
@@ -219,5 +286,5 @@
     return window.gisnet;
   }
 
-  window.gisnetMaps = {init: init};
+  window.gisnetMaps = {init: init, decodeLayer: decodeLayer, decodeCoords: decodeCoords};
 })();
