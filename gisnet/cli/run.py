@@ -1,0 +1,70 @@
+"""``gisnet run``: the whole job on a town — tables, GeoPackage and web maps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from . import common
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="analyse a town and write maps and tables (default: the bundled sample)",
+        description="Load the town, build the sewer graph, answer every question "
+        "(obligations, control manholes, capacity) and write DIR/gisnet-results.gpkg "
+        "and the web maps.",
+    )
+    common.add_town_options(p, writes=True)
+    p.add_argument("--self-contained", action="store_true",
+                   help="write map pages with their scripts inside, for offline use")
+    p.add_argument("--no-maps", action="store_true", help="write tables only")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..pipeline import run as run_pipeline
+    from ..pipeline import summary
+
+    common.progress(args, f"reading {args.layers}")
+    town = common.load_town(args)
+    res = run_pipeline(town, args.out, self_contained=args.self_contained,
+                       maps=not args.no_maps, progress=lambda m: common.progress(args, m))
+    s = summary(res)
+    if args.json:
+        common.say(args, json.dumps(s, indent=2, default=str))
+        return 0
+    common.say(args, format_summary(s))
+    return 0
+
+
+def format_summary(s: dict) -> str:
+    """The run summary as a few readable lines."""
+    lines = [f"gisnet run: {s['town']} (profile {s['profile']}, CRS {s['crs']})"]
+    lines.append("  layers: " + ", ".join(f"{k} {v}" for k, v in s["layers"].items()))
+    g = s["graph"]
+    lines.append(f"  graph: {g['nodes']} nodes, {g['edges']} pipes, {g['pieces']} piece(s), "
+                 f"{g['outlets']} outlet(s), {g['cycles']} cycle(s)")
+    if g.get("findings"):
+        lines.append("  data quality: " + ", ".join(f"{k} {v}" for k, v in g["findings"].items()))
+    if "obligations" in s:
+        lines.append("  obligations: " + ", ".join(f"{k} {v}" for k, v in s["obligations"].items()))
+    if "control_manholes" in s:
+        c = s["control_manholes"]
+        lines.append(f"  control manholes: {c['connection_points']} connection points -> "
+                     f"{c['distinct_manholes']} manholes ({c['unresolved']} unresolved)")
+    if "industrial_users" in s:
+        u = s["industrial_users"]
+        lines.append(f"  industrial users: {u['users']}, significant (40 CFR 403.3(v)): {u['siu']}")
+    if "pipes" in s:
+        p = s["pipes"]
+        lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
+                     f"surcharged {p['surcharged']}, no capacity (slope/diameter) {p['no_capacity']}")
+    for pl in s.get("plants", []):
+        ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
+        flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
+        lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
+    lines.append("  wrote: " + ", ".join(s["files"]))
+    return "\n".join(lines)
