@@ -265,8 +265,7 @@ def _as_text(s: pd.Series) -> pd.Series:
     elif pd.api.types.is_datetime64_any_dtype(s):
         out = s.dt.strftime("%Y-%m-%d")
     else:
-        obj = s.astype(object)
-        out = obj.where(s.notna(), None).map(lambda x: None if x is None else str(x))
+        out = s.astype("str")  # nulls (None, NaN, NA) stay null
     out = out.astype("str").str.strip()
     return out.where(out.notna() & (out != ""))
 
