@@ -1352,6 +1352,7 @@ def _write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a map is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -1497,6 +1498,37 @@ def write_maps(
     return [_save(pages[n], town, out / f"{n}.html", self_contained) for n in PAGES if n in pages]
 
 
+RESULT_LAYERS: tuple[str, ...] = (
+    "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
+    "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
+    "pipes_capacity", "plants",
+)
+
+
+def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
+    """The result layers of ``out_dir/gisnet-results.gpkg`` that the maps use.
+
+    Raises
+    ------
+    NotFoundError
+        If the GeoPackage does not exist.
+    """
+    import pyogrio
+
+    from .errors import NotFoundError
+
+    path = Path(out_dir) / "gisnet-results.gpkg"
+    if not path.is_file():
+        raise NotFoundError("no results GeoPackage; run `gisnet run` (or an analysis "
+                            "command) with this --out first", path=path)
+    present = {str(row[0]) for row in pyogrio.list_layers(path)}
+    out: dict[str, pd.DataFrame] = {}
+    for name in RESULT_LAYERS:
+        if name in present:
+            out[name] = gpd.read_file(path, layer=name, engine="pyogrio")
+    return out
+
+
 def _get(obj: Any, key: str) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(key)
@@ -1568,16 +1600,22 @@ def whatif_map(
                          "weight": 4} for k, c, lab in UTIL_CLASSES[:4]],
                 legend_title="Utilization (toggle before/after in the layer control)"))
     point = _get(whatif_result, "point")
+    conn = _get(whatif_result, "connection") or {}
+    if point is None and not _missing(_get(conn, "x")) and not _missing(_get(conn, "y")):
+        point = shapely.Point(float(_get(conn, "x")), float(_get(conn, "y")))
+    manhole = _get(whatif_result, "control_manhole_id") or _get(whatif_result, "control_manhole")
     if point is not None and not shapely.is_empty(point):
         pt = gpd.GeoDataFrame(geometry=[point], crs=ctx.crs)
         props = {"flow": _fmt_number(pd.Series([_get(whatif_result, "flow_gpd")]), 0, "gpd"),
-                 "manhole": [_get(whatif_result, "control_manhole_id")]}
+                 "manhole": [None if _missing(manhole) else str(manhole)],
+                 "parcel": [_get(conn, "parcel_id")], "main": [_get(conn, "main_id")]}
         data, n = ctx.geojson(_point_geoms(pt), props)
         layers.append(MapLayer(
             key="proposed", name="Proposed connection", data=data, count=n,
             style={"radius": 8, "color": "#000000", "weight": 2, "fillColor": "#e7298a",
                    "fillOpacity": 1},
-            fields=[("Proposed flow", "flow"), ("Control manhole", "manhole")],
+            fields=[("Proposed flow", "flow"), ("Parcel", "parcel"), ("Main", "main"),
+                    ("Control manhole", "manhole")],
             popup_title="Proposed connection", tooltip="Proposed: {flow}",
             legend=[{"label": "proposed connection", "color": "#e7298a", "shape": "point"}],
             legend_title="What-if"))
@@ -1601,14 +1639,21 @@ def _whatif_panel(res: Any) -> str:
     flow = _get(res, "flow_gpd")
     if not _missing(flow):
         parts.append(f"<div>Proposed flow: <b>{float(flow):,.0f} gpd</b></div>")
-    plant = _get(res, "plant")
-    if plant is not None:
+    plants = _get(res, "plants")
+    if plants is None and _get(res, "plant") is not None:
+        plants = [_get(res, "plant")]
+    recs = plants.to_dict("records") if isinstance(plants, pd.DataFrame) else list(plants or [])
+    for plant in recs:
         rb, ra = _get(plant, "ratio_before"), _get(plant, "ratio_after")
         if not (_missing(rb) and _missing(ra)):
             fb = "unknown" if _missing(rb) else f"{float(rb) * 100:.1f} %"
             fa = "unknown" if _missing(ra) else f"{float(ra) * 100:.1f} %"
             name = _get(plant, "plant_id") or "plant"
             parts.append(f"<div>{html.escape(str(name))}: {fb} → <b>{fa}</b> of design flow</div>")
+    crossings = _get(res, "crossings")
+    if crossings:
+        parts.append("<div>Pipes crossing the threshold: <b>"
+                     + html.escape(", ".join(map(str, crossings))) + "</b></div>")
     approvals = _get(res, "approvals")
     if approvals is not None:
         recs = approvals.to_dict("records") if isinstance(approvals, pd.DataFrame) \

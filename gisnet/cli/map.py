@@ -1,0 +1,51 @@
+"""``gisnet map NAME``: write web map pages from the results GeoPackage.
+
+Reads the result layers already in ``OUT/gisnet-results.gpkg`` (written by
+``gisnet run``, ``graph``, ``obligations``, ``sampling-plan``, ``capacity``),
+loads the town for its name, profile and base layers, and writes
+``OUT/NAME.html`` (or every page whose inputs exist, for ``all``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_town_options, load_town, progress, say
+
+NAMES = ("network", "obligations", "sampling", "capacity", "index", "all")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "map",
+        help="write web map pages (network, obligations, sampling, capacity, index, all)",
+        description="Write planners' web maps from the layers of OUT/gisnet-results.gpkg. "
+                    "Pages load Leaflet from a CDN unless --self-contained.",
+    )
+    p.add_argument("name", choices=NAMES, metavar="NAME",
+                   help="page to write: " + ", ".join(NAMES))
+    p.add_argument("--self-contained", action="store_true",
+                   help="inline every script and stylesheet so the page renders offline "
+                        "(base map tiles still need a network)")
+    add_town_options(p, writes=True)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import NotFoundError
+    from ..maps import PAGES, read_results, write_maps
+
+    results = read_results(args.out)
+    progress(args, f"reading {args.layers}")
+    town = load_town(args)
+    names = PAGES if args.name == "all" else (args.name,)
+    progress(args, f"writing {', '.join(names)} to {args.out}")
+    paths = write_maps(town, results, args.out, self_contained=args.self_contained,
+                       names=names)
+    if not paths:
+        raise NotFoundError(
+            f"no inputs for the {args.name} map in {args.out}; run the analysis first "
+            "(gisnet run, or the command that writes its layers)", path=args.out)
+    for path in paths:
+        say(args, f"{path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
