@@ -52,14 +52,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def _configure_logging(args: argparse.Namespace) -> None:
     quiet = getattr(args, "quiet", False)
     verbose = getattr(args, "verbose", False)
     level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.WARNING)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(logging.Formatter("gisnet: %(levelname)s: %(message)s"))
     root = logging.getLogger("gisnet")
-    root.handlers = [h for h in root.handlers if isinstance(h, logging.NullHandler)]
+    root.handlers = [h for h in root.handlers if not isinstance(h, _StderrHandler)]
     root.addHandler(handler)
     root.setLevel(level)
 
