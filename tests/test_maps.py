@@ -1,0 +1,410 @@
+"""Tests of gisnet.maps: encoding, classes, pages written, offline assets, CLI.
+
+Fixtures are built in code: a small town in NY State Plane East (US feet) with
+result layers carrying the documented columns. Coordinates are checked against
+an independent decoder of the polyline scheme written here and pyproj.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from pyproj import Transformer
+from shapely.geometry import LineString, Point, Polygon, box
+
+from gisnet import maps
+from gisnet.errors import ConfigError, NotFoundError
+from gisnet.profile import load_profile
+from gisnet.town import Town
+from gisnet.units import feet_per_unit
+
+CRS = "EPSG:2260"  # NY East, US survey feet
+X0, Y0 = 650_000.0, 1_000_000.0
+
+
+# --------------------------------------------------------------------------- fixtures
+def make_town(profile: str = "poughkeepsie-fourth-ward") -> Town:
+    parcels = gpd.GeoDataFrame(
+        {"parcel_id": ["P1", "P2", "P3", "P4"],
+         "address": ["1 Main St", "2 Main St", "3 Main St", "4 Elm St"]},
+        geometry=[box(X0 + i * 100, Y0 + 30, X0 + i * 100 + 90, Y0 + 150) for i in range(4)],
+        crs=CRS,
+    )
+    mains = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2", "M3"], "diameter_in": [8.0, np.nan, 12.0],
+         "kind": ["sanitary", "sanitary", "storm"], "material": ["PVC", None, "RCP"],
+         "public": [True, True, True], "active": [True, True, True],
+         "from_node": ["MH1", "MH2", None], "to_node": ["MH2", "MH3", None]},
+        geometry=[LineString([(X0, Y0), (X0 + 200, Y0)]),
+                  LineString([(X0 + 200, Y0), (X0 + 400, Y0)]),
+                  LineString([(X0, Y0 - 50), (X0 + 400, Y0 - 50)])],
+        crs=CRS,
+    )
+    manholes = gpd.GeoDataFrame(
+        {"node_id": ["MH1", "MH2", "MH3"], "kind": ["manhole"] * 3},
+        geometry=[Point(X0, Y0), Point(X0 + 200, Y0), Point(X0 + 400, Y0)], crs=CRS)
+    plants = gpd.GeoDataFrame(
+        {"plant_id": ["WWTP"], "name": ["Plant"], "design_flow_mgd": [1.0],
+         "avg_flow_mgd": [0.85]},
+        geometry=[Point(X0 + 450, Y0)], crs=CRS)
+    return Town(name="Testville", crs=gpd.GeoSeries([], crs=CRS).crs,
+                ft_per_unit=feet_per_unit(CRS),
+                layers={"parcels": parcels, "mains": mains, "manholes": manholes,
+                        "plants": plants},
+                profile=load_profile(profile))
+
+
+def make_results(town: Town) -> dict[str, gpd.GeoDataFrame]:
+    parcels = town.layers["parcels"]
+    ob = gpd.GeoDataFrame(
+        {"parcel_id": ["P1", "P2", "P3", "P4"], "building_id": [None] * 4,
+         "main_id": ["M1", "M1", "M2", "M2"], "distance_ft": [30.0, 30.0, 30.0, 30.0],
+         "within_distance": [True] * 4, "abuts_sewered_street": [True] * 4,
+         "status": ["required", "connected", "review", "not_required"],
+         "deadline_days": [30, None, None, None], "septic_deadline": [None] * 4,
+         "measure": ["property_line"] * 4, "section": ["§ 168-22.2G"] * 4,
+         "reason": ["within 300 ft"] * 4},
+        geometry=parcels.geometry.to_numpy(), crs=CRS)
+    evidence = gpd.GeoDataFrame(
+        {"parcel_id": ["P1", "P2"], "main_id": ["M1", "M1"], "distance_ft": [30.0, 30.0]},
+        geometry=[LineString([(X0 + 45, Y0 + 30), (X0 + 45, Y0)]),
+                  LineString([(X0 + 145, Y0 + 30), (X0 + 145, Y0)])], crs=CRS)
+    zone = gpd.GeoDataFrame({"distance_ft": [300.0]},
+                            geometry=[town.layers["mains"].geometry.iloc[0].buffer(300)],
+                            crs=CRS)
+    taps = gpd.GeoDataFrame(
+        {"building_id": ["B1", "B2"], "parcel_id": ["P1", "P2"], "user_id": [None, "U1"],
+         "main_id": ["M1", "M1"], "tap_distance_ft": [45.0, 145.0],
+         "control_manhole_id": ["MH2", "MH2"], "plant_id": ["WWTP", "WWTP"],
+         "path_length_ft": [155.0, 55.0]},
+        geometry=[Point(X0 + 45, Y0), Point(X0 + 145, Y0)], crs=CRS)
+    paths = gpd.GeoDataFrame(
+        {"building_id": ["B1", "B2"], "control_manhole_id": ["MH2", "MH2"],
+         "path_length_ft": [155.0, 55.0]},
+        geometry=[LineString([(X0 + 45, Y0), (X0 + 200, Y0)]),
+                  LineString([(X0 + 145, Y0), (X0 + 200, Y0)])], crs=CRS)
+    plan = gpd.GeoDataFrame(
+        {"user_id": ["U1", "U2"], "name": ["Dye works", "Bakery"],
+         "process_flow_gpd": [30_000.0, 2_000.0], "siu": [True, False],
+         "siu_reason": [">= 25,000 gpd", None], "control_manhole_id": ["MH2", "MH3"]},
+        geometry=[Point(X0 + 145, Y0 + 60), Point(X0 + 345, Y0 + 60)], crs=CRS)
+    pipes = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2"], "diameter_in": [8.0, np.nan], "slope": [0.004, np.nan],
+         "capacity_gpd": [494_000.0, np.nan], "avg_flow_gpd": [100_000.0, 120_000.0],
+         "peak_flow_gpd": [420_000.0, 480_000.0], "utilization": [0.85, np.nan],
+         "over_threshold": [True, False], "deficient": [False, False],
+         "surcharged": [False, False], "velocity_fps": [2.19, np.nan], "flags": ["", ""]},
+        geometry=town.layers["mains"].geometry.iloc[:2].to_numpy(), crs=CRS)
+    plants = pd.DataFrame({"plant_id": ["WWTP"], "design_flow_mgd": [1.0],
+                           "avg_flow_mgd": [0.85], "ratio": [0.85], "over_threshold": [True],
+                           "basis": ["3-month mean"]})
+    return {"obligations": ob, "obligation_evidence": evidence, "connection_zone": zone,
+            "control_manholes": taps, "control_paths": paths, "sampling_plan": plan,
+            "pipes_capacity": pipes, "plants": plants}
+
+
+def layer_data(page: Path) -> dict[str, dict]:
+    """The encoded layers of a written page, by layer key."""
+    text = page.read_text(encoding="utf-8")
+    cfg = json.loads(re.search(r"var cfg=(\{.*?\});\n", text).group(1))
+    out = {}
+    for m in re.finditer(r"cfg\.layers\[(\d+)\]\.data=(.*?);\n", text):
+        spec = cfg["layers"][int(m.group(1))]
+        out[spec["key"]] = {"spec": spec, "data": json.loads(m.group(2))}
+    return out
+
+
+def decode_polyline(text: str, precision: int) -> np.ndarray:
+    """Independent decoder of the polyline scheme (as in Google's documentation)."""
+    values, result, shift = [], 0, 0
+    for ch in text:
+        b = ord(ch) - 63
+        result |= (b & 0x1F) << shift
+        shift += 5
+        if b < 0x20:
+            values.append(~(result >> 1) if result & 1 else result >> 1)
+            result, shift = 0, 0
+    xy = np.cumsum(np.array(values, dtype=np.int64).reshape(-1, 2), axis=0)
+    return xy / 10.0**precision
+
+
+def props_of(block: dict, i: int) -> dict:
+    """Properties of feature i as the page shows them."""
+    p = dict(block["k"])
+    for name, fmt, dictionary, values in block["c"]:
+        v = values[i]
+        if v is None:
+            continue
+        if dictionary:
+            v = dictionary[v]
+        p[name] = maps.format_value(v, fmt)
+    return p
+
+
+# --------------------------------------------------------------------------- encoding
+def test_encode_coords_matches_independent_decoder_and_pyproj():
+    pts = np.array([[-73.901234567, 41.6712345], [-73.9, 41.67], [179.999999, -89.5],
+                    [-180.0, 0.0]])
+    text = maps.encode_coords(pts, 6)
+    back = decode_polyline(text, 6)
+    np.testing.assert_allclose(back, np.round(pts, 6), atol=1e-9)
+
+
+def test_encode_layer_coordinates_are_reprojected_and_rounded():
+    gdf = gpd.GeoDataFrame({"a": [1]}, geometry=[LineString([(X0, Y0), (X0 + 1000, Y0 + 500)])],
+                           crs=CRS)
+    text, n = maps.encode_layer(gdf, {}, precision=6)
+    block = json.loads(text)
+    assert n == 1 and block["g"]["t"] == "line" and block["g"]["c"] == [2]
+    got = decode_polyline(block["g"]["e"], 6)
+    tr = Transformer.from_crs(CRS, "EPSG:4326", always_xy=True)
+    lon, lat = tr.transform([X0, X0 + 1000], [Y0, Y0 + 500])
+    np.testing.assert_allclose(got, np.column_stack([lon, lat]), atol=6e-7)
+    # 6 decimals: every value is a whole number of micro-degrees
+    assert np.allclose(got * 1e6, np.round(got * 1e6))
+
+
+def test_polygon_rings_drop_closing_point_and_keep_holes():
+    outer = [(X0, Y0), (X0 + 100, Y0), (X0 + 100, Y0 + 100), (X0, Y0 + 100)]
+    hole = [(X0 + 40, Y0 + 40), (X0 + 60, Y0 + 40), (X0 + 60, Y0 + 60)]
+    gdf = gpd.GeoDataFrame(geometry=[Polygon(outer, [hole]), box(X0, Y0 + 200, X0 + 50,
+                                                                   Y0 + 250)], crs=CRS)
+    block = json.loads(maps.encode_layer(gdf, {}, precision=6)[0])
+    g = block["g"]
+    assert g["t"] == "polygon" and g["r"] == [2, 1] and g["c"] == [4, 3, 4]
+    assert len(decode_polyline(g["e"], 6)) == 11
+
+
+def test_missing_and_empty_geometries_are_dropped_with_their_rows():
+    gdf = gpd.GeoDataFrame({"id": ["a", "b", "c"]},
+                           geometry=[Point(X0, Y0), None, Point(X0 + 10, Y0)], crs=CRS)
+    block = json.loads(maps.encode_layer(gdf, {"id": ["a", "b", "c"]})[0])
+    assert block["n"] == 2
+    assert [props_of(block, i)["id"] for i in range(2)] == ["a", "c"]
+
+
+def test_properties_constant_dictionary_and_unknown():
+    gdf = gpd.GeoDataFrame(geometry=[Point(X0 + i, Y0) for i in range(6)], crs=CRS)
+    s = pd.Series([8.0, np.nan, 12.0, 8.0, 8.0, 8.0])
+    props = {"diameter": maps._fmt_number(s, 0, "in"), "section": ["§ 1"] * 6,
+             "kind": ["a", "b", "a", "a", "a", "a"]}
+    block = json.loads(maps.encode_layer(gdf, props)[0])
+    assert block["k"] == {"section": "§ 1"}
+    kind = next(c for c in block["c"] if c[0] == "kind")
+    assert kind[2] == ["a", "b"] and kind[3] == [0, 1, 0, 0, 0, 0]
+    shown = [props_of(block, i).get("diameter") for i in range(6)]
+    assert shown[0] == "8 in" and shown[1] is None and shown[2] == "12 in"
+    assert maps.format_value(None, ("n", 0, "in")) == "unknown"
+    assert maps.format_value(12345.678, ("n", 1, "gpd")) == "12,345.7 gpd"
+    assert maps.format_value(0.8, ("p", 1)) == "80.0 %"
+
+
+def test_layer_without_crs_is_an_error():
+    gdf = gpd.GeoDataFrame(geometry=[Point(0, 0)])
+    with pytest.raises(ConfigError):
+        maps.encode_layer(gdf, {})
+
+
+# --------------------------------------------------------------------------- classes
+def test_utilization_class_from_values_and_profile_thresholds():
+    df = pd.DataFrame({"utilization": [0.5, 0.80, 0.81, 0.92, 1.2, np.nan, np.nan],
+                       "capacity_gpd": [1.0, 1.0, 1.0, 1.0, 1.0, np.nan, 0.0]})
+    got = maps.utilization_class(df, load_profile("berlin-nh"))
+    assert list(got) == ["ok", "ok", "threshold", "deficient", "surcharged", "unknown",
+                         "nocapacity"]
+
+
+def test_utilization_class_prefers_result_flags():
+    df = pd.DataFrame({"utilization": [0.5], "capacity_gpd": [1.0], "over_threshold": [True],
+                       "deficient": [False], "surcharged": [False]})
+    assert list(maps.utilization_class(df)) == ["threshold"]
+
+
+# --------------------------------------------------------------------------- pages
+@pytest.fixture
+def written(tmp_path: Path) -> tuple[Town, list[Path]]:
+    town = make_town()
+    paths = maps.write_maps(town, make_results(town), tmp_path, self_contained=True)
+    return town, paths
+
+
+def test_every_page_is_written_when_its_inputs_exist(written):
+    _, paths = written
+    assert [p.name for p in paths] == ["network.html", "obligations.html", "sampling.html",
+                                      "capacity.html", "index.html"]
+
+
+def test_pages_without_inputs_are_not_written(tmp_path):
+    town = make_town()
+    paths = maps.write_maps(town, {}, tmp_path)
+    assert [p.name for p in paths] == ["network.html", "index.html"]
+    assert not (tmp_path / "obligations.html").exists()
+
+
+def test_unknown_page_name_is_an_error(tmp_path):
+    with pytest.raises(ConfigError):
+        maps.write_maps(make_town(), {}, tmp_path, names=["nope"])
+
+
+def test_self_contained_page_loads_nothing_from_the_network(written):
+    _, paths = written
+    for page in paths:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]+src=", text), page.name
+        assert not re.search(r"<link[^>]+href=", text), page.name
+        assert "window.L=" in text or "L.version" in text or "leaflet" in text.lower()
+        assert "base map tiles need a network" in text
+
+
+def test_cdn_page_links_leaflet(tmp_path):
+    town = make_town()
+    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
+    text = page.read_text(encoding="utf-8")
+    assert re.search(r'<script src="https://[^"]*leaflet[^"]*\.js"', text)
+    assert "base map tiles need a network" not in text
+
+
+def test_title_names_town_and_profile(written):
+    _, paths = written
+    text = paths[0].read_text(encoding="utf-8")
+    cfg = json.loads(re.search(r"var cfg=(\{.*?\});\n", text).group(1))
+    assert "Testville" in cfg["subtitle"]
+    assert "Poughkeepsie" in cfg["subtitle"]
+    assert cfg["legend"]
+
+
+def test_network_unknown_diameter_shown_as_unknown_not_zero(written):
+    _, paths = written
+    mains = layer_data(paths[0])["mains"]
+    block = mains["data"]
+    ids = [props_of(block, i)["main_id"] for i in range(block["n"])]
+    m2 = props_of(block, ids.index("M2"))
+    assert "diameter" not in m2  # absent -> the page prints "unknown"
+    assert m2["_u"] == 1  # drawn dashed
+    assert props_of(block, ids.index("M1"))["diameter"] == "8 in"
+    assert props_of(block, ids.index("M3"))["_c"] == "storm"
+
+
+def test_obligation_layers_by_status_cite_the_section(written):
+    _, paths = written
+    layers = layer_data(paths[1])
+    assert layers["parcels_required"]["data"]["n"] == 1
+    assert layers["parcels_review"]["data"]["n"] == 1
+    assert layers["parcels_connected"]["data"]["n"] == 1
+    assert layers["parcels_not_required"]["data"]["n"] == 1
+    req = props_of(layers["parcels_required"]["data"], 0)
+    assert req["section"] == "§ 168-22.2G" and req["distance_ft"] == "30.0 ft"
+    assert req["deadline_days"] == "30 days"
+    fields = [f[1] for f in layers["parcels_required"]["spec"]["fields"]]
+    assert "section" in fields and "distance_ft" in fields
+    # evidence only for parcels that need attention (required / review)
+    assert layers["evidence"]["data"]["n"] == 1
+    assert layers["connection_zone"]["spec"]["constants"]["section"] == "§ 168-22.2G"
+
+
+def test_sampling_sets_sius_apart_and_counts_taps_per_control_manhole(written):
+    _, paths = written
+    layers = layer_data(paths[2])
+    assert layers["siu"]["data"]["n"] == 1 and layers["users"]["data"]["n"] == 1
+    cm = layers["control_manholes"]["data"]
+    assert cm["n"] == 1 and props_of(cm, 0)["node_id"] == "MH2"
+    assert props_of(cm, 0)["taps"] == 2
+    assert layers["control_manholes"]["spec"]["constants"]["section"] == "§ 168-22.5J"
+    taps = layers["taps"]["data"]
+    assert {props_of(taps, i)["address"] for i in range(2)} == {"1 Main St", "2 Main St"}
+
+
+def test_capacity_classes_and_plant_panel(written):
+    _, paths = written
+    layers = layer_data(paths[3])
+    pipes = layers["pipes_capacity"]["data"]
+    by_id = {props_of(pipes, i)["main_id"]: props_of(pipes, i) for i in range(2)}
+    assert by_id["M1"]["_c"] == "threshold" and by_id["M1"]["utilization"] == "85.0 %"
+    assert by_id["M2"]["_c"] == "unknown" and "utilization" not in by_id["M2"]
+    assert "diameter_in" not in by_id["M2"]
+    text = paths[3].read_text(encoding="utf-8")
+    assert "Treatment plants" in text and "85.0 %" in text
+
+
+def test_index_has_every_layer_and_links(written):
+    _, paths = written
+    layers = layer_data(paths[4])
+    for key in ("mains", "pipes_capacity", "parcels_required", "taps", "siu", "plants"):
+        assert key in layers
+    assert "parcels" not in layers  # status layers already draw every parcel
+    text = paths[4].read_text(encoding="utf-8")
+    for name in ("network", "obligations", "sampling", "capacity"):
+        assert f"{name}.html" in text
+
+
+def test_results_without_geometry_join_town_geometry(tmp_path):
+    town = make_town()
+    res = make_results(town)
+    res["pipes_capacity"] = pd.DataFrame(res["pipes_capacity"].drop(columns="geometry"))
+    [page] = maps.write_maps(town, res, tmp_path, names=["capacity"])
+    assert layer_data(page)["pipes_capacity"]["data"]["n"] == 2
+
+
+def test_whatif_map_before_and_after(tmp_path):
+    town = make_town("berlin-nh")
+    pipes = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2"], "capacity_gpd": [494_000.0, 600_000.0],
+         "utilization_before": [0.70, 0.50], "utilization_after": [0.86, 0.60],
+         "crosses_threshold": [True, False]},
+        geometry=town.layers["mains"].geometry.iloc[:2].to_numpy(), crs=CRS)
+    res = {"pipes": pipes, "flow_gpd": 12_000.0,
+           "connection": {"x": X0 + 45, "y": Y0, "parcel_id": "P1", "main_id": "M1"},
+           "control_manhole": "MH2",
+           "plants": pd.DataFrame({"plant_id": ["WWTP"], "ratio_before": [0.79],
+                                   "ratio_after": [0.81]}),
+           "crossings": ["M1"],
+           "approvals": [{"authority": "NHDES", "section": "sec. 16-61", "text": "> 5,000 gpd"}]}
+    page = maps.whatif_map(town, res, tmp_path / "whatif.html", self_contained=True)
+    layers = layer_data(page)
+    before = {props_of(layers["path_before"]["data"], i)["main_id"]:
+              props_of(layers["path_before"]["data"], i)["_c"] for i in range(2)}
+    after = {props_of(layers["path_after"]["data"], i)["main_id"]:
+             props_of(layers["path_after"]["data"], i)["_c"] for i in range(2)}
+    assert before == {"M1": "ok", "M2": "ok"} and after == {"M1": "threshold", "M2": "ok"}
+    assert props_of(layers["proposed"]["data"], 0)["flow"] == "12,000 gpd"
+    text = page.read_text(encoding="utf-8")
+    assert "sec. 16-61" in text and "81.0 %" in text
+
+
+def test_page_write_is_atomic_and_readable(written):
+    _, paths = written
+    folder = paths[0].parent
+    assert not list(folder.glob(".*.tmp"))
+    assert paths[0].stat().st_mode & 0o044
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
+    from gisnet.cli import main
+    from gisnet.io import write_results
+
+    town = make_town()
+    write_results(tmp_path, make_results(town))
+    monkeypatch.setattr("gisnet.cli.common.load_town", lambda args: town)
+    monkeypatch.setattr("gisnet.cli.map.load_town", lambda args: town)
+    assert main(["map", "capacity", "--out", str(tmp_path), "-q", "--self-contained"]) == 0
+    page = tmp_path / "capacity.html"
+    assert page.exists() and not (tmp_path / "network.html").exists()
+    assert layer_data(page)["pipes_capacity"]["data"]["n"] == 2
+    assert main(["map", "all", "--out", str(tmp_path), "-q"]) == 0
+    assert (tmp_path / "index.html").exists() and (tmp_path / "sampling.html").exists()
+
+
+def test_cli_map_without_results_is_a_clear_error(tmp_path):
+    with pytest.raises(NotFoundError):
+        maps.read_results(tmp_path)
+    from gisnet.cli import main
+
+    assert main(["map", "network", "--out", str(tmp_path), "-q"]) == 2
