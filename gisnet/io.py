@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 ENGINES = ("pyogrio", "fiona")
 _ASSUMED = "gisnet_crs_assumed"
+_NO_GEOMETRY = "gisnet_no_geometry"
 RESULTS_FILE = "gisnet-results.gpkg"
 DEFAULT_SNAP_TOLERANCE_FT = 1.0
 #: How many ids a finding's message lists before "and N more".
@@ -211,8 +212,10 @@ def read_layer(
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         what = f" with where = {where!r}" if where else ""
         raise LayerError(f"cannot read{what}: {detail}", path=path, layer=role) from exc
-    if not isinstance(gdf, gpd.GeoDataFrame):  # a table without geometry
-        gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)))
+    if not isinstance(gdf, gpd.GeoDataFrame):  # a table without geometry (CSV, DBF ...)
+        gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
+        gdf.attrs[_NO_GEOMETRY] = True
+        return gdf
     if gdf.crs is None:
         if crs is None:
             raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
@@ -312,6 +315,10 @@ class _Layer:
         self.info.geometry_types = {str(k): int(v) for k, v in tnames.value_counts().items()}
         # null / empty
         null = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+        if null.all() and "none" not in allowed:
+            want = " or ".join(allowed)
+            raise LayerError(f"no feature has a geometry ({role} must be {want}s)",
+                             path=self.spec.path, layer=role)
         if null.any() and "none" not in allowed:
             self.add("null_geometry", "warning",
                      f"{int(null.sum())} features with null or empty geometry dropped: "
@@ -638,10 +645,12 @@ def canonical_layer(
         cols["active"] = (cols["status"].isna() | (cols["status"] == "active")).astype(bool)
     used = {s for s in info.mapping.values() if s is not None}
     cols.update(L.extras(used))
-    read_crs = CRS.from_user_input(raw.crs)
+    read_crs = CRS.from_user_input(raw.crs) if raw.crs is not None else working_crs
     src_crs = read_crs.to_2d() if len(read_crs.axis_info) > 2 else read_crs
+    if raw.attrs.get(_NO_GEOMETRY):
+        src_crs = working_crs
     gdf = gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries(geoms, crs=src_crs), crs=src_crs)
-    if src_crs != working_crs:
+    if src_crs != working_crs and not raw.attrs.get(_NO_GEOMETRY):
         gdf = gdf.to_crs(working_crs)
         how = "geographic (lon/lat) input" if src_crs.is_geographic else "input"
         report.add("reprojected", "info",
@@ -688,9 +697,13 @@ def _choose_crs(crs_arg: Any, tf: TownFile, raw: dict[str, gpd.GeoDataFrame],
         report.add("working_crs", "info", f"working CRS {crs_label(c)}, from {src}")
         return c
     order = [r for r in ("mains", *schema.ROLES) if r in raw]
+    order = [r for r in order if raw[r].crs is not None]
+    if not order:
+        raise CRSError("cannot choose a working CRS: no layer has geometry; name crs in the "
+                       "town file", path=tf.path)
     for role in order:
         c = raw[role].crs
-        if c is not None and c.is_projected:
+        if c.is_projected:
             c = c.to_2d() if len(c.axis_info) > 2 else c
             report.add("working_crs", "info",
                        f"working CRS {crs_label(c)}, the CRS of the {role} layer")
@@ -825,7 +838,8 @@ def load_town(
             what = f"no features match where = {spec.where!r}" if spec.where else "no features"
             raise LayerError(f"empty layer: {what}", path=spec.path, layer=role)
         infos[role] = LayerInfo(role, str(spec.path), spec.layer, spec.where, engine,
-                                g.crs.to_string(), crs_assumed=bool(g.attrs.get(_ASSUMED)))
+                                None if g.crs is None else g.crs.to_string(),
+                                crs_assumed=bool(g.attrs.get(_ASSUMED)))
         raw[role] = g
         if infos[role].crs_assumed:
             report.add("crs_assumed", "info",

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     print("canonical layers identical between engines: yes")
 
     print()
-    print(f"| step | pyogrio (Arrow), s | fiona, s | fiona / pyogrio |")
+    print("| step | pyogrio (Arrow), s | fiona, s | fiona / pyogrio |")
     print("|---|---:|---:|---:|")
     for step in results["pyogrio"]:
         po, fi = results["pyogrio"][step], results["fiona"][step]

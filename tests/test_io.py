@@ -15,7 +15,7 @@ import pyogrio
 import pytest
 import shapely
 from geopandas.testing import assert_geodataframe_equal
-from shapely.geometry import LineString, MultiLineString, Point, Polygon
+from shapely.geometry import LineString, MultiLineString, Polygon
 
 import gisnet.io
 from gisnet import schema
@@ -532,3 +532,51 @@ def test_bennington_counts_and_reprojection(shared_data):
     m = town.layers["mains"]
     assert (m["kind"] == "combined").sum() == 3
     assert (~m["active"]).sum() == 27  # 'Abandoned'
+
+
+# --------------------------------------------------------------------------- more sources
+
+
+def test_users_table_without_geometry(town_dir):
+    (town_dir / "users.csv").write_text("PERMIT,NAME,PROC_GPD,CIU\nIU-1,Dye works,30000,Y\n"
+                                        "IU-2,Bakery,\"1,200\",N\n", encoding="utf-8")
+    (town_dir / "gisnet.toml").write_text(TOWN_TOML + '[layers.users]\npath = "users.csv"\n',
+                                          encoding="utf-8")
+    town = load_town(town_dir)
+    u = town.layers["users"]
+    assert u["user_id"].tolist() == ["IU-1", "IU-2"]
+    assert u["process_flow_gpd"].tolist() == [30000.0, 1200.0]
+    assert u["categorical"].tolist() == [True, False]
+    assert u.geometry.isna().all() and u.crs == town.crs
+    assert not [f for f in town.report.of_kind("null_geometry") if f.layer == "users"]
+
+
+def test_table_where_lines_belong(town_dir):
+    (town_dir / "m.csv").write_text("FACILITYID\nA\n", encoding="utf-8")
+    with pytest.raises(LayerError, match="no feature has a geometry"):
+        load_town(town_dir, overrides={"mains": str(town_dir / "m.csv")})
+
+
+def test_bad_where_is_layer_error(town_dir):
+    (town_dir / "gisnet.toml").write_text(
+        TOWN_TOML.replace('path = "mains.shp"', 'path = "mains.shp"\nwhere = "NOSUCH = 1"'),
+        encoding="utf-8")
+    with pytest.raises(LayerError, match="cannot read with where") as exc:
+        load_town(town_dir)
+    assert "mains.shp" in str(exc.value)
+
+
+def test_filegdb_source(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    try:
+        _mains().iloc[:3].to_file(d / "sewer.gdb", layer="SewerGravityMain",
+                                  driver="OpenFileGDB", engine="pyogrio")
+    except Exception as exc:  # GDAL built without FileGDB write support
+        pytest.skip(f"cannot write FileGDB here: {exc}")
+    (d / "gisnet.toml").write_text(
+        '[layers.mains]\npath = "sewer.gdb"\nlayer = "SewerGravityMain"\n', encoding="utf-8")
+    for engine in ("pyogrio", "fiona"):
+        m = load_town(d, engine=engine).layers["mains"]
+        assert m["main_id"].tolist() == ["M1", "M2", "M3"]
+        assert m["diameter_in"].tolist()[:2] == [8.0, 10.0]

@@ -106,7 +106,7 @@ def test_invalid_toml_is_config_error(tmp_path):
 
 
 def test_no_town_file_in_folder(tmp_path):
-    with pytest.raises(ConfigError, match="no gisnet.toml in this folder") as exc:
+    with pytest.raises(ConfigError, match=r"no gisnet\.toml in this folder") as exc:
         read_town_file(tmp_path)
     assert str(tmp_path) in str(exc.value)
 
