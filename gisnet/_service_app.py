@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pyproj import CRS
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -231,6 +233,36 @@ def _install_error_handlers(app: FastAPI) -> None:
 # ---------------------------------------------------------------------------
 
 
+def _query(name: str, description: str, typ: str = "string") -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": {"type": typ}}
+
+
+_CRS_PARAM = _query("crs", "CRS of the response geometry (default EPSG:4326), e.g. EPSG:2260")
+_PATH_PARCEL = {"name": "parcel_id", "in": "path", "required": True,
+                "description": "parcel id", "schema": {"type": "string"}}
+
+
+def _q_float(q: Any, name: str) -> float | None:
+    """A finite number from the query string, or None; 422 naming it otherwise."""
+    v = q.get(name)
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        raise RequestError(name, f"{v!r} is not a number") from None
+    if not math.isfinite(f):
+        raise RequestError(name, f"{v!r} is not a finite number")
+    return f
+
+
+def _no_unknown(q: Any, known: tuple[str, ...]) -> None:
+    for k in q:
+        if k not in known:
+            raise RequestError(k, f"unknown parameter (expected {', '.join(known)})")
+
+
 def _geo(content: bytes) -> Response:
     return Response(content, media_type=GEOJSON)
 
@@ -307,10 +339,16 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
         ids = tab.gdf["parcel_id"].astype(object).where(tab.gdf["parcel_id"].notna(), None)
         return _json({"count": len(ids), "parcel_ids": ids.tolist()})
 
+    # The two single-parcel lookups read their query string directly: FastAPI's
+    # per-request parameter machinery costs more than the lookup itself. Their
+    # parameters are declared for the OpenAPI description by hand.
+
     @app.get("/parcels/{parcel_id:path}/obligation", summary="One parcel's obligation",
-             response_class=Response)
-    async def parcel_obligation(parcel_id: str, crs: str | None = CRS_QUERY) -> Response:
-        out_crs = parse_crs(crs)
+             response_class=Response,
+             openapi_extra={"parameters": [_PATH_PARCEL, _CRS_PARAM]})
+    async def parcel_obligation(request: Request) -> Response:
+        parcel_id = request.path_params["parcel_id"]
+        out_crs = parse_crs(request.query_params.get("crs"))
         tab = state.table("obligations")
         pos = tab.lookup("parcel_id", parcel_id)
         if pos is None:
@@ -342,16 +380,20 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
 
     @app.get("/trace/downstream", summary="Connection point, control manhole, plant and path "
                                           "downstream of a parcel or a point",
-             response_class=Response)
-    def trace_downstream(
-        parcel: str | None = Query(None, description="parcel id"),
-        x: float | None = Query(None, description="x (easting/longitude) in `point_crs`"),
-        y: float | None = Query(None, description="y (northing/latitude) in `point_crs`"),
-        point_crs: str | None = Query(None, description="CRS of x, y (default EPSG:4326)"),
-        crs: str | None = CRS_QUERY,
-    ) -> Response:
-        out_crs = parse_crs(crs)
+             response_class=Response,
+             openapi_extra={"parameters": [
+                 _query("parcel", "parcel id (answered from the precomputed tables)"),
+                 _query("x", "x (easting or longitude) in `point_crs`", "number"),
+                 _query("y", "y (northing or latitude) in `point_crs`", "number"),
+                 _query("point_crs", "CRS of x, y (default EPSG:4326)"),
+                 _CRS_PARAM]})
+    async def trace_downstream(request: Request) -> Response:
+        q = request.query_params
+        _no_unknown(q, ("parcel", "x", "y", "point_crs", "crs"))
+        out_crs = parse_crs(q.get("crs"))
         state.require("tracing")
+        parcel = q.get("parcel")
+        x, y = _q_float(q, "x"), _q_float(q, "y")
         if parcel is not None:
             if x is not None or y is not None:
                 raise RequestError("parcel", "give either 'parcel' or 'x' and 'y', not both")
@@ -360,15 +402,19 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
             raise RequestError("parcel" if x is None and y is None else ("y" if y is None
                                                                           else "x"),
                                "give 'parcel', or both 'x' and 'y'")
-        from shapely.geometry import Point
+        in_crs = parse_crs(q.get("point_crs"), "point_crs")
 
-        in_crs = parse_crs(point_crs, "point_crs")
-        pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
-        from .tracing import trace_downstream as _trace
+        def run() -> Response:
+            from shapely.geometry import Point
 
-        res = _trace(town, state.G, point=(pt.x, pt.y), index=state.index)
-        return _json({"query": {"x": x, "y": y, "point_crs": crs_name(in_crs)},
-                      **to_jsonable(res, out_crs, work_crs)})
+            from .tracing import trace_downstream as _trace
+
+            pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
+            res = _trace(town, state.G, point=(pt.x, pt.y), index=state.index)
+            return _json({"query": {"x": x, "y": y, "point_crs": crs_name(in_crs)},
+                          **to_jsonable(res, out_crs, work_crs)})
+
+        return await run_in_threadpool(run)
 
     @app.get("/manholes/{manhole_id:path}/upstream",
              summary="Everything that drains to a manhole: pipes, parcels, buildings, users",
@@ -459,7 +505,8 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
                 raise NotFoundError(f"parcel {pid!r} not found", layer="parcels", feature=pid)
             kwargs["parcel_id"] = pid
         else:
-            kwargs["point"] = _point(body.point, body.crs, work_crs)
+            pt = _point(body.point, body.crs, work_crs)
+            kwargs["point"] = (pt.x, pt.y)
         res = _whatif(town, state.G, state.capacity, **kwargs)
         data = to_jsonable(res.to_dict(), out_crs, work_crs)
         # the pipes with their geometry, and the tap in the response CRS

@@ -359,6 +359,8 @@ def test_parcel_trace_from_tables(client):
         ({"x": "abc", "y": "41.6"}, 422, "x"),
         ({"parcel": "P1", "x": "1", "y": "2"}, 422, "parcel"),
         ({"x": "-73.9", "y": "41.6", "point_crs": "nonsense"}, 422, "point_crs"),
+        ({"x": "inf", "y": "41.6"}, 422, "x"),
+        ({"parcle": "P1"}, 422, "parcle"),
     ],
 )
 def test_malformed_trace_is_422(client, params, status, field):
