@@ -240,6 +240,8 @@ def _fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
         return _fmt_number(s, 4, "ft/ft")
     if pd.api.types.is_bool_dtype(s.dtype):
         return _fmt_bool(s)
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return [None if pd.isna(v) else v.strftime("%Y-%m-%d") for v in s.tolist()]
     if pd.api.types.is_numeric_dtype(s.dtype):
         return _fmt_number(s, 2)
     return [
@@ -502,13 +504,17 @@ class Page:
     center: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
 
-def _fields_for(df: pd.DataFrame, order: Iterable[str], skip: Iterable[str] = ()) -> list[str]:
-    """Columns to show: those of ``order`` present, then the other non-geometry ones."""
+def _fields_for(df: pd.DataFrame, order: Iterable[str], skip: Iterable[str] = (), *,
+                rest: bool = False) -> list[str]:
+    """Columns to show: those of ``order`` present (then, with ``rest``, every other
+    non-geometry column)."""
     skip = set(skip) | {"geometry"}
     if isinstance(df, gpd.GeoDataFrame):
         skip.add(df.geometry.name)
     cols = [c for c in order if c in df.columns and c not in skip]
-    cols += [c for c in df.columns if c not in cols and c not in skip and not c.startswith("_")]
+    if rest:
+        cols += [c for c in df.columns
+                 if c not in cols and c not in skip and not c.startswith("_")]
     return cols
 
 
@@ -741,8 +747,7 @@ def _plants_layer(ctx: _Ctx) -> MapLayer | None:
         if plants is None:
             return None
         cols = _fields_for(plants, ["plant_id", "name", "design_flow_mgd", "avg_flow_mgd",
-                                    "ratio", "over_threshold", "basis"],
-                           skip=["node_id_town", "name_town"])
+                                    "ratio", "over_threshold", "basis", "window", "gaps"])
         props = _auto_props(plants, cols)
         over = _is_true(_col(plants, "over_threshold"))
         props["_c"] = ["over" if o else "ok" for o in over]
@@ -865,7 +870,7 @@ def _obligation_layers(ctx: _Ctx) -> list[MapLayer]:
     if zone is not None:
         section = ctx.section("connection", "section")
         dist = _pget(ctx.profile, "connection", "distance_ft")
-        cols = _fields_for(zone, [])
+        cols = _fields_for(zone, ["distance_ft", "measure", "mains_count", "area_acres"])
         props = _auto_props(zone, cols)
         consts: dict[str, Any] = {}
         fields = [(_label(c), c) for c in cols]
@@ -955,8 +960,9 @@ def _obligation_layers(ctx: _Ctx) -> list[MapLayer]:
 
 
 SAMPLING_ORDER = ("user_id", "name", "parcel_id", "building_id", "process_flow_gpd",
-                  "categorical", "siu", "siu_reason", "local_review", "reason",
-                  "control_manhole_id", "plant_id", "path_length_ft", "section")
+                  "categorical", "siu", "siu_reason", "review", "review_reason",
+                  "local_review", "reason", "plant_share_pct", "control_manhole_id",
+                  "plant_id", "path_length_ft", "section")
 
 
 def _siu_mask(df: pd.DataFrame) -> np.ndarray:
@@ -1152,6 +1158,13 @@ def _capacity_layers(ctx: _Ctx) -> tuple[list[MapLayer], list[dict[str, str]]]:
         cols = [c for c in _fields_for(pipes, CAPACITY_ORDER,
                                        skip=["over_threshold", "deficient", "surcharged"])
                 if c not in ("from_node", "to_node")]
+        if "computed" in pipes.columns:  # pipes in a cycle: flows not computed -> unknown
+            notc = _is_false(pipes["computed"])
+            if notc.any():
+                pipes = pipes.copy()
+                for c in ("avg_flow_gpd", "peak_flow_gpd", "utilization", "industrial_flow_gpd"):
+                    if c in pipes.columns:
+                        pipes[c] = pipes[c].astype(float).mask(notc)
         props = _auto_props(pipes, cols)
         props["_c"] = list(cls)
         d = _num(_col(pipes, "diameter_in"))

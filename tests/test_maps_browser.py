@@ -1,0 +1,227 @@
+"""Browser tests of the web maps: headless Chromium opens each self-contained page
+from disk (no network), finds no script errors, counts the features of each
+layer, opens popups by clicking and by searching, and saves screenshots under
+tests/_artifacts/.
+
+Needs Debian's ``chromium`` and ``chromium-driver``; skipped without them.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+#: Console messages about base-map tiles are expected offline.
+TILE_HOSTS = ("tile.openstreetmap.org", "basemaps.cartocdn.com")
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("chromium and chromium-driver are not installed (/usr/bin)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="gisnet-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--no-first-run", "--disable-sync", "--window-size=1400,900",
+                "--disable-dev-shm-usage", f"--user-data-dir={profile}"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    d.set_page_load_timeout(60)
+    try:
+        yield d
+    finally:
+        d.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_page(d, page: Path) -> dict[str, int]:
+    """Load a page, wait for the layers, return feature counts per layer."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d.get_log("browser")  # drop earlier messages
+    d.get(page.resolve().as_uri())
+    WebDriverWait(d, 60).until(
+        lambda drv: drv.execute_script("return !!(window.gisnet && window.gisnet.ready)"))
+    return d.execute_script(
+        "var o={};Object.keys(window.gisnet.layers).forEach(function(k){"
+        "o[k]=window.gisnet.layers[k].getLayers().length;});return o;")
+
+
+def severe_errors(d) -> list[str]:
+    return [e["message"] for e in d.get_log("browser")
+            if e["level"] == "SEVERE" and not any(h in e["message"] for h in TILE_HOSTS)]
+
+
+def search(d, text: str) -> str:
+    """Type into the page's search box, press Find, return the popup's text."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    box = d.find_element(By.CSS_SELECTOR, ".gisnet-search-input")
+    box.clear()
+    box.send_keys(text)
+    d.find_element(By.CSS_SELECTOR, ".gisnet-search-go").click()
+    WebDriverWait(d, 10).until(
+        lambda drv: drv.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content"))
+    return d.execute_script("return document.querySelector('.leaflet-popup-content').innerText")
+
+
+def click_feature(d, layer: str) -> str:
+    """Click (a real mouse click) on the first feature of a layer; return the popup text."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    d.execute_script("window.gisnet.map.closePopup();")
+    xy = d.execute_script(
+        "var g=window.gisnet, l=g.layers[arguments[0]].getLayers()[0];"
+        "var ll=l.getLatLng?l.getLatLng():l.getCenter();g.map.setView(ll,18,{animate:false});"
+        "var p=g.map.latLngToContainerPoint(ll);"
+        "var s=g.map.getSize();return [p.x-s.x/2,p.y-s.y/2];", layer)
+    el = d.find_element(By.CSS_SELECTOR, ".folium-map")
+    ActionChains(d).move_to_element_with_offset(el, int(xy[0]), int(xy[1])).click().perform()
+    WebDriverWait(d, 10).until(
+        lambda drv: drv.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content"))
+    return d.execute_script("return document.querySelector('.leaflet-popup-content').innerText")
+
+
+# --------------------------------------------------------------------------- sample town
+@pytest.fixture(scope="module")
+def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Path]]:
+    from gisnet import maps
+    from gisnet.io import load_town
+    from gisnet.pipeline import analyse
+
+    town = load_town(sample_dir)
+    res = analyse(town)
+    out = tmp_path_factory.mktemp("sample-maps")
+    paths = maps.write_maps(town, res.layers, out, self_contained=True)
+    return res.layers, {p.stem: p for p in paths}
+
+
+def _located(gdf) -> int:
+    import shapely
+
+    g = np.asarray(gdf.geometry.array, dtype=object)
+    return int((~(shapely.is_missing(g) | shapely.is_empty(g))).sum())
+
+
+def expected_counts(layers: dict) -> dict[str, dict[str, int]]:
+    """Features each page must show, from the result GeoDataFrames."""
+    ob = layers["obligations"]
+    status = ob["status"].astype(str)
+    cm = layers["control_manholes"]
+    plan = layers["sampling_plan"]
+    siu = plan["siu"].fillna(False).astype(bool)
+    return {
+        "network": {"mains": _located(layers["graph_edges"]),
+                    "quality": _located(layers["quality"])},
+        "obligations": {f"parcels_{s}": int((status == s).sum())
+                        for s in ("required", "review", "connected", "not_required")
+                        if (status == s).any()},
+        "sampling": {"taps": _located(cm),
+                     "control_manholes": int(cm["control_manhole_id"].dropna().nunique()),
+                     "siu": int(siu.sum()), "users": int((~siu).sum())},
+        "capacity": {"pipes_capacity": _located(layers["pipes_capacity"])},
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["network", "obligations", "sampling", "capacity", "index"])
+def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, artifacts, name):
+    layers, pages = sample_pages
+    counts = open_page(driver, pages[name])
+    assert severe_errors(driver) == []
+    want = expected_counts(layers)
+    checks = want[name] if name != "index" else {k: v for page in want.values()
+                                                  for k, v in page.items()}
+    for key, n in checks.items():
+        if n:
+            assert counts.get(key) == n, (name, key, counts)
+    assert driver.execute_script("return document.querySelectorAll('.gisnet-legend').length") == 1
+    assert driver.execute_script(
+        "return document.querySelectorAll('.leaflet-control-scale').length") == 1
+    title = driver.execute_script(
+        "return document.querySelector('.gisnet-titlebox').textContent")
+    assert "profile" in title and "Offline page" in title
+    if name == "obligations":
+        ob = layers["obligations"]
+        row = ob[ob["status"] == "required"].iloc[0]
+        text = search(driver, str(row["parcel_id"]))
+        assert str(row["parcel_id"]) in text and str(row["section"]) in text
+        assert "must connect" in text
+    elif name == "capacity":
+        text = click_feature(driver, "plants")
+        assert "Plant" in text
+    elif name == "sampling":
+        text = click_feature(driver, "control_manholes")
+        assert "Control manhole" in text and "Taps sampled here" in text
+    elif name == "network":
+        text = click_feature(driver, "plants")
+        assert "Plant" in text
+    else:
+        parcels = layers["obligations"]
+        pid = str(parcels["parcel_id"].iloc[0])
+        assert pid in search(driver, pid)
+    driver.save_screenshot(str(artifacts / f"maps_sample_{name}.png"))
+    assert severe_errors(driver) == []
+
+
+# --------------------------------------------------------------------------- Bennington
+@pytest.mark.slow
+def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_path, artifacts):
+    from gisnet import maps
+    from gisnet.capacity import compute_capacity
+    from gisnet.graph import build_sewer_graph, graph_to_gdfs, quality_gdf
+    from gisnet.io import load_town
+
+    d = shared_data / "bennington_vt"
+    town = load_town(d, overrides={"mains": d / "BenningtonLinearFeatures.geojson",
+                                   "manholes": d / "BenningtonPointFeatures.geojson",
+                                   "plants": d / "BenningtonWWTF.geojson"},
+                     profile="berlin-nh")
+    assert town.layers["mains"]["diameter_in"].isna().all()
+    G = build_sewer_graph(town)
+    nodes, edges = graph_to_gdfs(G)
+    cap = compute_capacity(town, G)
+    results = {"graph_nodes": nodes, "graph_edges": edges, "quality": quality_gdf(G, town.report),
+               **cap.layers()}
+    paths = {p.stem: p for p in maps.write_maps(town, results, tmp_path, self_contained=True)}
+    assert "network" in paths and "capacity" in paths
+
+    counts = open_page(driver, paths["network"])
+    assert severe_errors(driver) == []
+    assert counts["mains"] == _located(edges)
+    main_id = str(edges["main_id"].iloc[0])
+    text = search(driver, main_id)
+    assert re.search(r"Diameter\s+unknown", text), text
+    driver.save_screenshot(str(artifacts / "maps_bennington_network.png"))
+
+    counts = open_page(driver, paths["capacity"])
+    assert severe_errors(driver) == []
+    assert counts["pipes_capacity"] == _located(cap.pipes)
+    text = search(driver, main_id)
+    for label in ("Diameter", "Capacity", "Utilization"):
+        assert re.search(label + r"\s+unknown", text), text
+    assert not re.search(r"\b0 in\b", text)
+    classes = driver.execute_script(
+        "var c={};window.gisnet.layers.pipes_capacity.eachLayer(function(l){"
+        "var k=l.feature.properties._c;c[k]=(c[k]||0)+1;});return c;")
+    assert classes.get("unknown", 0) == counts["pipes_capacity"]
+    driver.save_screenshot(str(artifacts / "maps_bennington_capacity.png"))
