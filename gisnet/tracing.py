@@ -205,7 +205,8 @@ class DownstreamIndex:
         self.edges = self._edge_arrays(G)
         self.edge_index: dict[tuple[Any, Any, Any], int] = {
             (nodes[a], nodes[b], k): i
-            for i, (a, b, k) in enumerate(zip(self.edges.u, self.edges.v, self.edges.key, strict=True))
+            for i, (a, b, k) in enumerate(
+                zip(self.edges.u, self.edges.v, self.edges.key, strict=True))
         }
         self.next_edge, self.next_node = self._primary_out_edges()
         step = np.zeros(len(nodes))
@@ -1024,7 +1025,7 @@ def trace_downstream(
         raise NotFoundError("no eligible public sanitary main to connect to", layer="mains")
     edge = _edge_indices(idx, conn)
     tap_ft = conn["tap_distance_ft"].to_numpy(dtype=float)
-    mh, mh_ft, out, out_ft = idx.tap_targets(edge, tap_ft)
+    mh, mh_ft, out, _out_ft = idx.tap_targets(edge, tap_ft)
     e0 = int(edge[0])
     # pipes in order: the tap edge cut at the tap, then the primary chain
     chain = idx.chain_edges(int(idx.edges.v[e0]))

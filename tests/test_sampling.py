@@ -7,6 +7,7 @@ pipes along y = 0. Expected answers are worked by hand from the ordinances.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import geopandas as gpd
@@ -40,7 +41,7 @@ def street_graph() -> nx.MultiDiGraph:
     for nid, (x, kind, public, active) in NODES.items():
         G.add_node(nid, kind=kind, x=float(x), y=0.0, public=public, active=active,
                    is_manhole=kind == "manhole" and public and active, outlet=nid == "PLANT")
-    for i, (u, v) in enumerate(zip(CHAIN[:-1], CHAIN[1:], strict=True)):
+    for i, (u, v) in enumerate(itertools.pairwise(CHAIN)):
         geom = LineString([(NODES[u][0], 0), (NODES[v][0], 0)])
         key = "ABCDEFG"[i]
         G.add_edge(u, v, key=key, main_id=key, length_ft=geom.length * FT, diameter_in=8.0,
@@ -252,3 +253,49 @@ def test_unit_and_parameter_tables():
     assert canonical_parameter("Total Suspended Solids") == "ss"
     assert canonical_parameter("BOD5") == "bod"
     assert canonical_parameter("widgets") is None
+
+
+# ---------------------------------------------------------------------------
+# command line, on a synthetic town written to disk
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cli_sampling_plan_and_samples(tmp_path, capsys):
+    import pyogrio
+
+    from gisnet.cli import main
+    from gisnet.synthetic import make_town as synth
+    from gisnet.synthetic import write_town
+
+    write_town(synth(300, seed=2), tmp_path / "t", fmt="gpkg")
+    out = tmp_path / "out"
+    assert main(["sampling-plan", "--layers", str(tmp_path / "t"), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "industrial users:" in text
+    gpkg = out / "gisnet-results.gpkg"
+    names = {n for n, _ in pyogrio.list_layers(gpkg)}
+    assert {"control_manholes", "control_paths", "sampling_plan"} <= names
+    plan = gpd.read_file(gpkg, layer="sampling_plan")
+    cms = gpd.read_file(gpkg, layer="control_manholes")
+    assert cms["control_manhole_id"].notna().all()
+    user = plan.dropna(subset=["control_manhole_id"]).iloc[0]
+    mh = user["control_manhole_id"]
+    csv_path = write_csv(tmp_path, [f"{mh},2026-05-01 09:00,Cu,1.4,ppm",
+                                    f"{mh},2026-05-01 09:05,Cu,oops,ppm"])
+    rc = main(["samples", str(csv_path), "--layers", str(tmp_path / "t"),
+               "--csv-out", str(tmp_path / "f.csv")])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "EXCEEDANCE" in text and "§ 168-22.5C(9)" in text and user["user_id"] in text
+    assert "line 3" in text
+    found = pd.read_csv(tmp_path / "f.csv")
+    assert list(found["rule"]) == ["max", "malformed"]
+    # upstream trace names the same user
+    assert main(["trace", "--layers", str(tmp_path / "t"), "--manhole", mh, "--upstream"]) == 0
+    assert f"user {user['user_id']}" in capsys.readouterr().out
+    # downstream trace from the user's parcel reaches the plant
+    assert main(["trace", "--layers", str(tmp_path / "t"), "--parcel", user["parcel_id"]]) == 0
+    text = capsys.readouterr().out
+    assert f"control manhole: {mh}" in text and "downstream to plant" in text
+    assert main(["trace", "--layers", str(tmp_path / "t"), "--manhole", mh]) == 2
