@@ -33,7 +33,8 @@ Finding kinds
 when the layers did not come through the loader, which reports those),
 ``missing_diameter``, ``gap_snapped``, ``gap_not_snapped``, ``t_split``,
 ``reversed_pipe``, ``direction_conflict``, ``excluded_main``, plus
-``node_id_mismatch`` (from/to ids that name neither end node),
+``node_id_mismatch`` (from/to ids naming other nodes than the pipe's ends),
+``outlet_not_connected``,
 ``plant_not_connected``, ``isolated_structure`` (a manhole no pipe reaches)
 and ``kind_assumed`` (mains without a kind treated as sanitary).
 """
@@ -70,6 +71,7 @@ __all__ = [
     "graph_from_gdfs",
     "graph_summary",
     "graph_to_gdfs",
+    "quality_gdf",
 ]
 
 #: Snap tolerance used when neither the call nor the town names one (feet).
@@ -99,6 +101,9 @@ EDGE_COLUMNS: tuple[str, ...] = (
     "material", "kind", "owner", "status", "street", "public", "active", "gravity",
     "eligible", "direction_source",
 )
+
+_SOURCE_TEXT = {"node_ids": "the node ids", "inverts": "the inverts",
+                "digitized": "the digitised order"}
 
 _MAIN_COLS = (
     "main_id", "diameter_in", "material", "up_invert_ft", "down_invert_ft", "slope",
@@ -534,9 +539,16 @@ class _Builder:
 
     # ---------------------------------------------------------------- T splits
     def _t_splits(self) -> None:
-        """Split mains whose interior passes within tolerance of a node."""
+        """Split mains whose interior passes within tolerance of a node: a
+        node made by other pipes' ends, or a manhole no pipe end reached (a
+        main drawn straight through its manholes)."""
         self.splits: dict[int, list[tuple[float, int]]] = {}
         used = np.unique(self.end_node)
+        if self.s_count:
+            free_mh = np.ones(self.s_count, dtype=bool)
+            free_mh[used[used < self.s_count]] = False
+            free_mh &= self.s_source == "manholes"
+            used = np.union1d(used, np.flatnonzero(free_mh))
         if len(used) == 0:
             return
         pts = shapely.points(self.node_xy[used])
@@ -563,10 +575,11 @@ class _Builder:
                 joining = sorted({str(self.main_id[e // 2])
                                   for e in np.flatnonzero(self.end_node == nd).tolist()})
                 gap = shapely.distance(self.lines[k], Point(self.node_xy[nd])) * self.fpu
+                where = (f"where {', '.join(joining)} joins it" if joining
+                         else f"where it passes through {self.node_kind[nd]} {self.node_id[nd]}")
                 self.add("t_split", "info",
                          f"main {on} split at {self.node_id[nd]} ({p * self.fpu:.1f} ft along), "
-                         f"where {', '.join(joining) or 'a structure'} joins it "
-                         f"({gap:.2f} ft off the line)",
+                         f"{where} ({gap:.2f} ft off the line)",
                          "mains", on, Point(self.node_xy[nd]))
 
     # ---------------------------------------------------------------- direction
@@ -587,16 +600,20 @@ class _Builder:
         self.flip = flip.astype(bool)
         self.direction_source = source.astype(object)
         mid = self.main_id
-        for k in np.flatnonzero(ids_given & ~(fwd | rev)).tolist():
+        # from/to ids that name other nodes than the ones the pipe's ends meet
+        up_id = np.where(self.flip, vid, uid)
+        dn_id = np.where(self.flip, uid, vid)
+        bad_from = pd.notna(fr) & (fr != up_id)
+        bad_to = pd.notna(to) & (to != dn_id)
+        for k in np.flatnonzero(ids_given & (bad_from | bad_to | (fwd & rev))).tolist():
+            if fwd[k] and rev[k]:
+                why = f"both ends meet {uid[k]}/{vid[k]}, so they do not tell its direction"
+            else:
+                why = f"its ends meet {up_id[k]} -> {dn_id[k]}"
             self.add("node_id_mismatch", "warning",
-                     f"main {mid[k]} names from/to nodes {fr[k]} -> {to[k]}, but its ends meet "
-                     f"{uid[k]} and {vid[k]}; direction taken from "
-                     f"{'its inverts' if inv_ok[k] else 'the digitised order'}",
+                     f"main {mid[k]} names from/to nodes {fr[k]} -> {to[k]}, but {why}; "
+                     f"direction from {_SOURCE_TEXT[source[k]]}",
                      "mains", mid[k], self.lines[k])
-        for k in np.flatnonzero(ids_given & fwd & rev).tolist():
-            self.add("node_id_mismatch", "warning",
-                     f"main {mid[k]} from/to nodes {fr[k]} -> {to[k]} do not tell its direction "
-                     f"(both ends meet {uid[k]}/{vid[k]})", "mains", mid[k], self.lines[k])
         for k in np.flatnonzero(ids_ok & inv_ok & (fwd != inv_fwd)).tolist():
             self.add("direction_conflict", "warning",
                      f"main {mid[k]}: from/to nodes say {fr[k]} -> {to[k]} but the inverts "
@@ -764,9 +781,14 @@ class _Builder:
         index = {nid: i for i, nid in enumerate(self.node_id.tolist())}
         for name in self.inp.outlet_nodes:
             i = index.get(name)
-            if i is None or not used[i]:
-                raise ConfigError(f"outlet node {name!r} is not a node of the sewer graph "
-                                  "(no main reaches it)", layer="mains", feature=name)
+            if i is None:
+                raise ConfigError(f"outlet node {name!r} is neither a manhole/plant id nor a "
+                                  "node of the sewer graph", layer="mains", feature=name)
+            if not used[i]:
+                self.add("outlet_not_connected", "warning",
+                         f"outlet node {name} named in the town settings is reached by no main "
+                         f"within {self.tol_ft:g} ft", "manholes", name, Point(self.node_xy[i]))
+                continue
             outlet[i] = True
         self.outlet = outlet
         self.plant_of = plant_of

@@ -152,6 +152,25 @@ def test_pipe_end_mid_span_splits_the_other_pipe() -> None:
     assert G.graph["report"].counts().get("disconnected_piece", 0) == 0
 
 
+def test_main_drawn_through_a_manhole_is_split_there() -> None:
+    # A runs M1 -> M3 straight through M2 (0.4 ft off the line); no pipe ends at M2
+    G = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (300, 0)]}),
+        "manholes": manholes(M1=(0, 0), M2=(120, 0.4), M3=(300, 0)),
+    })
+    assert edge(G, "A")[:2] == ("M1", "M2") and edge(G, "A@2")[:2] == ("M2", "M3")
+    assert edge(G, "A")[2]["length_ft"] == pytest.approx(120 * FT)
+    (t,) = of_kind(G, "t_split")
+    assert "passes through manhole M2" in t.message
+    assert of_kind(G, "isolated_structure") == []
+    far = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (300, 0)]}),
+        "manholes": manholes(M1=(0, 0), M2=(120, 3), M3=(300, 0)),
+    })
+    assert far.number_of_edges() == 1
+    assert [f.feature_id for f in of_kind(far, "isolated_structure")] == ["M2"]
+
+
 def test_split_pieces_follow_flow_when_main_is_reversed() -> None:
     # A drawn west->east but inverts say east->west: upstream piece is the east one
     G = build_sewer_graph({"mains": mains(
@@ -235,13 +254,23 @@ def test_node_ids_win_over_inverts_and_the_conflict_is_reported() -> None:
 
 def test_from_to_ids_naming_other_nodes_are_reported_not_followed() -> None:
     G = build_sewer_graph({
-        "mains": mains({"main_id": "A", "coords": [(0, 0), (100, 0)], "from_node": "X9",
-                        "to_node": "X8"}),
-        "manholes": manholes(M1=(0, 0), M2=(100, 0)),
+        "mains": mains(
+            {"main_id": "A", "coords": [(0, 0), (100, 0)], "from_node": "X9", "to_node": "X8"},
+            # from_node matches (so the ids give the direction), to_node names another node
+            {"main_id": "B", "coords": [(200, 0), (100, 0)], "from_node": "M3",
+             "to_node": "M1"},
+            {"main_id": "C", "coords": [(200, 0), (300, 0)], "from_node": "M3",
+             "to_node": "M4"},
+        ),
+        "manholes": manholes(M1=(0, 0), M2=(100, 0), M3=(200, 0), M4=(300, 0)),
     })
     assert edge(G, "A")[:2] == ("M1", "M2")
     assert edge(G, "A")[2]["direction_source"] == "digitized"
-    assert [f.feature_id for f in of_kind(G, "node_id_mismatch")] == ["A"]
+    assert edge(G, "B")[:2] == ("M3", "M2")
+    assert edge(G, "B")[2]["direction_source"] == "node_ids"
+    bad = {f.feature_id: f.message for f in of_kind(G, "node_id_mismatch")}
+    assert sorted(bad) == ["A", "B"]
+    assert "M3 -> M2" in bad["B"]
 
 
 # ---------------------------------------------------------------- attributes and slopes
@@ -365,6 +394,11 @@ def test_outfall_kind_and_named_outlet_nodes() -> None:
     assert graph_summary(G)["pieces"] == 2 and of_kind(G, "disconnected_piece") == []
     with pytest.raises(ConfigError, match="NOPE"):
         build_sewer_graph(layers, outlet_nodes=["NOPE"])
+    # a manhole no main reaches cannot be an outlet: reported, not fatal
+    layers["manholes"] = pd.concat([mh, manholes(M9=(500, 500))], ignore_index=True)
+    G2 = build_sewer_graph(layers, outlet_nodes=["M4", "M9"])
+    assert G2.graph["outlets"] == ["M2", "M4"]
+    assert [f.feature_id for f in of_kind(G2, "outlet_not_connected")] == ["M9"]
 
 
 # ---------------------------------------------------------------- round trip
@@ -481,7 +515,8 @@ def test_washington_park_pieces_match_brute_force(shared_data: Path) -> None:
         Gm = build_sewer_graph({"mains": m}, snap_tolerance_ft=tol)
         assert nx.number_weakly_connected_components(Gm) == _brute_pieces(m, tol)
         G = build_sewer_graph({"mains": m, "manholes": mh}, snap_tolerance_ft=tol)
-        assert G.number_of_edges() == 35
+        assert len({d["main_id"] for *_, d in G.edges(data=True)}) == 35
+        assert G.number_of_edges() == 35 + len(of_kind(G, "t_split"))
         assert graph_summary(G)["pieces"] == len(of_kind(G, "disconnected_piece")) + 1
 
 
@@ -542,7 +577,9 @@ def test_sample_town_problems_are_all_found_and_nothing_spurious(sample_dir: Pat
     excluded = {f.feature_id for f in findings if f.kind == "excluded_main"}
     assert excluded == set(notes["storm_mains"] + notes["private_mains"] + notes["inactive_mains"])
     # split as the README says, and the outfall named in the town file is an outlet
-    assert G.has_edge(*edge(G, "SM000123@2")[:2], "SM000123@2")
+    (tp,) = [p for p in spec["problems"] if p["kind"] == "t_split"]
+    ending, split = tp["ids"]
+    assert edge(G, split)[1] == edge(G, f"{split}@2")[0] == edge(G, ending)[1]
     assert notes["storm_outfall"] in G.graph["outlets"]
     assert notes["plant"]["plant_id"] in G.graph["outlets"]
 
@@ -595,10 +632,15 @@ def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_pa
     H = graph_from_gdfs(nodes, edges)
     assert sorted(H.edges(keys=True)) == sorted(G.edges(keys=True))
     assert H.graph["outlets"] == G.graph["outlets"]
-    # the resolved direction is written: the reversed pipe runs MH000096 -> MH000095
-    row = edges.set_index("edge_key").loc["SM000087"]
+    # the resolved direction is written: the reversed pipe runs FROMMH -> TOMH,
+    # against its drawing
+    spec = json.loads((sample_dir / "problems.json").read_text())
+    (rev,) = [p["ids"][0] for p in spec["problems"] if p["kind"] == "reversed_pipe"]
+    src = io.load_town(sample_dir).layers["mains"].set_index("main_id").loc[rev]
+    row = edges.set_index("edge_key").loc[rev]
     assert (row["from_node"], row["to_node"], row["direction_source"]) == (
-        "MH000096", "MH000095", "node_ids")
+        src["from_node"], src["to_node"], "node_ids")
+    assert row.geometry.coords[0] == pytest.approx(src.geometry.coords[-1], abs=1e-6)
     assert main(["graph", "--layers", str(sample_dir), "--out", str(tmp_path), "--json",
                  "--snap-tolerance-ft", "2"]) == 0
     js = json.loads(capsys.readouterr().out)
