@@ -190,6 +190,8 @@ class DownstreamIndex:
         self.G = G
         self.crs = G.graph.get("crs")
         self.ft_per_unit = float(G.graph.get("ft_per_unit", 1.0))
+        tol = G.graph.get("snap_tolerance_ft")
+        self.snap_tolerance_ft = 1.0 if tol is None else float(tol)
         nodes = list(G.nodes)
         self.nodes = np.empty(len(nodes), dtype=object)
         self.nodes[:] = nodes
@@ -528,13 +530,17 @@ def _empty_points(crs: Any) -> gpd.GeoDataFrame:
 def _locate(
     index: DownstreamIndex, feats: pd.DataFrame, laterals: gpd.GeoDataFrame | None
 ) -> gpd.GeoDataFrame:
-    """Taps for feature rows (``building_id, parcel_id, user_id, point``)."""
+    """Taps for feature rows (``building_id, parcel_id, user_id, point``).
+
+    Returns the points and the ids of laterals that do not end on an eligible
+    main (not used)."""
     n = len(feats)
     edge = np.full(n, -1, dtype=np.int64)
     frac = np.full(n, np.nan)
     taps = np.empty(n, dtype=object)
     offset = np.full(n, np.nan)
     source = np.full(n, None, dtype=object)
+    off_main: list[Any] = []
     if laterals is not None and len(laterals) and n:
         le, lf, lt, lo, house = _lateral_taps(index, laterals)
         lat = pd.DataFrame(
@@ -544,7 +550,13 @@ def _locate(
                 "i": np.arange(len(laterals)),
             }
         )
-        lat = lat[le >= 0]
+        # a lateral gives the tap only if its main end lies on an eligible
+        # main (within the snap tolerance); one drawn to a storm, private or
+        # inactive main does not, and its building is projected instead
+        on_main = (le >= 0) & (np.nan_to_num(lo, nan=np.inf) <= index.snap_tolerance_ft)
+        off_main = _id_series(laterals, "lateral_id")[~on_main].tolist() \
+            if "lateral_id" in laterals else [str(i) for i in np.flatnonzero(~on_main)]
+        lat = lat[on_main]
         assigned = np.full(n, -1, dtype=np.int64)
         # 1. by building id; 2. by parcel id (a rear building shares the front
         # building's sewer); first lateral in layer order wins.
@@ -596,7 +608,7 @@ def _locate(
         geometry=gpd.GeoSeries(taps, crs=index.crs),
         crs=index.crs,
     )
-    return gdf
+    return gdf, off_main
 
 
 def connection_points(
@@ -606,8 +618,10 @@ def connection_points(
 
     One row per building, one per parcel without a building, and one per
     industrial user. With a laterals layer, a building's tap is the end of its
-    lateral (matched by ``building_id``, else by ``parcel_id``) lying on or
-    nearest an eligible main, projected onto that main. Otherwise the
+    lateral (matched by ``building_id``, else by ``parcel_id``) lying on an
+    eligible main, within the graph's snap tolerance, projected onto that
+    main; a lateral ending elsewhere (on a storm, private or inactive main) is
+    not used and reported (``lateral_off_main``). Otherwise the
     building's centroid (a parcel's representative point) is projected onto
     the nearest eligible main (``STRtree.query_nearest``, vectorised;
     equidistant mains: the first in graph edge order). Storm, private,
@@ -635,7 +649,15 @@ def connection_points(
     idx = _index(G, index)
     feats = _features(town)
     laterals = town.layer("laterals")
-    pts = _locate(idx, feats, laterals)
+    pts, off_main = _locate(idx, feats, laterals)
+    if off_main:
+        town.report.add(
+            "lateral_off_main", "warning",
+            f"{len(off_main)} lateral(s) do not end on an eligible public sanitary main "
+            f"(within {idx.snap_tolerance_ft:g} ft; e.g. drawn to a storm, private or inactive "
+            "main); their buildings were projected onto the nearest eligible main instead",
+            layer="laterals", feature_id=",".join(str(x) for x in off_main[:50]),
+        )
     users = town.layer("users")
     if users is not None and len(users):
         pts = pd.concat([pts, _user_points(idx, users, pts, laterals, town)], ignore_index=True)
@@ -696,7 +718,7 @@ def _user_points(
                  "user_id": uid.iloc[own].to_numpy(dtype=object),
                  "point": _as_points(geoms[own], polygon_point="representative")}
             )
-            located = _locate(idx, feats, laterals)
+            located, _ = _locate(idx, feats, laterals)
             for j, i in enumerate(own):
                 for c in cols:
                     out.at[i, c] = located.iloc[j][c]
@@ -1020,7 +1042,7 @@ def trace_downstream(
             x, y = tr.transform(x, y)
         feats = pd.DataFrame({"building_id": [None], "parcel_id": [None], "user_id": [None],
                               "point": np.array([shapely.Point(x, y)], dtype=object)})
-    conn = _locate(idx, feats, town.layer("laterals"))
+    conn, _ = _locate(idx, feats, town.layer("laterals"))
     if conn["source"].isna().all():
         raise NotFoundError("no eligible public sanitary main to connect to", layer="mains")
     edge = _edge_indices(idx, conn)

@@ -488,7 +488,16 @@ def test_synthetic_town_control_manholes_match_plain_walk(tmp_path, laterals):
     storm = {d["main_id"] for *_, d in G.edges(keys=True, data=True) if d["kind"] == "storm"}
     assert storm and not (set(pts["main_id"].dropna()) & storm)
     if laterals:
-        assert (pts["source"] == "lateral").sum() >= len(town.layers["buildings"])
+        # a building's lateral gives its tap exactly when the lateral's main
+        # is eligible; laterals drawn to the storm mains are reported instead
+        lat = town.layers["laterals"]
+        elig = {d["main_id"] for *_, d in G.edges(keys=True, data=True) if d["eligible"]}
+        on = lat[lat["main_id"].isin(elig)]
+        b = pts[pts["building_id"].notna() & pts["user_id"].isna()].set_index("building_id")
+        assert set(b.index[b["source"] == "lateral"]) == set(on["building_id"])
+        off = set(lat["lateral_id"]) - set(on["lateral_id"])
+        assert off
+        assert set(town.report.of_kind("lateral_off_main")[0].feature_id.split(",")) == off
 
 
 def test_sample_town_control_manholes_match_plain_walk(sample_dir):
@@ -501,3 +510,22 @@ def test_sample_town_control_manholes_match_plain_walk(sample_dir):
     G = build_sewer_graph(town)
     checked, _ = _check_every_building(town, G)
     assert checked > 0
+
+
+def test_lateral_to_storm_main_is_not_a_tap(line_graph):
+    crs = CRS.from_user_input(CRS_FT)
+    # L1 ends on the storm main (y = 20); L2 ends 0.5 ft from sanitary pipe C
+    lat = gpd.GeoDataFrame(
+        {"lateral_id": ["L1", "L2"], "building_id": ["B1", "B2"], "parcel_id": ["PA", "PB"],
+         "main_id": ["STORM1", "C"]},
+        geometry=gpd.GeoSeries([LineString([(140, 60), (140, 20)]),
+                                LineString([(260, 60), (250, 0.5)])], crs=crs), crs=crs)
+    town = make_town(parcels=[("PA", box(120, 40, 180, 100)), ("PB", box(220, 40, 280, 100))],
+                     buildings=[("B1", "PA", Point(140, 60)), ("B2", "PB", Point(260, 60))],
+                     laterals=lat)
+    pts = connection_points(town, line_graph).set_index("building_id")
+    assert pts.loc["B1", "source"] == "projected" and pts.loc["B1", "main_id"] == "B"
+    assert pts.loc["B2", "source"] == "lateral" and pts.loc["B2", "main_id"] == "C"
+    assert pts.loc["B2", "tap_distance_ft"] == pytest.approx(50 * FT)
+    f = town.report.of_kind("lateral_off_main")
+    assert len(f) == 1 and f[0].feature_id == "L1"
