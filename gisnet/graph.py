@@ -105,12 +105,6 @@ EDGE_COLUMNS: tuple[str, ...] = (
 _SOURCE_TEXT = {"node_ids": "the node ids", "inverts": "the inverts",
                 "digitized": "the digitised order"}
 
-_MAIN_COLS = (
-    "main_id", "diameter_in", "material", "up_invert_ft", "down_invert_ft", "slope",
-    "from_node", "to_node", "kind", "owner", "status", "street",
-)
-
-
 # --------------------------------------------------------------------------------------
 # inputs
 
