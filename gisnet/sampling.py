@@ -433,7 +433,11 @@ def read_samples(csv_path: str | Path) -> tuple[pd.DataFrame, list[dict[str, Any
                     raise ValueError
             except ValueError:
                 value = None
-                problems.append(f"value {r['value']!r} is not a number")
+                if r["value"].startswith(("<", ">")):
+                    problems.append(f"censored value {r['value']!r} (below/above the "
+                                    "reporting limit) cannot be checked")
+                else:
+                    problems.append(f"value {r['value']!r} is not a number")
             if not r["parameter"]:
                 problems.append("no parameter")
             if problems:

@@ -224,6 +224,7 @@ def test_units_parameters_and_manholes_reported_not_guessed(tmp_path):
         "MX9,2026-05-01 10:09,CN,2.5,ppm",             # unknown manhole, still checked
         "M2,yesterday,BOD,100,ppm",
         "M2,2026-05-01 10:10,BOD",
+        "M2,2026-05-01 10:11,Zn,<0.01,mg/L",
     ])
     res = check_samples(town, street_graph(), path)
     exc = res[res["kind"] == "exceedance"].set_index("parameter")
@@ -232,9 +233,10 @@ def test_units_parameters_and_manholes_reported_not_guessed(tmp_path):
     assert exc.loc["cyanide", "manhole_id"] == "MX9"
     assert exc.loc["cyanide", "suspects"] == ""
     prob = res[res["kind"] == "problem"]
-    assert sorted(prob["rule"]) == ["malformed", "malformed", "unknown_manhole",
+    assert sorted(prob["rule"]) == ["malformed", "malformed", "malformed", "unknown_manhole",
                                     "unknown_parameter", "unknown_unit", "unknown_unit"]
-    assert set(prob.loc[prob["rule"] == "malformed", "lines"]) == {"8", "9"}
+    assert set(prob.loc[prob["rule"] == "malformed", "lines"]) == {"8", "9", "10"}
+    assert "censored value '<0.01'" in prob.loc[prob["lines"] == "10", "message"].item()
     assert prob.loc[prob["rule"] == "unknown_parameter", "lines"].item() == "5"
 
 
