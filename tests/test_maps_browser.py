@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,6 +180,7 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
         parcels = layers["obligations"]
         pid = str(parcels["parcel_id"].iloc[0])
         assert pid in search(driver, pid)
+    time.sleep(0.6)  # let the popup's auto-pan finish before the screenshot
     driver.save_screenshot(str(artifacts / f"maps_sample_{name}.png"))
     assert severe_errors(driver) == []
 

@@ -251,8 +251,8 @@
       var spec = hits[0][0], l = hits[0][1];
       var layer = registry[spec.key];
       if (!map.hasLayer(layer)) { layer.addTo(map); }
-      if (l.getLatLng) { map.setView(l.getLatLng(), Math.max(map.getZoom(), 18)); }
-      else { map.fitBounds(l.getBounds(), {maxZoom: 19}); }
+      if (l.getLatLng) { map.setView(l.getLatLng(), 18, {animate: false}); }
+      else { map.fitBounds(l.getBounds(), {maxZoom: 18, animate: false}); }
       var html = popupHtml(spec, l.feature.properties || {});
       var where = l.getLatLng ? l.getLatLng() : l.getBounds().getCenter();
       L.popup({maxWidth: 360}).setLatLng(where).setContent(html).openOn(map);
@@ -282,7 +282,8 @@
     else if (cfg.center) { map.setView(cfg.center, cfg.zoom || 14); }
 
     window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
-                     popupHtml: popupHtml, ready: true};
+                     popupHtml: popupHtml, ready: true,
+                     readyMs: (window.performance && performance.now) ? performance.now() : null};
     return window.gisnet;
   }
 
