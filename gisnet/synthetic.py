@@ -99,7 +99,8 @@ def _ids(prefix: str, n: int, width: int | None = None) -> np.ndarray:
     return (prefix + num).to_numpy(dtype=object)
 
 
-def manning_capacity_gpd(diameter_in: np.ndarray, slope: np.ndarray, n: float = MANNING_N) -> np.ndarray:
+def manning_capacity_gpd(diameter_in: np.ndarray, slope: np.ndarray,
+                         n: float = MANNING_N) -> np.ndarray:
     """Full-pipe Manning capacity of circular pipes, gpd.
 
     ``Q_cfs = 0.46318 / n * D_ft**(8/3) * S**0.5`` (US units), times 646,317.
@@ -136,7 +137,7 @@ class TownArrays:
     pipe_u: np.ndarray
     pipe_v: np.ndarray
     pipe_street: np.ndarray  # street name per pipe (object)
-    pipe_width_row: np.ndarray  # bool: pipe lies on a street row (else column)
+    pipe_on_row: np.ndarray  # bool: pipe lies on a street row (else column)
     # parcels (boxes)
     par_x0: np.ndarray
     par_x1: np.ndarray
@@ -197,7 +198,8 @@ def _layout(n_parcels: int, n_mains: int | None, rng: np.random.Generator, *,
         extra = 0
     elif n_mains <= e_mand:
         if n_mains < e_mand:
-            log.info("synthetic town: %d mains requested, the street tree needs %d", n_mains, e_mand)
+            log.info("synthetic town: %d mains requested, the street tree needs %d",
+                     n_mains, e_mand)
         keep_b = vb[:0]
         extra = 0
     elif n_mains <= e_mand + len(vb):
@@ -320,7 +322,7 @@ def _layout(n_parcels: int, n_mains: int | None, rng: np.random.Generator, *,
         node_role=np.concatenate([np.zeros(n_grid, np.int8), np.ones(n_term, np.int8),
                                   np.full(n_inter, 2, np.int8), [3]]).astype(np.int8),
         pipe_u=pipe_u.astype(np.int64),
-        pipe_v=pipe_v.astype(np.int64), pipe_street=pipe_street, pipe_width_row=pipe_row,
+        pipe_v=pipe_v.astype(np.int64), pipe_street=pipe_street, pipe_on_row=pipe_row,
         par_x0=x0, par_x1=x1, par_y0=y0, par_y1=y1, par_front_north=side == 0,
         par_front_y=(front_row * pitch_y).astype(float), par_pipe=par_pipe,
         par_load_node=par_load.astype(np.int64), par_street=par_street, par_number=par_number,
@@ -351,7 +353,7 @@ def drop_pipes(a: TownArrays, drop: np.ndarray) -> TownArrays:
     return replace(
         a, node_x=a.node_x[used], node_y=a.node_y[used], node_role=a.node_role[used],
         pipe_u=new_node[a.pipe_u[keep]], pipe_v=new_node[a.pipe_v[keep]],
-        pipe_street=a.pipe_street[keep], pipe_width_row=a.pipe_width_row[keep],
+        pipe_street=a.pipe_street[keep], pipe_on_row=a.pipe_on_row[keep],
         par_pipe=par_pipe, par_load_node=load,
     )
 
@@ -477,7 +479,7 @@ def make_town(
     crs: str = "EPSG:2260",
     origin: tuple[float, float] | None = None,
     irregular: bool = False,
-    laterals: bool = False,
+    laterals: bool | float = False,
     lots_per_side: int = 6,
     lot_width_ft: float = 60.0,
     lot_depth_ft: float = 120.0,
@@ -509,7 +511,8 @@ def make_town(
         the whole town; lines are densified every 40 ft first).
     laterals
         Also return a ``laterals`` layer: one building sewer per building, from
-        the front of the footprint straight to the main in front.
+        the front of the footprint straight to the main in front (a float in
+        (0, 1): that fraction of the buildings, at random).
     lots_per_side, lot_width_ft, lot_depth_ft, street_width_ft, trunk_every
         Grid shape: lots along each side of a block, lot size (ft), street
         right-of-way width (ft), and a north-south trunk sewer every
@@ -731,7 +734,8 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
     # ---- parcel and building geometry ----------------------------------------------
     par_geom = geo(shapely.box(a.par_x0, a.par_y0, a.par_x1, a.par_y1))
     par_ids = _ids("P", n_par, max(7, len(str(n_par))))
-    address = (pd.Series(a.par_number).astype(str) + " " + pd.Series(a.par_street)).to_numpy(dtype=object)
+    address = (pd.Series(a.par_number).astype(str) + " "
+               + pd.Series(a.par_street)).to_numpy(dtype=object)
     parcels = gpd.GeoDataFrame(
         {
             "parcel_id": par_ids,
@@ -1126,8 +1130,6 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     region[plant] = False
     region |= path_sums(nxt, region.astype(float), plant) > 0  # everything draining into it
     drop = region[a.pipe_u]
-    septic = (a.par_pipe >= 0) & drop[np.maximum(a.par_pipe, 0)]
-    septic |= a.par_load_node >= 0  # placeholder, refined below
     septic = np.zeros(len(a.par_x0), bool)
     septic[(a.par_pipe >= 0) & drop[np.maximum(a.par_pipe, 0)]] = True
     septic[region[a.par_load_node]] = True
@@ -1140,7 +1142,7 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     has_in[a.pipe_v] = True
     leaf = ~has_in[a.pipe_u]
     upper = a.node_y[a.pipe_u] > 0.5 * height
-    cand = np.flatnonzero(leaf & upper & a.pipe_width_row & (a.pipe_v != plant))
+    cand = np.flatnonzero(leaf & upper & a.pipe_on_row & (a.pipe_v != plant))
     inactive = np.sort(rng.choice(cand, 2, replace=False))
     septic[np.isin(a.par_pipe, inactive)] = True
     # a few septic parcels in the sewered area, within reach of a sewer
@@ -1194,9 +1196,9 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     length = shapely.length(mains.geometry.to_numpy()) * fpu
     leafp = ~np.isin(a.pipe_u, a.pipe_v)
     r_pipe, = pick(~leafp & (deg[a.pipe_v] >= 2))
-    a_pipe, = pick(~leafp & a.pipe_width_row)
+    a_pipe, = pick(~leafp & a.pipe_on_row)
     g1, g2 = pick(leafp & (deg[a.pipe_v] >= 3), 2)
-    t_pipe, = pick(a.pipe_width_row & (length > 250) & (role[np.minimum(a.pipe_u, n_mh - 1)] == 0))
+    t_pipe, = pick(a.pipe_on_row & (length > 250) & (role[np.minimum(a.pipe_u, n_mh - 1)] == 0))
     d_pipe, = pick(~leafp)
     y_pipe, x_pipe = sorted(pick(np.ones(n_p, bool), 2))
     ids = mains["main_id"].to_numpy(dtype=object).copy()
@@ -1248,8 +1250,10 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     t_start = place(np.array([[xm, ym + 95.0]]))[0]
     t_geom_main = geoms[t_pipe]
     t_end = shapely.line_interpolate_point(
-        t_geom_main, shapely.line_locate_point(t_geom_main, shapely.Point(place(np.array([[xm, ym]]))[0])))
-    t_down_inv = round((float(mains.at[t_pipe, "up_invert_ft"]) + float(mains.at[t_pipe, "down_invert_ft"])) / 2 + 0.5, 2)
+        t_geom_main,
+        shapely.line_locate_point(t_geom_main, shapely.Point(place(np.array([[xm, ym]]))[0])))
+    t_mid_inv = float(mains.loc[t_pipe, ["up_invert_ft", "down_invert_ft"]].astype(float).mean())
+    t_down_inv = round(t_mid_inv + 0.5, 2)
     t_mh = new_mh_id()
     t_id = new_main_id()
 
@@ -1258,7 +1262,8 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     corners = [i for i in rng.permutation(np.flatnonzero(corner_ok)) if int(i) not in used_nodes]
     m_cyc = int(corners[0])
     m_prv = int(next(c for c in corners[1:]
-                     if math.hypot(a.node_x[c] - a.node_x[m_cyc], a.node_y[c] - a.node_y[m_cyc]) > 1500))
+                     if math.hypot(a.node_x[c] - a.node_x[m_cyc],
+                                   a.node_y[c] - a.node_y[m_cyc]) > 1500))
     used_nodes.update((m_cyc, m_prv))
     cx, cy = a.node_x[m_cyc], a.node_y[m_cyc]
     tri = place(np.array([[cx + 45, cy + 70], [cx + 110, cy + 70], [cx + 80, cy + 120]]))
@@ -1408,7 +1413,8 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
          "detail": f"back-lot sewer {t_id} (from manhole {t_mh}, TOMH blank) ends part-way "
                    f"along {mid['T']}, which must be split there ({mid['T']} and "
                    f"{mid['T']}@2)."},
-        {"kind": "missing_diameter", "ids": [mid["D"]], "expected": ["missing_diameter"], "also": [],
+        {"kind": "missing_diameter", "ids": [mid["D"]], "expected": ["missing_diameter"],
+         "also": [],
          "detail": f"{mid['D']} has no DIAMETER."},
         {"kind": "duplicate_id", "ids": [mid["Y"]], "expected": ["duplicate_id"], "also": [],
          "detail": f"two mains carry FACILITYID {mid['Y']}; the later one in the file "

@@ -248,8 +248,8 @@ def write_sample(out: Path) -> Path:
         "units": {"slope": "percent"},
         "plant_flows": {"path": "plant_flows.csv"},
     }
-    write_town_file(out / "gisnet.toml", top, specs,
-                    header="# Sample town (synthetic). Regenerate: python scripts/make_sample_town.py")
+    header = "# Sample town (synthetic). Regenerate: python scripts/make_sample_town.py"
+    write_town_file(out / "gisnet.toml", top, specs, header=header)
     town.plant_flows.to_csv(out / "plant_flows.csv", index=False, lineterminator="\n",
                             float_format="%.3f")
     doc = {"snap_tolerance_ft": SNAP_TOLERANCE_FT, "problems": town.problems,

@@ -151,7 +151,8 @@ def test_outfall_main_carries_the_plant_flow_peaked(town):
     p = math.sqrt(avg / 100 / 1000)
     peak = avg * min((18 + p) / (4 + p), 4.0)
     d_ft = out["diameter_in"] / 12
-    cap_cfs = 1.486 / 0.013 * (math.pi * d_ft**2 / 4) * (d_ft / 4) ** (2 / 3) * math.sqrt(out["slope"])
+    area, radius = math.pi * d_ft**2 / 4, d_ft / 4
+    cap_cfs = 1.486 / 0.013 * area * radius ** (2 / 3) * math.sqrt(out["slope"])
     assert cap_cfs * 646_316.88 >= peak * 0.99
     assert plant["design_flow_mgd"] > plant["avg_flow_mgd"]
 
@@ -344,12 +345,14 @@ def test_sample_problems_are_true_of_the_files(sample_raw, problems):
 
     r = probs["reversed_pipe"]["ids"][0]
     s, e = ends(r)
-    assert s.equals(mh.geometry[mains.at[r, "TOMH"]]) and e.equals(mh.geometry[mains.at[r, "FROMMH"]])
+    assert s.equals(mh.geometry[mains.at[r, "TOMH"]])
+    assert e.equals(mh.geometry[mains.at[r, "FROMMH"]])
     assert mains.at[r, "UPELEV"] < mains.at[r, "DOWNELEV"]
 
     a = probs["adverse_slope"]["ids"][0]
     s, e = ends(a)
-    assert s.equals(mh.geometry[mains.at[a, "FROMMH"]]) and e.equals(mh.geometry[mains.at[a, "TOMH"]])
+    assert s.equals(mh.geometry[mains.at[a, "FROMMH"]])
+    assert e.equals(mh.geometry[mains.at[a, "TOMH"]])
     assert mains.at[a, "UPELEV"] < mains.at[a, "DOWNELEV"]
 
     for kind, gap in (("gap_snapped", 0.6), ("gap_not_snapped", 1.6)):
