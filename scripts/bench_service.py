@@ -5,10 +5,13 @@ a synthetic city built in memory with :func:`gisnet.synthetic.make_town`),
 then:
 
 1. single-parcel ``GET /parcels/{id}/obligation`` and ``GET
-   /trace/downstream?parcel={id}`` with N concurrent keep-alive connections
-   for D seconds each (random parcel ids, seeded), measured by an asyncio
-   raw-socket HTTP/1.1 client written here: requests/s, latency p50/p90/p99/
-   max, non-200 count; and the same with ``wrk`` when it is installed;
+   /trace/downstream?parcel={id}`` over N concurrent keep-alive connections
+   (random parcel ids, seeded), measured by an asyncio raw-socket HTTP/1.1
+   client written here, twice: closed loop (each connection sends its next
+   request when the last one is answered: the most the server can do) and
+   open loop at ``--rate`` requests/s (latency from each request's scheduled
+   time); requests/s, latency p50/p90/p99/max, non-200 count; then the
+   closed loop again with ``wrk`` when it is installed;
 2. batches: ``POST /obligations`` and ``POST /control-manholes`` with 10,000
    ids, timed end to end (request sent -> body received and parsed).
 
@@ -210,6 +213,57 @@ async def _load(port: int, paths: list[str], connections: int, duration: float
     }
 
 
+async def _load_rate(port: int, paths: list[str], connections: int, duration: float,
+                     rate: float) -> dict[str, float]:
+    """Open loop: ``rate`` requests/s spread evenly over the connections.
+
+    Latency counts from each request's scheduled send time, so a slow answer
+    that delays the next request on its connection is charged to that request
+    too (no coordinated omission).
+    """
+    latencies: list[float] = []
+    errors = 0
+    interval = connections / rate
+    t_start = time.perf_counter() + 0.1
+    t_end = t_start + duration
+
+    async def worker(i: int) -> None:
+        nonlocal errors
+        rng = random.Random(1000 + i)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        k = 0
+        try:
+            while True:
+                scheduled = t_start + i / rate + k * interval
+                if scheduled >= t_end:
+                    break
+                delay = scheduled - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                writer.write(_request("GET", paths[rng.randrange(len(paths))]))
+                status, body = await _read_response(reader)
+                latencies.append(time.perf_counter() - scheduled)
+                if status != 200 or not body.startswith(b"{"):
+                    errors += 1
+                k += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(worker(i) for i in range(connections)))
+    elapsed = time.perf_counter() - t_start
+    lat = np.array(latencies) * 1000.0
+    return {
+        "offered_per_s": rate,
+        "requests": len(lat),
+        "req_per_s": round(len(lat) / elapsed, 1),
+        "p50_ms": round(float(np.percentile(lat, 50)), 2),
+        "p90_ms": round(float(np.percentile(lat, 90)), 2),
+        "p99_ms": round(float(np.percentile(lat, 99)), 2),
+        "max_ms": round(float(lat.max()), 2),
+        "errors": errors,
+    }
+
+
 def run_wrk(port: int, paths: list[str], connections: int, duration: float) -> dict | None:
     wrk = shutil.which("wrk")
     if wrk is None:
@@ -271,6 +325,8 @@ def main() -> None:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--connections", type=int, default=50)
     p.add_argument("--duration", type=float, default=15.0, help="seconds per load phase")
+    p.add_argument("--rate", type=float, default=500.0,
+                   help="offered requests/s of the open-loop phase (default 500)")
     p.add_argument("--batch", type=int, default=10_000)
     p.add_argument("--max-batch", type=int, default=20_000)
     p.add_argument("--repeat", type=int, default=5)
@@ -304,8 +360,13 @@ def main() -> None:
         for name, paths in phases.items():
             asyncio.run(_load(port, paths, args.connections, 2.0))  # warm-up
             r = asyncio.run(_load(port, paths, args.connections, args.duration))
-            print(f"{name} (python client, {args.connections} conns): {r}", flush=True)
-            results[f"{name}_client"] = r
+            print(f"{name} (python client, closed loop, {args.connections} conns): {r}",
+                  flush=True)
+            results[f"{name}_closed"] = r
+            r = asyncio.run(_load_rate(port, paths, args.connections, args.duration, args.rate))
+            print(f"{name} (python client, open loop {args.rate:g}/s, {args.connections} "
+                  f"conns): {r}", flush=True)
+            results[f"{name}_rate"] = r
             if not args.no_wrk:
                 w = run_wrk(port, paths, args.connections, args.duration)
                 if w:
@@ -316,6 +377,30 @@ def main() -> None:
             r = asyncio.run(_batch(port, path, key, batch_ids, args.repeat))
             print(f"POST {path} {len(batch_ids)} ids: {r}", flush=True)
             results[f"batch{path}"] = r
+        # the same parcels as lon/lat GeoJSON polygons: measured per request
+        _, data = asyncio.run(_one("127.0.0.1", port, "POST", "/obligations",
+                                   json.dumps({"parcel_ids": batch_ids}).encode()))
+        feats = [{"type": "Feature", "id": f["properties"]["parcel_id"], "properties": {},
+                  "geometry": f["geometry"]} for f in json.loads(data)["features"]]
+        body = json.dumps({"features": {"type": "FeatureCollection", "features": feats},
+                           "crs": "EPSG:4326"}).encode()
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            status, data = asyncio.run(_one("127.0.0.1", port, "POST", "/obligations", body))
+            n = len(json.loads(data)["features"])
+            times.append(time.perf_counter() - t)
+            if status != 200:
+                raise SystemExit(f"geometry batch: {status} {data[:300]!r}")
+        r = {"features": n, "request_bytes": len(body), "seconds": [round(x, 3) for x in times],
+             "median_s": round(float(np.median(times)), 3)}
+        print(f"POST /obligations {len(feats)} GeoJSON polygons: {r}", flush=True)
+        results["batch/obligations-geojson"] = r
+        status_file = Path(f"/proc/{proc.pid}/status")
+        if status_file.exists():
+            mem = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status_file.read_text(), re.M))
+            results["server_memory_mb"] = {k: round(int(v) / 1024) for k, v in mem.items()}
+            print(f"server memory: {results['server_memory_mb']}")
         _, data = asyncio.run(_one("127.0.0.1", port, "GET", "/pipes?min_utilization=0.8"))
         results["pipes_over_0.8"] = len(json.loads(data)["features"])
         print(json.dumps(results))

@@ -511,3 +511,19 @@ def test_parse_crs_accepts_codes_and_names():
 
 def test_parcel_ids_listed_in_layer_order(client):
     assert client.get("/parcels").json() == {"count": 3, "parcel_ids": ["P1", "P2", "P/3"]}
+
+
+def test_serve_command_reports_a_bad_town_without_traceback(tmp_path, capsys):
+    from gisnet.cli import main
+
+    assert main(["serve", "--layers", str(tmp_path / "nowhere"), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gisnet: error:") and "nowhere" in err
+    assert "Traceback" not in err
+
+
+def test_serve_command_refuses_a_bad_port(tmp_path, capsys):
+    from gisnet.cli import main
+
+    assert main(["serve", "--layers", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port 70000" in capsys.readouterr().err

@@ -230,6 +230,32 @@ def test_obligations_of_geojson_polygons_equal_those_of_the_parcels(server, lib)
         assert math.isclose(got[pid]["distance_ft"], row["distance_ft"], abs_tol=0.01)
 
 
+def test_obligations_of_lonlat_points_equal_brute_force_distances(server, lib):
+    """Each point's distance is the least distance to any public, active, gravity
+    sanitary/combined main, computed here pair by pair with shapely."""
+    town = lib["town"]
+    mains = town.layers["mains"]
+    ok = (mains["kind"].isin(["sanitary", "combined"]) & mains["public"].astype(bool)
+          & mains["active"].astype(bool))
+    lines = list(mains[ok].geometry)
+    ids = mains[ok]["main_id"].astype(str).tolist()
+    b = town.layers["buildings"].geometry.centroid.iloc[::250]
+    lonlat = b.to_crs(4326)
+    feats = [{"type": "Feature", "id": f"pt{i}", "properties": {},
+              "geometry": {"type": "Point", "coordinates": [p.x, p.y]}}
+             for i, p in enumerate(lonlat)]
+    r = server.post("/obligations", json={"features": feats, "crs": "EPSG:4326"})
+    assert r.status_code == 200, r.text
+    got = {f["properties"]["parcel_id"]: f["properties"] for f in r.json()["features"]}
+    assert len(got) == len(feats)
+    for i, p in enumerate(b):
+        d = [p.distance(line) * town.ft_per_unit for line in lines]
+        j = int(np.argmin(d))
+        assert math.isclose(got[f"pt{i}"]["distance_ft"], d[j], abs_tol=0.01)
+        assert got[f"pt{i}"]["main_id"] == ids[j] or math.isclose(
+            sorted(d)[0], sorted(d)[1], abs_tol=0.01)  # a tie may name either main
+
+
 # ---------------------------------------------------------------------------
 # tracing
 # ---------------------------------------------------------------------------
