@@ -819,7 +819,7 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
     }
     if laterals:
         lp = a.par_pipe[bidx]
-        sel = lp >= 0
+        sel = (lp >= 0) & ~septic[bidx]  # septic lots have no building sewer
         if laterals is not True:
             sel &= rng.random(len(bidx)) < float(laterals)
         cx = (bx0 + bw / 2)[sel]
@@ -1279,22 +1279,6 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     p_main = [new_main_id() for _ in range(2)]
     p_inv = float(mh.at[m_prv, "invert_ft"])
 
-    new_mh = {
-        "node_id": [t_mh, *c_ids, *p_ids],
-        "rim_ft": [t_down_inv + 9.5, m_inv + 9.0, m_inv + 9.2, m_inv + 9.4,
-                   p_inv + 8.5, p_inv + 8.0],
-        "invert_ft": [round(t_down_inv + 0.1 + 0.005 * 95, 2), None, None, None,
-                      round(p_inv + 0.1 + 0.01 * 96 + 0.1 + 0.01 * 65, 2),
-                      round(p_inv + 0.1 + 0.01 * 96, 2)],
-        "kind": ["manhole"] * 6,
-        "owner": ["public"] * 4 + ["private"] * 2,
-        "status": ["active"] * 6,
-        "public": [True] * 4 + [False] * 2,
-        "active": [True] * 6,
-    }
-    mh_geoms = [shapely.Point(t_start), *[shapely.Point(p) for p in tri],
-                *[shapely.Point(p) for p in pxy]]
-    mh = _append(mh, new_mh, mh_geoms, "manholes")
     lines = [
         shapely.LineString([t_start, shapely.get_coordinates(t_end)[0]]),
         shapely.LineString([tri[0], tri[1]]), shapely.LineString([tri[1], tri[2]]),
@@ -1305,15 +1289,30 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     l_ft = [float(shapely.length(g)) * fpu for g in lines]
     up_pa = round(p_inv + 0.1 + 0.01 * l_ft[6] + 0.1 + 0.01 * l_ft[5], 2)
     up_pb = round(p_inv + 0.1 + 0.01 * l_ft[6], 2)
+    t_up_inv = round(t_down_inv + 0.005 * l_ft[0], 2)
+    c1_inv = round(m_inv + 0.1 + 0.005 * l_ft[4], 2)
+    new_mh = {
+        "node_id": [t_mh, *c_ids, *p_ids],
+        "rim_ft": [round(v, 2) for v in (t_up_inv + 9.5, c1_inv + 9.0, m_inv + 9.2,
+                                         m_inv + 9.4, up_pa + 7.5, up_pb + 8.0)],
+        "invert_ft": [t_up_inv, c1_inv, None, None, up_pa, up_pb],
+        "kind": ["manhole"] * 6,
+        "owner": ["public"] * 4 + ["private"] * 2,
+        "status": ["active"] * 6,
+        "public": [True] * 4 + [False] * 2,
+        "active": [True] * 6,
+    }
+    mh_geoms = [shapely.Point(t_start), *[shapely.Point(p) for p in tri],
+                *[shapely.Point(p) for p in pxy]]
+    mh = _append(mh, new_mh, mh_geoms, "manholes")
     new_main = {
         "main_id": [t_id, *cyc_main, *p_main],
         "diameter_in": [8.0] * n_new,
         "material": ["PVC"] * n_new,
-        "up_invert_ft": [round(t_down_inv + 0.005 * l_ft[0], 2), None, None, None, None,
-                         up_pa, up_pb],
-        "down_invert_ft": [t_down_inv, None, None, None, None, round(up_pb + 0.1, 2),
-                           round(p_inv + 0.1, 2)],
-        "slope": [0.005, None, None, None, None, 0.01, 0.01],
+        "up_invert_ft": [t_up_inv, None, None, None, c1_inv, up_pa, up_pb],
+        "down_invert_ft": [t_down_inv, None, None, None, round(m_inv + 0.1, 2),
+                           round(up_pb + 0.1, 2), round(p_inv + 0.1, 2)],
+        "slope": [0.005, None, None, None, 0.005, 0.01, 0.01],
         "from_node": [t_mh, c_ids[0], c_ids[1], c_ids[2], c_ids[0], p_ids[0], p_ids[1]],
         "to_node": [None, c_ids[1], c_ids[2], c_ids[0], str(mh.at[m_cyc, "node_id"]),
                     p_ids[1], str(mh.at[m_prv, "node_id"])],
