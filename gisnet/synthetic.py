@@ -1149,7 +1149,8 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     sewered = np.flatnonzero(~septic)
     septic[rng.choice(sewered, 12, replace=False)] = True
 
-    place = make_placer(crs, None, a.extent, rotation_deg=17.0, warp_ft=120.0, seed=seed)
+    place = make_placer(crs, None, a.extent, rotation_deg=17.0, warp_ft=85.0,
+                        warp_wavelength_ft=3300.0, seed=seed)
     layers = build_layers(a, place, rng, crs, fpu, irregular=True, laterals=0.35,
                           septic_mask=septic, user_flows_gpd=SAMPLE_USER_FLOWS,
                           user_categorical=np.arange(len(SAMPLE_USER_FLOWS)) == 1,
