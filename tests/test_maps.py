@@ -15,11 +15,11 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
-import shapely
 from pyproj import Transformer
 from shapely.geometry import LineString, Point, Polygon, box
 
 from gisnet import maps
+from gisnet._mapencode import _fmt_number
 from gisnet.errors import ConfigError, NotFoundError
 from gisnet.profile import load_profile
 from gisnet.town import Town
@@ -193,7 +193,7 @@ def test_missing_and_empty_geometries_are_dropped_with_their_rows():
 def test_properties_constant_dictionary_and_unknown():
     gdf = gpd.GeoDataFrame(geometry=[Point(X0 + i, Y0) for i in range(6)], crs=CRS)
     s = pd.Series([8.0, np.nan, 12.0, 8.0, 8.0, 8.0])
-    props = {"diameter": maps._fmt_number(s, 0, "in"), "section": ["§ 1"] * 6,
+    props = {"diameter": _fmt_number(s, 0, "in"), "section": ["§ 1"] * 6,
              "kind": ["a", "b", "a", "a", "a", "a"]}
     block = json.loads(maps.encode_layer(gdf, props)[0])
     assert block["k"] == {"section": "§ 1"}

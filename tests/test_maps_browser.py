@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 

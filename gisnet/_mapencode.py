@@ -1,0 +1,319 @@
+"""Formatting and compact encoding of map layers (private to :mod:`gisnet.maps`).
+
+A layer goes to the page as ``{"n", "g", "c", "k"}``: geometry in EPSG:4326
+with coordinates delta-encoded in the polyline scheme, properties as columns
+(numbers with a display format, few-valued text as a dictionary, one-valued
+columns once). ``gisnet/static/gisnet-maps.js`` decodes it into GeoJSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from .errors import ConfigError
+
+DISPLAY_CRS = "EPSG:4326"
+
+
+def _missing(v: Any) -> bool:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return True
+    if isinstance(v, float) and math.isnan(v):
+        return True
+    return isinstance(v, str) and v.strip() == ""
+
+
+def _col(df: pd.DataFrame, name: str) -> pd.Series:
+    """A column, or an all-missing one if the frame has none."""
+    if name in df.columns:
+        return df[name]
+    return pd.Series([None] * len(df), index=df.index, dtype=object)
+
+
+def _num(s: pd.Series) -> np.ndarray:
+    return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+@dataclass
+class Prop:
+    """A numeric property: values (rounded floats or None) and how to show them.
+
+    ``fmt`` is ``("n", decimals, unit)`` (thousands separators, unit) or
+    ``("p", decimals)`` (a ratio shown as a percentage). The page formats the
+    numbers, so the file carries ``74.5`` rather than ``"74.5 ft"``.
+    """
+
+    values: list[float | None]
+    fmt: tuple[Any, ...]
+
+
+def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
+    """Display text of one value, as the page shows it (None -> ``unknown``)."""
+    if _missing(v):
+        return "unknown"
+    if not fmt:
+        return v
+    if fmt[0] == "p":
+        return f"{float(v) * 100:.{fmt[1]}f} %"
+    unit = f" {fmt[2]}" if len(fmt) > 2 and fmt[2] else ""
+    return f"{float(v):,.{fmt[1]}f}{unit}"
+
+
+def _fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
+    """Numbers rounded to ``decimals``, shown with thousands separators and a unit."""
+    vals = np.round(_num(s), decimals)
+    return Prop([None if math.isnan(v) else float(v) for v in vals], ("n", decimals, unit))
+
+
+def _fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
+    vals = np.round(_num(s), decimals + 2)
+    return Prop([None if math.isnan(v) else float(v) for v in vals], ("p", decimals))
+
+
+def _fmt_bool(s: pd.Series) -> list[str | None]:
+    out: list[str | None] = []
+    for v in s.tolist():
+        if _missing(v):
+            out.append(None)
+        elif isinstance(v, str):
+            out.append(v)
+        else:
+            out.append("yes" if bool(v) else "no")
+    return out
+
+
+def _fmt_text(s: pd.Series) -> list[str | None]:
+    return [None if _missing(v) else str(v) for v in s.tolist()]
+
+
+def _fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
+    """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...)."""
+    if name.endswith("_ft"):
+        return _fmt_number(s, 1, "ft")
+    if name.endswith("_in"):
+        return _fmt_number(s, 0, "in")
+    if name.endswith("_gpd"):
+        return _fmt_number(s, 0, "gpd")
+    if name.endswith("_mgd"):
+        return _fmt_number(s, 3, "MGD")
+    if name.endswith("_cfs"):
+        return _fmt_number(s, 3, "cfs")
+    if name.endswith("_fps"):
+        return _fmt_number(s, 2, "ft/s")
+    if name.endswith("_days"):
+        return _fmt_number(s, 0, "days")
+    if name in ("utilization", "ratio", "threshold") or name.startswith(
+            ("utilization_", "ratio_")):
+        return _fmt_pct(s)
+    if name == "slope" or name.startswith("slope_") or name == "min_slope":
+        return _fmt_number(s, 4, "ft/ft")
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return _fmt_bool(s)
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return [None if pd.isna(v) else v.strftime("%Y-%m-%d") for v in s.tolist()]
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return _fmt_number(s, 2)
+    return [
+        None if _missing(v) else ("yes" if v is True else "no" if v is False else str(v))
+        for v in s.tolist()
+    ]
+
+
+def _label(name: str) -> str:
+    words = re.sub(r"_(ft|in|gpd|mgd|fps|days)$", "", name).replace("_", " ")
+    return words[:1].upper() + words[1:]
+
+
+def _is_true(s: pd.Series) -> np.ndarray:
+    """Boolean column (bool, 0/1, yes/no text) as a numpy bool array; missing -> False."""
+    out = np.zeros(len(s), dtype=bool)
+    for i, v in enumerate(s.tolist()):
+        if _missing(v):
+            continue
+        if isinstance(v, str):
+            out[i] = v.strip().lower() in ("1", "true", "yes", "y", "t")
+        else:
+            out[i] = bool(v)
+    return out
+
+
+def _is_false(s: pd.Series) -> np.ndarray:
+    out = np.zeros(len(s), dtype=bool)
+    for i, v in enumerate(s.tolist()):
+        if _missing(v):
+            continue
+        if isinstance(v, str):
+            out[i] = v.strip().lower() in ("0", "false", "no", "n", "f")
+        else:
+            out[i] = not bool(v)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# layer encoding
+# ---------------------------------------------------------------------------------------------
+_FAMILY = {0: "point", 4: "point", 1: "line", 2: "line", 5: "line", 3: "polygon", 6: "polygon"}
+
+
+def encode_coords(coords: np.ndarray, precision: int) -> str:
+    """Lon/lat pairs as one delta + zigzag + base-64 text (the Google polyline scheme).
+
+    Each coordinate is rounded to ``precision`` decimals, stored as the
+    difference from the previous coordinate of the layer (x and y apart), and
+    written 5 bits per character (``chr(63 + chunk)``, bit 0x20 = more chunks
+    follow), low bits first. A coordinate then costs 2-4 characters instead of
+    the 10-11 of GeoJSON text. ``gisnet-maps.js`` decodes it.
+    """
+    if len(coords) == 0:
+        return ""
+    q = np.round(np.asarray(coords, dtype=float) * 10.0**precision).astype(np.int64)
+    d = np.diff(q, axis=0, prepend=np.zeros((1, 2), dtype=np.int64)).reshape(-1)
+    z = np.where(d < 0, ~(d << 1), d << 1).astype(np.int64)
+    k = np.arange(7)
+    chunks = (z[:, None] >> (5 * k[None, :])) & 31
+    need = np.ones(len(z), dtype=np.int64)
+    for i in range(1, 7):
+        need[(z >> (5 * i)) > 0] = i + 1
+    mask = k[None, :] < need[:, None]
+    cont = (k[None, :] < (need - 1)[:, None]).astype(np.int64) * 32
+    chars = (chunks | cont) + 63
+    return chars[mask].astype(np.uint8).tobytes().decode("ascii")
+
+
+def _geometry_block(geoms: np.ndarray, precision: int) -> dict[str, Any]:
+    """Encoded geometry of one layer (all of one family) or GeoJSON for mixed layers."""
+    types = shapely.get_type_id(geoms)
+    fams = {_FAMILY.get(int(t), "mixed") for t in np.unique(types)}
+    if len(fams) != 1 or "mixed" in fams:
+        texts = shapely.to_geojson(shapely.transform(geoms, lambda c: np.round(c, precision)))
+        cut = re.compile(r"(\.\d{" + str(precision) + r"})\d+")
+        return {"t": "geojson", "g": [json.loads(cut.sub(r"\1", g)) for g in texts]}
+    fam = fams.pop()
+    block: dict[str, Any] = {"t": fam, "s": precision}
+    if fam == "point":
+        pts = geoms.copy()
+        multi = types == 4
+        if multi.any():
+            pts[multi] = shapely.point_on_surface(pts[multi])
+        block["e"] = encode_coords(shapely.get_coordinates(pts), precision)
+        return block
+    parts, pidx = shapely.get_parts(geoms, return_index=True)
+    nparts = np.bincount(pidx, minlength=len(geoms))
+    if (nparts != 1).any():
+        block["p"] = nparts.tolist()
+    if fam == "line":
+        counts = shapely.get_num_coordinates(parts)
+        block["c"] = counts.tolist()
+        block["e"] = encode_coords(shapely.get_coordinates(parts), precision)
+        return block
+    rings, ridx = shapely.get_rings(parts, return_index=True)
+    nrings = np.bincount(ridx, minlength=len(parts))
+    if (nrings != 1).any():
+        block["r"] = nrings.tolist()
+    counts = shapely.get_num_coordinates(rings)
+    coords = shapely.get_coordinates(rings)
+    # drop the closing coordinate of each ring (Leaflet closes polygons itself)
+    ends = np.cumsum(counts) - 1
+    keep = np.ones(len(coords), dtype=bool)
+    keep[ends] = False
+    block["c"] = (counts - 1).tolist()
+    block["e"] = encode_coords(coords[keep], precision)
+    return block
+
+
+def _props_block(props: Mapping[str, Any], idx: np.ndarray) -> tuple[list[Any], dict[str, Any]]:
+    """Columns ``[name, fmt, dictionary, values]`` and constants (one-valued columns)."""
+    cols: list[Any] = []
+    consts: dict[str, Any] = {}
+    for name, col in props.items():
+        fmt = col.fmt if isinstance(col, Prop) else None
+        raw = col.values if isinstance(col, Prop) else col
+        vals = [None if _missing(v) else (v.item() if isinstance(v, np.generic) else v)
+                for v in np.asarray(list(raw), dtype=object)[idx]]
+        if not vals:
+            continue
+        distinct = set(vals)
+        if len(distinct) == 1:
+            only = next(iter(distinct))
+            if only is not None:
+                consts[name] = format_value(only, fmt)
+            continue
+        dictionary = None
+        if fmt is None and all(isinstance(v, str) or v is None for v in vals) and \
+                len(distinct) <= max(2, len(vals) // 3):
+            dictionary = sorted(v for v in distinct if v is not None)
+            pos = {v: i for i, v in enumerate(dictionary)}
+            vals = [None if v is None else pos[v] for v in vals]
+        cols.append([name, list(fmt) if fmt else None, dictionary, vals])
+    return cols, consts
+
+
+def encode_layer(
+    gdf: gpd.GeoDataFrame,
+    props: Mapping[str, Any] | None = None,
+    *,
+    precision: int = 6,
+    simplify_ft: float = 0.0,
+    ft_per_unit: float | None = None,
+) -> tuple[str, int]:
+    """One layer for the page: geometry in EPSG:4326, compactly encoded, and its properties.
+
+    Parameters
+    ----------
+    gdf
+        Features in any CRS (normally the projected working CRS).
+    props
+        Property name -> one value per row of ``gdf``: a list of text (or
+        None), or a :class:`Prop` of numbers with their display format. Missing
+        values are shown as "unknown". A column with one value everywhere is
+        kept once (as a layer constant); text columns with few distinct values
+        are stored as a dictionary plus indexes.
+    precision
+        Decimals kept in lon/lat (6 = about 0.1 m, 5 = about 1 m).
+    simplify_ft
+        Douglas-Peucker tolerance in feet, applied in the source CRS before
+        reprojection (topology preserved). 0 = none.
+    ft_per_unit
+        Feet per unit of the source CRS (default: from the CRS).
+
+    Returns
+    -------
+    (json_text, n_features)
+        ``{"n", "g": geometry block, "c": columns, "k": constants}``; rows with a
+        missing or empty geometry are dropped. Geometry blocks: ``t`` family
+        (point/line/polygon), ``e`` encoded coordinates (:func:`encode_coords`),
+        ``p`` parts per feature, ``r`` rings per polygon, ``c`` coordinates per
+        line or ring (rings without their closing point); or ``t="geojson"``
+        with ``g`` GeoJSON geometries for a layer of mixed geometry types.
+    """
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    keep = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+    idx = np.flatnonzero(keep)
+    geoms = geoms[idx]
+    crs = gdf.crs
+    if crs is None:
+        raise ConfigError("layer has no CRS; cannot place it on a web map")
+    if simplify_ft > 0 and crs.is_projected and len(geoms):
+        if ft_per_unit is None:
+            from .units import feet_per_unit
+
+            ft_per_unit = feet_per_unit(crs)
+        geoms = shapely.simplify(geoms, simplify_ft / ft_per_unit, preserve_topology=True)
+    if len(geoms):
+        geoms = np.asarray(gpd.GeoSeries(geoms, crs=crs).to_crs(DISPLAY_CRS).array, dtype=object)
+        gblock = _geometry_block(geoms, precision)
+    else:
+        gblock = {"t": "point", "s": precision, "e": ""}
+    cols, consts = _props_block(props or {}, idx)
+    out = {"n": len(idx), "g": gblock, "c": cols, "k": consts}
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False), len(idx)
