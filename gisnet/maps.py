@@ -1312,6 +1312,11 @@ def whatif_map(
     layers: list[MapLayer] = []
     if pipes is not None and len(pipes):
         pipes = _with_main_geometry(ctx, pipes)
+    if pipes is not None and len(pipes) and "diameter_in" not in pipes.columns:
+        mains = ctx.layer("mains")
+        if mains is not None and "main_id" in mains.columns:
+            dia = mains.drop_duplicates("main_id").set_index("main_id")["diameter_in"]
+            pipes = pipes.assign(diameter_in=pipes["main_id"].map(dia))
     if pipes is not None and len(pipes):
         cols = _fields_for(pipes, ["main_id", "diameter_in", "capacity_gpd",
                                    "peak_flow_gpd_before", "peak_flow_gpd_after",
@@ -1330,6 +1335,8 @@ def whatif_map(
             p["_c"] = list(cls)
             data, n = ctx.geojson(pipes, p, precision=6, simplify_ft=0.5)
             t = float(_pget(ctx.profile, "capacity", "utilization_threshold", default=0.80))
+            dd = float(_pget(ctx.profile, "capacity", "deficient", default=0.91))
+            ss = float(_pget(ctx.profile, "capacity", "surcharged", default=1.0))
             layers.append(MapLayer(
                 key=f"path_{when}", name=f"Downstream path {when}", data=data, count=n,
                 style={"weight": 4, "opacity": 0.95},
@@ -1338,7 +1345,7 @@ def whatif_map(
                 popup_title="Main {main_id}",
                 tooltip="Main {main_id} · {utilization_before} → {utilization_after}",
                 search=["main_id"],
-                legend=[{"label": lab.format(t=t, d=0.91, s=1.0), "color": c, "shape": "line",
+                legend=[{"label": lab.format(t=t, d=dd, s=ss), "color": c, "shape": "line",
                          "weight": 4} for k, c, lab in UTIL_CLASSES[:4]],
                 legend_title="Utilization (toggle before/after in the layer control)"))
     point = _get(whatif_result, "point")

@@ -113,7 +113,14 @@ def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Pa
     res = analyse(town)
     out = tmp_path_factory.mktemp("sample-maps")
     paths = maps.write_maps(town, res.layers, out, self_contained=True)
-    return res.layers, {p.stem: p for p in paths}
+    pages = {p.stem: p for p in paths}
+    from gisnet.capacity import whatif
+
+    pts = res.capacity.points
+    pid = str(pts.loc[pts["user_id"].isna(), "parcel_id"].dropna().iloc[0])
+    w = whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=250_000.0)
+    pages["whatif"] = maps.whatif_map(town, w, out / "whatif.html", self_contained=True)
+    return {**res.layers, "_whatif": w}, pages
 
 
 def _located(gdf) -> int:
@@ -227,3 +234,28 @@ def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_p
         "var k=l.feature.properties._c;c[k]=(c[k]||0)+1;});return c;")
     assert classes.get("unknown", 0) == counts["pipes_capacity"]
     driver.save_screenshot(str(artifacts / "maps_bennington_capacity.png"))
+
+
+@pytest.mark.slow
+def test_sample_whatif_page_shows_path_before_and_after(driver, sample_pages, artifacts):
+    layers, pages = sample_pages
+    w = layers["_whatif"]
+    counts = open_page(driver, pages["whatif"])
+    assert severe_errors(driver) == []
+    n = _located(w.pipes)
+    assert n > 0
+    assert counts["path_before"] == n and counts["path_after"] == n
+    assert counts["proposed"] == 1
+    shown = driver.execute_script(
+        "return window.gisnet.map.hasLayer(window.gisnet.layers.path_after) && "
+        "!window.gisnet.map.hasLayer(window.gisnet.layers.path_before);")
+    assert shown
+    panel = driver.execute_script(
+        "return document.querySelector('.gisnet-panel').innerText")
+    assert "250,000 gpd" in panel
+    for a in w.approvals:
+        assert str(a["section"]) in panel
+    text = click_feature(driver, "proposed")
+    assert "Proposed flow" in text and "250,000 gpd" in text
+    time.sleep(0.6)
+    driver.save_screenshot(str(artifacts / "maps_sample_whatif.png"))

@@ -268,7 +268,7 @@
           h += '<div class="gisnet-legend-item">' + swatch(item) + esc(item.label) + "</div>";
         });
       });
-      control("bottomright", "gisnet-legend", h).addTo(map);
+      control("bottomleft", "gisnet-legend", h).addTo(map);
     }
 
     (cfg.panels || []).forEach(function (panel) {
