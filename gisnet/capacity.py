@@ -27,8 +27,12 @@ The pipeline is:
 
 from __future__ import annotations
 
+import gc
 import heapq
 import logging
+import operator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,6 +301,16 @@ def parcel_flows(town: Any) -> pd.DataFrame:
     })
 
 
+def _ids(values: Any) -> np.ndarray:
+    """Ids as an object array of str, None where missing."""
+    arr = pd.Series(values, dtype=object).to_numpy(dtype=object)
+    miss = pd.isna(arr)
+    out = np.empty(len(arr), dtype=object)
+    out[:] = [None if m else (x if type(x) is str else str(x))
+              for x, m in zip(arr.tolist(), miss.tolist(), strict=True)]
+    return out
+
+
 def edge_inflows(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None = None
                  ) -> pd.DataFrame:
     """Flow tapped into each graph edge by the parcels and users connected to it.
@@ -322,35 +336,40 @@ def edge_inflows(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None = N
     """
     if flows is None:
         flows = parcel_flows(town)
-    pts = pd.DataFrame({
-        "parcel_id": points["parcel_id"].astype("string") if "parcel_id" in points
-        else pd.Series(pd.NA, index=points.index, dtype="string"),
-        "user_id": points["user_id"].astype("string") if "user_id" in points
-        else pd.Series(pd.NA, index=points.index, dtype="string"),
-        "edge_key": points["edge_key"].astype(str),
-    })
-    pts = pts[pts["edge_key"].notna() & (pts["edge_key"] != "None")]
-    prc = pts[pts["user_id"].isna() & pts["parcel_id"].notna()]
-    share = prc.groupby("parcel_id")["edge_key"].transform("size").astype("float64")
-    fl = flows[flows["sewered"]].set_index("parcel_id")
-    f = prc["parcel_id"].map(fl["avg_flow_gpd"]).astype("float64").fillna(0.0) / share
-    p = prc["parcel_id"].map(fl["population"]).astype("float64").fillna(0.0) / share
-    dom = pd.DataFrame({"edge_key": prc["edge_key"], "dom_gpd": f, "population": p})
-    frames = [dom.groupby("edge_key")[["dom_gpd", "population"]].sum()]
+    n = len(points)
+    none = np.full(n, None, dtype=object)
+    pid = _ids(points["parcel_id"]) if "parcel_id" in points else none
+    uid = _ids(points["user_id"]) if "user_id" in points else none
+    ekey = _ids(points["edge_key"]) if "edge_key" in points else none
+    has_edge = pd.notna(ekey)
+    codes, uniq = pd.factorize(pd.Series(ekey, dtype=object), use_na_sentinel=True)
+    out = np.zeros((len(uniq), 3))
+
+    # Parcels: flow / number of the parcel's points, domestic.
+    prc = has_edge & pd.isna(uid) & pd.notna(pid)
+    if prc.any():
+        fl = flows[flows["sewered"].to_numpy(dtype=bool)]
+        pos = pd.Index(_ids(fl["parcel_id"]), dtype=object).get_indexer(
+            pd.Index(pid[prc], dtype=object))
+        pcode, _ = pd.factorize(pd.Series(pid[prc], dtype=object))
+        share = np.bincount(pcode)[pcode].astype("float64")
+        f = np.where(pos >= 0, fl["avg_flow_gpd"].to_numpy(dtype="float64")[pos], 0.0) / share
+        p = np.where(pos >= 0, fl["population"].to_numpy(dtype="float64")[pos], 0.0) / share
+        c = codes[prc]
+        out[:, 0] += np.bincount(c, weights=f, minlength=len(uniq))
+        out[:, 2] += np.bincount(c, weights=p, minlength=len(uniq))
     users = town.layers.get("users") if hasattr(town, "layers") else None
-    usr = pts[pts["user_id"].notna()]
-    if users is not None and len(usr) and "process_flow_gpd" in users:
+    usr = has_edge & pd.notna(uid)
+    if users is not None and usr.any() and "process_flow_gpd" in users:
         uf = pd.Series(_num(users["process_flow_gpd"], len(users)),
-                       index=users["user_id"].astype(str))
+                       index=pd.Index(_ids(users["user_id"]), dtype=object))
         uf = uf[~uf.index.duplicated()]
-        ind = usr["user_id"].map(uf).astype("float64").fillna(0.0)
-        frames.append(pd.DataFrame({"edge_key": usr["edge_key"], "ind_gpd": ind})
-                      .groupby("edge_key")[["ind_gpd"]].sum())
-    out = pd.concat(frames, axis=1).fillna(0.0)
-    for c in ("dom_gpd", "ind_gpd", "population"):
-        if c not in out:
-            out[c] = 0.0
-    return out[["dom_gpd", "ind_gpd", "population"]]
+        pos = uf.index.get_indexer(pd.Index(uid[usr], dtype=object))
+        q = np.where(pos >= 0, np.nan_to_num(uf.to_numpy()[pos]), 0.0)
+        out[:, 1] += np.bincount(codes[usr], weights=q, minlength=len(uniq))
+    return pd.DataFrame(out, index=pd.Index(np.asarray(uniq, dtype=object), dtype=object,
+                                            name="edge_key"),
+                        columns=["dom_gpd", "ind_gpd", "population"])
 
 
 # --------------------------------------------------------------------------- graph arrays
@@ -379,34 +398,75 @@ class _Net:
     geometry: list[Any]
 
 
-def _graph_arrays(G: nx.MultiDiGraph) -> _Net:
-    nodes = list(G.nodes)
-    node_idx = {nd: i for i, nd in enumerate(nodes)}
-    rows = [
-        (node_idx[u], node_idx[v], k, d.get("main_id", k), d.get("diameter_in"),
-         d.get("length_ft"), d.get("up_invert_ft"), d.get("down_invert_ft"), d.get("slope"),
-         d.get("material"), d.get("kind"), d.get("active", True), d.get("gravity", True),
-         d.get("geometry"))
-        for u, v, k, d in G.edges(keys=True, data=True)
-    ]
-    cols = list(zip(*rows, strict=True)) if rows else [()] * 14
+_EDGE_ATTRS = ("main_id", "diameter_in", "length_ft", "up_invert_ft", "down_invert_ft", "slope",
+               "material", "kind", "active", "gravity", "geometry")
 
-    def f(i: int) -> np.ndarray:
-        return pd.to_numeric(pd.Series(cols[i], dtype=object), errors="coerce") \
+
+_get_attrs = operator.itemgetter(*_EDGE_ATTRS)
+
+
+def _floats(values: tuple[Any, ...]) -> np.ndarray:
+    try:
+        return np.array(values, dtype="float64")  # None -> NaN
+    except (TypeError, ValueError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce") \
             .to_numpy(dtype="float64", na_value=np.nan)
 
-    def b(i: int) -> np.ndarray:
-        return np.array([x is None or bool(x) for x in cols[i]], dtype=bool)
 
-    keys = np.array([str(k) for k in cols[2]], dtype=object)
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small tuples
+    (it otherwise rescans them all repeatedly: ~40 % of the time here)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _graph_arrays(G: nx.MultiDiGraph) -> _Net:
+    """One pass over the graph's adjacency into parallel arrays."""
+    with _gc_paused():
+        return _graph_arrays_impl(G)
+
+
+def _graph_arrays_impl(G: nx.MultiDiGraph) -> _Net:
+    nodes = list(G.nodes)
+    node_idx = {nd: i for i, nd in enumerate(nodes)}
+    us: list[int] = []
+    vs: list[int] = []
+    ks: list[Any] = []
+    data: list[tuple[Any, ...]] = []
+    for u, nbrs in G._succ.items():
+        iu = node_idx[u]
+        for v, kd in nbrs.items():
+            iv = node_idx[v]
+            for k, d in kd.items():
+                us.append(iu)
+                vs.append(iv)
+                ks.append(k)
+                try:
+                    data.append(_get_attrs(d))
+                except KeyError:
+                    data.append(tuple(map(d.get, _EDGE_ATTRS)))
+    cols = list(zip(*data, strict=True)) if data else [()] * len(_EDGE_ATTRS)
+    keys = np.array([str(k) for k in ks], dtype=object)
+    mids = np.array([str(k) if m is None else str(m) for m, k in zip(cols[0], ks, strict=True)],
+                    dtype=object)
+
+    def flag(values: tuple[Any, ...]) -> np.ndarray:  # missing -> True
+        return np.array([x is None or bool(x) for x in values], dtype=bool)
+
     return _Net(
         nodes=nodes, node_idx=node_idx, keys=keys,
         key_idx={k: i for i, k in enumerate(keys)},
-        u=np.array(cols[0], dtype=np.int64), v=np.array(cols[1], dtype=np.int64),
-        main_id=np.array([str(x) for x in cols[3]], dtype=object),
-        diameter_in=f(4), length_ft=f(5), up_inv=f(6), down_inv=f(7), stored_slope=f(8),
-        material=np.array(cols[9], dtype=object), kind=np.array(cols[10], dtype=object),
-        active=b(11), gravity=b(12), geometry=list(cols[13]),
+        u=np.array(us, dtype=np.int64), v=np.array(vs, dtype=np.int64), main_id=mids,
+        diameter_in=_floats(cols[1]), length_ft=_floats(cols[2]), up_inv=_floats(cols[3]),
+        down_inv=_floats(cols[4]), stored_slope=_floats(cols[5]),
+        material=np.array(cols[6], dtype=object), kind=np.array(cols[7], dtype=object),
+        active=flag(cols[8]), gravity=flag(cols[9]), geometry=list(cols[10]),
     )
 
 
@@ -731,7 +791,9 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         points, index = _connection_points(town, G, index)
     inflow = edge_inflows(town, points, flows)
     local = np.zeros((m, 3))
-    idx = pd.Index(net.keys).get_indexer(inflow.index.astype(str))
+    get = net.key_idx.get
+    idx = np.fromiter((get(k, -1) for k in inflow.index.to_numpy(dtype=object)), np.int64,
+                      len(inflow))
     unknown = inflow.index[idx < 0]
     if len(unknown):
         report.add("unknown_edge", "warning",
