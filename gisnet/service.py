@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,8 @@ class ResultTable:
         The layer, geometry in the town's working CRS (or a plain DataFrame).
     keys
         Columns to index for lookups (those present are used).
+    eager
+        Serialize every row now (else on first use).
 
     Notes
     -----
@@ -115,7 +118,8 @@ class ResultTable:
     rows per request.
     """
 
-    def __init__(self, name: str, gdf: pd.DataFrame, keys: Sequence[str] = ()) -> None:
+    def __init__(self, name: str, gdf: pd.DataFrame, keys: Sequence[str] = (), *,
+                 eager: bool = True) -> None:
         self.name = name
         self.gdf = gdf.reset_index(drop=True)
         self.crs: CRS | None = (CRS.from_user_input(gdf.crs)
@@ -131,7 +135,18 @@ class ResultTable:
                 # .indices gives positions into `pos`; map them back to row numbers
                 groups = pd.Series(pos).groupby(ids, sort=False).indices
                 self.index[k] = {str(i): pos[p] for i, p in groups.items()}
-        self._wgs84 = feature_fragments(self._in_crs(self.gdf, WGS84))
+        self._wgs84: list[bytes] | None = None
+        self._lock = threading.Lock()
+        if eager:
+            self._serialized()
+
+    def _serialized(self) -> list[bytes]:
+        """Every row as a GeoJSON feature in EPSG:4326 (built once)."""
+        if self._wgs84 is None:
+            with self._lock:
+                if self._wgs84 is None:
+                    self._wgs84 = feature_fragments(self._in_crs(self.gdf, WGS84))
+        return self._wgs84
 
     def __len__(self) -> int:
         return len(self.gdf)
@@ -167,7 +182,7 @@ class ResultTable:
     def fragments(self, positions: Sequence[int] | np.ndarray, crs: CRS) -> list[bytes]:
         """Serialized features of the given rows in ``crs``."""
         if crs.equals(WGS84):
-            frags = self._wgs84
+            frags = self._serialized()
             return [frags[i] for i in positions]
         sub = self.gdf.iloc[np.asarray(positions, dtype=np.int64)]
         return feature_fragments(self._in_crs(sub, crs))
@@ -190,6 +205,11 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "pipes_capacity": ("main_id",),
     "plants": ("plant_id",),
 }
+
+
+#: Tables whose rows are answered by the hot endpoints: serialized at startup.
+SERVED_EAGERLY = frozenset({"obligations", "control_manholes", "control_paths",
+                            "pipes_capacity", "plants"})
 
 
 # ---------------------------------------------------------------------------
@@ -328,10 +348,11 @@ class TownState:
         t = time.perf_counter()
         for name, gdf in layers.items():
             if name in TABLE_KEYS and gdf is not None:
-                state.tables[name] = ResultTable(name, gdf, TABLE_KEYS[name])
-        if "parcels" in town.layers:
+                state.tables[name] = ResultTable(name, gdf, TABLE_KEYS[name],
+                                                 eager=name in SERVED_EAGERLY)
+        if "parcels" in town.layers:  # for its ids; its rows are not served
             state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
-                                                  ("parcel_id",))
+                                                  ("parcel_id",), eager=False)
         if "control_manholes" in state.tables and "control_paths" in state.tables:
             state._parcel_traces = state._build_parcel_traces()
         timings["serialize"] = time.perf_counter() - t
