@@ -305,9 +305,12 @@ def _ids(values: Any) -> np.ndarray:
     """Ids as an object array of str, None where missing."""
     arr = pd.Series(values, dtype=object).to_numpy(dtype=object)
     miss = pd.isna(arr)
-    out = np.empty(len(arr), dtype=object)
-    out[:] = [None if m else (x if type(x) is str else str(x))
-              for x, m in zip(arr.tolist(), miss.tolist(), strict=True)]
+    if pd.api.types.infer_dtype(arr, skipna=True) in ("string", "empty"):
+        out = arr.copy()
+    else:
+        out = np.empty(len(arr), dtype=object)
+        out[:] = [None if m else str(x) for x, m in zip(arr.tolist(), miss.tolist(), strict=True)]
+    out[miss] = None
     return out
 
 
@@ -829,35 +832,35 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     with np.errstate(invalid="ignore", divide="ignore"):
         util = peak / cap_gpd
 
-    # Flags.
-    flag_lists: list[list[str]] = [[] for _ in range(m)]
-
-    def flag(mask: np.ndarray, name: str) -> None:
-        for i in np.flatnonzero(mask):
-            flag_lists[i].append(name)
-
+    # Flags: one mask per flag, joined with ";" only where set.
     grav = net.gravity
-    flag(grav & (slope_source == "none"), "no_slope")
-    flag(grav & np.isfinite(slope) & (slope < 0), "adverse_slope")
-    flag(grav & np.isfinite(slope) & (slope == 0), "flat_slope")
-    flag(grav & ~(net.diameter_in > 0), "no_diameter")
-    flag(~grav, "force_main")
-    flag(~flow_edge & ~net.active, "inactive")
-    flag(~flow_edge & net.active, "no_sanitary_flow")
-    flag(acc.in_cycle, "cycle")
+    cnt = np.diff(acc.out_off)
     low_v = np.isfinite(velocity) & (velocity < float(cfg["min_velocity_fps"]))
-    flag(low_v, "low_velocity")
     ms_known = np.isfinite(min_slope) & np.isfinite(slope)
     below = ms_known & (slope < min_slope)
-    flag(below & (slope > 0), "below_min_slope")
-    cnt = np.diff(acc.out_off)
-    flag(acc.computed & (cnt[acc.rep[net.u]] > 1), "flow_split")
-    flags = np.array([";".join(f) for f in flag_lists], dtype=object)
-    for name, sev in (("adverse_slope", "warning"), ("flat_slope", "warning"),
-                      ("no_diameter", "warning"), ("no_slope", "warning")):
-        mask = np.array([name in fl for fl in flag_lists], dtype=bool)
+    masks = {
+        "no_slope": grav & (slope_source == "none"),
+        "adverse_slope": grav & np.isfinite(slope) & (slope < 0),
+        "flat_slope": grav & np.isfinite(slope) & (slope == 0),
+        "no_diameter": grav & ~(net.diameter_in > 0),
+        "force_main": ~grav,
+        "inactive": ~flow_edge & ~net.active,
+        "no_sanitary_flow": ~flow_edge & net.active,
+        "cycle": acc.in_cycle,
+        "low_velocity": low_v,
+        "below_min_slope": below & (slope > 0),
+        "flow_split": acc.computed & (cnt[acc.rep[net.u]] > 1),
+    }
+    flags = np.full(m, "", dtype=object)
+    for name, mask in masks.items():
         if mask.any():
-            report.add(f"no_capacity_{name}", sev,
+            flags[mask] = flags[mask] + (";" + name)
+    has = flags != ""
+    flags[has] = np.array([f[1:] for f in flags[has]], dtype=object)
+    for name in ("adverse_slope", "flat_slope", "no_diameter", "no_slope"):
+        mask = masks[name]
+        if mask.any():
+            report.add(f"no_capacity_{name}", "warning",
                        f"{int(mask.sum())} pipe(s) have no capacity ({name.replace('_', ' ')}): "
                        f"{', '.join(net.keys[mask][:10])}", layer="mains",
                        feature_id=",".join(net.keys[mask][:200]))
