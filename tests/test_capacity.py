@@ -634,3 +634,18 @@ def test_sample_adverse_pipe_and_cycle(sample_dir, sample_runs):
             assert sorted(ids) in res.cycles
             assert not p.loc[ids, "computed"].any()
     assert {"adverse_slope", "cycle", "reversed_pipe"} <= seen
+
+
+@pytest.mark.slow
+def test_sample_whatif_at_a_lonlat_point(sample_runs):
+    from pyproj import Transformer
+
+    town, G, res = sample_runs["poughkeepsie-fourth-ward"]
+    geom = res.points.set_index("parcel_id").loc["6262-10-185", "geometry"]
+    lon, lat = Transformer.from_crs(town.crs, "EPSG:4326", always_xy=True).transform(
+        geom.x, geom.y + 5)
+    w = cap.whatif(town, G, res, point=(lon, lat), crs="EPSG:4326", flow_gpd=12_000)
+    assert w.connection["edge_key"] == "SM000008"
+    # 5 ft north of the tap, projected back onto the same main: within a few feet
+    assert math.hypot(w.connection["x"] - geom.x, w.connection["y"] - geom.y) < 6.0
+    assert w.control_manhole == "MH000008"
