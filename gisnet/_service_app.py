@@ -520,6 +520,42 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
             conn["crs"] = crs_name(out_crs)
         return _json(data)
 
+    # -- any result layer ---------------------------------------------------
+
+    @app.get("/results", summary="The result layers held (as in gisnet-results.gpkg)")
+    async def results_index() -> Response:
+        return _json({"layers": {name: {"features": len(t), "keys": list(t.index)}
+                                 for name, t in state.tables.items() if name != "parcels"}})
+
+    @app.get("/results/{layer}", summary="A whole result layer, or its rows with a given id",
+             response_class=Response,
+             openapi_extra={"parameters": [
+                 {"name": "layer", "in": "path", "required": True, "schema": {"type": "string"},
+                  "description": "layer name, e.g. sampling_plan, frontage, quality"},
+                 _query("ID_COLUMN", "rows whose id column (one of the layer's `keys` in "
+                                     "GET /results, e.g. parcel_id) equals this value"),
+                 _CRS_PARAM]})
+    async def result_layer(request: Request) -> Response:
+        name = request.path_params["layer"]
+        if name == "parcels" or name not in state.tables:
+            raise NotFoundError(f"result layer {name!r} not found (see GET /results)",
+                                layer=name)
+        tab = state.tables[name]
+        q = request.query_params
+        _no_unknown(q, ("crs", *tab.index))
+        out_crs = parse_crs(q.get("crs"))
+        keys = [k for k in tab.index if k in q]
+        if len(keys) > 1:
+            raise RequestError(keys[1], "filter by one id column at a time")
+        if keys:
+            pos = tab.lookup(keys[0], q[keys[0]])
+            if pos is None:
+                raise NotFoundError(f"no {name} row with {keys[0]} {q[keys[0]]!r}",
+                                    layer=name, feature=q[keys[0]])
+        else:
+            pos = tab.all_positions()
+        return await run_in_threadpool(lambda: _geo(tab.collection(pos, out_crs)))
+
     # -- maps ---------------------------------------------------------------
 
     @app.get("/maps", summary="The generated maps that can be fetched")

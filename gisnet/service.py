@@ -198,6 +198,10 @@ class ResultTable:
 
 #: Lookup keys of each result layer.
 TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "sampling_plan": ("user_id", "control_manhole_id"),
+    "frontage": ("parcel_id",),
+    "graph_nodes": ("node_id",),
+    "graph_edges": ("main_id",),
     "obligations": ("parcel_id", "building_id"),
     "obligation_evidence": ("parcel_id", "building_id"),
     "control_manholes": ("parcel_id", "building_id", "user_id", "control_manhole_id"),
@@ -288,12 +292,56 @@ class TownState:
                   out_dir: str | Path | None = None) -> TownState:
         """Build the graph, the downstream index and every result table.
 
-        Each analysis is run by the library function the command line uses.
-        An analysis that fails with a :class:`~gisnet.errors.GisnetError`
-        (say, a town with no plants) is recorded in ``unavailable`` and its
-        endpoints answer 503 with the reason; other errors propagate.
+        The tables are those of ``gisnet run`` (:func:`gisnet.pipeline.analyse`:
+        the layers of the results GeoPackage). If that fails with a
+        :class:`~gisnet.errors.GisnetError` (say, a town with no plants), or
+        when a graph ``G`` is given, each analysis is run on its own by the
+        library function the command line uses; one that fails is recorded in
+        ``unavailable`` and its endpoints answer 503 with the reason.
         """
         timings: dict[str, float] = {}
+        state: TownState | None = None
+        if G is None:
+            from .pipeline import analyse
+
+            try:
+                res = analyse(town)
+            except GisnetError as exc:
+                log.warning("full analysis failed (%s); running each analysis on its own", exc)
+            else:
+                state = cls(town=town, G=res.graph, index=res.index, points=res.points,
+                            capacity=res.capacity,
+                            out_dir=None if out_dir is None else Path(out_dir))
+                layers = dict(res.layers)
+                timings.update(res.timings_s)
+        if state is None:
+            state, layers = cls._each_analysis(town, G, out_dir, timings)
+        cap = state.capacity
+        if cap is not None and getattr(cap, "_index", False) is None and state.index is not None:
+            cap._index = state.index  # the what-if reuses the one downstream index
+
+        t = time.perf_counter()
+        for name, gdf in layers.items():
+            if gdf is not None:
+                state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()),
+                                                 eager=name in SERVED_EAGERLY)
+        if "parcels" in town.layers:  # for its ids; its rows are not served
+            state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
+                                                  ("parcel_id",), eager=False)
+        if "control_manholes" in state.tables and "control_paths" in state.tables:
+            state._parcel_traces = state._build_parcel_traces()
+        timings["serialize"] = time.perf_counter() - t
+        state.timings_s = timings
+        log.info("service state ready: %s", ", ".join(f"{k} {v:.2f} s"
+                                                      for k, v in timings.items()))
+        return state
+
+    @classmethod
+    def _each_analysis(cls, town: Town, G: nx.MultiDiGraph | None,
+                       out_dir: str | Path | None, timings: dict[str, float]
+                       ) -> tuple[TownState, dict[str, pd.DataFrame]]:
+        """Run graph, obligations, tracing and capacity one by one, keeping
+        what succeeds (the fallback of :meth:`from_town`)."""
 
         def timed(name: str, fn: Callable[[], Any]) -> Any:
             t = time.perf_counter()
@@ -325,7 +373,7 @@ class TownState:
             from . import tracing
 
             state.index = tracing.DownstreamIndex(G)
-            state.points = tracing.connection_points(town, G)
+            state.points = tracing.connection_points(town, G, index=state.index)
             return tracing.control_manholes(town, G, points=state.points, index=state.index)
 
         cm = attempt("tracing", _tracing)
@@ -339,27 +387,10 @@ class TownState:
 
         cap = attempt("capacity", _capacity)
         if cap is not None:
-            if getattr(cap, "_index", False) is None and state.index is not None:
-                cap._index = state.index  # the what-if reuses the one downstream index
             state.capacity = cap
             layers["pipes_capacity"] = cap.pipes
             layers["plants"] = cap.plants
-
-        t = time.perf_counter()
-        for name, gdf in layers.items():
-            if name in TABLE_KEYS and gdf is not None:
-                state.tables[name] = ResultTable(name, gdf, TABLE_KEYS[name],
-                                                 eager=name in SERVED_EAGERLY)
-        if "parcels" in town.layers:  # for its ids; its rows are not served
-            state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
-                                                  ("parcel_id",), eager=False)
-        if "control_manholes" in state.tables and "control_paths" in state.tables:
-            state._parcel_traces = state._build_parcel_traces()
-        timings["serialize"] = time.perf_counter() - t
-        state.timings_s = timings
-        log.info("service state ready: %s", ", ".join(f"{k} {v:.2f} s"
-                                                      for k, v in timings.items()))
-        return state
+        return state, layers
 
     # -- access -------------------------------------------------------------
 
@@ -443,15 +474,22 @@ class TownState:
     def summary(self) -> dict[str, Any]:
         """Layers, counts, profile, graph size and data-quality summary."""
         town = self.town
-        findings = list(town.report)
-        graph_report = self.G.graph.get("report")
-        if graph_report is not None and graph_report is not town.report:
-            findings += list(graph_report)
+        if "quality" in self.tables:  # the quality layer of the results GeoPackage
+            q = self.tables["quality"].gdf
+            kinds = q["kind"].astype(str).tolist()
+            sevs = q["severity"].astype(str).tolist()
+        else:
+            findings = list(town.report)
+            graph_report = self.G.graph.get("report")
+            if graph_report is not None and graph_report is not town.report:
+                findings += list(graph_report)
+            kinds = [f.kind for f in findings]
+            sevs = [f.severity for f in findings]
         by_kind: dict[str, int] = {}
         by_sev: dict[str, int] = {}
-        for f in findings:
-            by_kind[f.kind] = by_kind.get(f.kind, 0) + 1
-            by_sev[f.severity] = by_sev.get(f.severity, 0) + 1
+        for k, v in zip(kinds, sevs, strict=True):
+            by_kind[k] = by_kind.get(k, 0) + 1
+            by_sev[v] = by_sev.get(v, 0) + 1
         prof = town.profile
         pinfo = getattr(prof, "profile", None)
         profile = {
@@ -470,7 +508,7 @@ class TownState:
                       "outlets": len(self.G.graph.get("outlets", []) or [])},
             "results": {name: len(t) for name, t in self.tables.items() if name != "parcels"},
             "unavailable": dict(self.unavailable),
-            "quality": {"findings": len(findings), "by_severity": by_sev, "by_kind": by_kind},
+            "quality": {"findings": len(kinds), "by_severity": by_sev, "by_kind": by_kind},
             "startup_s": {k: round(v, 3) for k, v in self.timings_s.items()},
         }
 

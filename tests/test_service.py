@@ -527,3 +527,30 @@ def test_serve_command_refuses_a_bad_port(tmp_path, capsys):
 
     assert main(["serve", "--layers", str(tmp_path), "--port", "70000"]) == 2
     assert "--port 70000" in capsys.readouterr().err
+
+
+def test_results_lists_layers_and_filters_by_id(client):
+    layers = client.get("/results").json()["layers"]
+    assert layers["control_manholes"]["features"] == 4
+    assert "parcels" not in layers
+    fc = client.get("/results/control_manholes", params={"building_id": "B2a"}).json()
+    assert [f["properties"]["control_manhole_id"] for f in fc["features"]] == ["MH2"]
+    assert len(client.get("/results/pipes_capacity").json()["features"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "field"),
+    [
+        ("/results/nope", {}, 404, None),
+        ("/results/parcels", {}, 404, None),
+        ("/results/pipes_capacity", {"bogus": "1"}, 422, "bogus"),
+        ("/results/control_manholes", {"building_id": "B1", "parcel_id": "P1"}, 422,
+         "building_id"),
+        ("/results/control_manholes", {"building_id": "B9"}, 404, None),
+    ],
+)
+def test_bad_result_layer_requests(client, path, params, status, field):
+    r = client.get(path, params=params)
+    assert r.status_code == status, r.text
+    if field:
+        assert r.json()["field"] == field

@@ -111,6 +111,9 @@ def lib(town_dir):
     out.update(compute_obligations(town))
     out.update(control_manholes(town, G, points=pts, index=idx))
     out["capacity"] = compute_capacity(town, G, points=pts)
+    from gisnet.sampling import sampling_plan
+
+    out["sampling_plan"] = sampling_plan(town, G, index=idx, points=pts)
     return out
 
 
@@ -400,6 +403,38 @@ def test_industrial_whatif_at_a_point(server, lib):
     tap = shapely.Point(got["connection"]["x"], got["connection"]["y"])
     assert tap.distance(b) < 0.01  # degrees: the tap is near the building
     assert any(a["trigger"] in ("industrial", "review_flow_over") for a in got["approvals"])
+
+
+def test_result_layers_equal_the_library_and_the_run_command(server, lib, town_dir,
+                                                             tmp_path):
+    """GET /results/{layer} serves the layers `gisnet run` writes to the GeoPackage."""
+    layers = server.get("/results").json()["layers"]
+    for name in ("obligations", "control_manholes", "pipes_capacity", "plants",
+                 "sampling_plan", "quality", "graph_edges", "frontage", "connection_zone"):
+        assert name in layers, name
+    r = server.get("/results/sampling_plan")
+    assert r.status_code == 200
+    _assert_rows_equal(r.json()["features"], lib["sampling_plan"])
+    user = str(lib["sampling_plan"]["user_id"].iloc[0])
+    one = server.get("/results/sampling_plan", params={"user_id": user}).json()
+    assert [f["properties"]["user_id"] for f in one["features"]] == [user]
+    # the whole quality layer against the one `gisnet run` writes
+    r = subprocess.run([sys.executable, "-m", "gisnet", "run", "--layers", str(town_dir),
+                        "--out", str(tmp_path), "-q"], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.returncode == 0, r.stderr
+    gpkg = tmp_path / "gisnet-results.gpkg"
+    quality = gpd.read_file(gpkg, layer="quality")
+    got = server.get("/results/quality").json()["features"]
+    assert [(f["properties"]["kind"], f["properties"]["feature_id"]) for f in got] == \
+        [(k, None if pd.isna(f) else f) for k, f in zip(quality["kind"],
+                                                        quality["feature_id"], strict=True)]
+    assert server.get("/town").json()["quality"]["findings"] == len(quality)
+    pipes = gpd.read_file(gpkg, layer="pipes_capacity")
+    got = server.get("/results/pipes_capacity").json()["features"]
+    assert [f["properties"]["main_id"] for f in got] == pipes["main_id"].tolist()
+    for f, u in zip(got, pipes["utilization"], strict=True):
+        assert _same(f["properties"]["utilization"], u)
 
 
 # ---------------------------------------------------------------------------
