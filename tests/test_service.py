@@ -554,3 +554,50 @@ def test_bad_result_layer_requests(client, path, params, status, field):
     assert r.status_code == status, r.text
     if field:
         assert r.json()["field"] == field
+
+
+def _synthetic_town(n: int = 200) -> Town:
+    from gisnet.profile import load_profile
+    from gisnet.synthetic import make_town
+
+    crs = CRS.from_user_input(CRS_FT)
+    return Town(name="synthetic", crs=crs, ft_per_unit=1200 / 3937 / 0.3048,
+                layers=make_town(n, seed=1), profile=load_profile("poughkeepsie-fourth-ward"))
+
+
+def test_state_from_a_town_serves_the_library_tables():
+    from gisnet.obligations import compute_obligations
+
+    town = _synthetic_town()
+    st = TownState.from_town(town)
+    assert st.unavailable == {}
+    want = compute_obligations(town)["obligations"]
+    pid = str(want["parcel_id"].iloc[17])
+    with TestClient(create_app(st)) as c:
+        (f,) = c.get(f"/parcels/{pid}/obligation", params={"crs": CRS_FT}).json()["features"]
+    row = want.iloc[17]
+    assert f["properties"]["main_id"] == row["main_id"]
+    assert math.isclose(f["properties"]["distance_ft"], row["distance_ft"], rel_tol=1e-12)
+    assert f["properties"]["status"] == row["status"]
+
+
+def test_state_falls_back_to_each_analysis_and_reports_what_failed(monkeypatch):
+    import gisnet.capacity
+    import gisnet.pipeline
+    from gisnet.errors import TopologyError
+
+    def fail(*args, **kwargs):
+        raise TopologyError("no outlet reachable", layer="mains")
+
+    monkeypatch.setattr(gisnet.pipeline, "analyse", fail)
+    monkeypatch.setattr(gisnet.capacity, "compute_capacity", fail)
+    st = TownState.from_town(_synthetic_town())
+    assert st.unavailable == {"capacity": "layer 'mains': no outlet reachable"}
+    pid = str(st.town.layers["parcels"]["parcel_id"].iloc[0])
+    with TestClient(create_app(st)) as c:
+        assert c.get(f"/parcels/{pid}/obligation").status_code == 200
+        assert c.get("/trace/downstream", params={"parcel": pid}).status_code == 200
+        r = c.get("/plants")
+        assert r.status_code == 503 and "no outlet reachable" in r.json()["detail"]
+        r = c.post("/whatif", json={"parcel_id": pid, "flow_gpd": 100})
+        assert r.status_code == 503
