@@ -172,10 +172,7 @@ def _sec(profile: Any, name: str) -> Any:
 def _val(obj: Any, key: str, default: Any = None) -> Any:
     if obj is None:
         return default
-    if isinstance(obj, dict):
-        v = obj.get(key, default)
-    else:
-        v = getattr(obj, key, default)
+    v = obj.get(key, default) if isinstance(obj, dict) else getattr(obj, key, default)
     return default if v is None else v
 
 
@@ -711,7 +708,6 @@ class CapacityResult:
     _net: _Net = field(repr=False)
     _acc: Accumulation = field(repr=False)
     _capacity_gpd: np.ndarray = field(repr=False)
-    _plant_base_mgd: dict[str, float] = field(repr=False)
     _index: Any = field(default=None, repr=False)
 
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
@@ -899,12 +895,12 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "flags": flags,
     }, geometry=gpd.GeoSeries(net.geometry, crs=crs), crs=crs)
 
-    plants, base = _plants(town, net, acc, cfg)
+    plants = _plants(town, net, acc, cfg)
     log.info("capacity: %d pipes, %d over %.2f, %d cycles, %d splits", m, int(over.sum()), thr,
              len(acc.cycles), len(acc.splits))
     return CapacityResult(pipes=pipes, plants=plants, splits=acc.splits, cycles=acc.cycles,
                           report=report, points=points, flows=flows, cfg=cfg, _net=net,
-                          _acc=acc, _capacity_gpd=cap_gpd, _plant_base_mgd=base, _index=index)
+                          _acc=acc, _capacity_gpd=cap_gpd, _index=index)
 
 
 # --------------------------------------------------------------------------- plants
@@ -950,19 +946,18 @@ def plant_window(months: pd.DataFrame, k: int = 3) -> tuple[float, str, list[str
 
 
 def _plants(town: Any, net: _Net, acc: Accumulation, cfg: dict[str, Any]
-            ) -> tuple[gpd.GeoDataFrame, dict[str, float]]:
+            ) -> gpd.GeoDataFrame:
     layer = town.layers.get("plants")
     crs = getattr(town, "crs", None)
     if layer is None or len(layer) == 0:
-        empty = gpd.GeoDataFrame({c: [] for c in PLANT_COLUMNS}, geometry=gpd.GeoSeries([], crs=crs),
-                                 crs=crs)
-        return empty, {}
+        empty = gpd.GeoDataFrame({c: [] for c in PLANT_COLUMNS},
+                                 geometry=gpd.GeoSeries([], crs=crs), crs=crs)
+        return empty
     thr = float(cfg["plant_threshold"])
     k = int(cfg["plant_months"])
     strict = bool(cfg["plant_strict"])
     monthly = getattr(town, "plant_flows", None)
     rows = []
-    base: dict[str, float] = {}
     for rec in layer.itertuples(index=False):
         pid = str(rec.plant_id)
         node = pid if pid in net.node_idx else (
@@ -988,7 +983,6 @@ def _plants(town: Any, net: _Net, acc: Accumulation, cfg: dict[str, Any]
             flow, basis = accum, "accumulated"
         ratio = flow / design if np.isfinite(flow) and design > 0 else float("nan")
         over = bool(ratio > thr) if strict else bool(ratio >= thr)
-        base[pid] = flow
         rows.append({
             "plant_id": pid, "name": getattr(rec, "name", None), "node_id": node,
             "design_flow_mgd": design, "avg_flow_mgd": flow, "ratio": ratio, "threshold": thr,
@@ -997,9 +991,8 @@ def _plants(town: Any, net: _Net, acc: Accumulation, cfg: dict[str, Any]
             "accumulated_flow_mgd": accum, "section": cfg["plant_section"],
             "geometry": rec.geometry,
         })
-    gdf = gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
-                           crs=crs)
-    return gdf, base
+    return gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
+                            crs=crs)
 
 
 # --------------------------------------------------------------------------- what-if
@@ -1025,9 +1018,13 @@ class WhatIfResult:
         Main ids of the pipes that go from at or below the threshold to over it.
     plants
         Plants reached: ratio before and after, over before and after.
+    plant_crossings
+        Plant ids that go from at or below the plant threshold to over it.
     approvals
         Approvals and reviews the profile's rules trigger: ``id, trigger,
         authority, section, text, reason``.
+    threshold
+        The pipes' utilization threshold used (profile, 0.80).
     notes
         Anything the engineer should know (cycles crossed, splits).
     """

@@ -453,7 +453,8 @@ def test_lancaster_every_pipe_matches_manning(shared_data):
 
 @pytest.fixture(scope="module")
 def small_town_dir(tmp_path_factory):
-    from gisnet.synthetic import make_town as synth, write_town
+    from gisnet.synthetic import make_town as synth
+    from gisnet.synthetic import write_town
 
     d = tmp_path_factory.mktemp("captown")
     write_town(synth(400, seed=3), d, fmt="gpkg", profile="berlin-nh")
@@ -556,7 +557,7 @@ def test_sample_plant_three_month_ratio(sample_dir, sample_runs):
     assert (months[1:] - months[:-1] == 1 * months.freq).all()  # no gaps in this file
     means = [csv["avg_flow_mgd"].iloc[i:i + 3].mean() for i in range(len(csv) - 2)]
     design = gpd.read_file(sample_dir / "plants.shp").set_index("FACILITYID")["DESIGNCAP"]
-    town, G, res = sample_runs["poughkeepsie-fourth-ward"]
+    _, _, res = sample_runs["poughkeepsie-fourth-ward"]
     row = res.plants.set_index("plant_id").loc["WWTP-01"]
     assert row["basis"] == "monthly_3mo"
     assert row["ratio"] == pytest.approx(max(means) / design["WWTP-01"], rel=1e-9)
@@ -615,7 +616,7 @@ def test_sample_adverse_pipe_and_cycle(sample_dir, sample_runs):
 
     problems = json.loads((sample_dir / "problems.json").read_text())
     items = problems if isinstance(problems, list) else problems.get("problems", [])
-    town, G, res = sample_runs["poughkeepsie-fourth-ward"]
+    _, _, res = sample_runs["poughkeepsie-fourth-ward"]
     p = res.pipes.set_index("edge_key")
     seen = set()
     for item in items:
