@@ -746,7 +746,25 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     Returns
     -------
     CapacityResult
-        ``.pipes`` (layer ``pipes_capacity``) and ``.plants`` (layer ``plants``).
+        ``.pipes`` (layer ``pipes_capacity``, one row per graph edge, working
+        CRS): ``main_id, edge_key, from_node, to_node, diameter_in, length_ft,
+        slope`` (ft/ft), ``slope_source`` (inverts | stored | none),
+        ``manning_n, capacity_gpd, capacity_cfs`` (full flow, NaN when
+        unknown), ``avg_flow_gpd, industrial_flow_gpd, peak_flow_gpd,
+        population`` (persons upstream), ``peaking_factor, utilization,
+        over_threshold, deficient, surcharged, velocity_fps`` (full flow),
+        ``min_slope`` (ft/ft, NaN where the profile tabulates none),
+        ``min_slope_ok`` (True where no minimum applies), ``computed`` (flows
+        accumulated: False in cycles and for storm/inactive pipes) and
+        ``flags`` (``;``-separated: no_slope, adverse_slope, flat_slope,
+        no_diameter, force_main, inactive, no_sanitary_flow, cycle,
+        low_velocity, below_min_slope, flow_split).
+        ``.plants`` (layer ``plants``): ``plant_id, name, node_id,
+        design_flow_mgd, avg_flow_mgd`` (the flow compared), ``ratio,
+        threshold, over_threshold, basis`` (monthly_3mo | avg_flow |
+        accumulated), ``window`` (``YYYY-MM..YYYY-MM``), ``gaps`` (missing
+        months), ``months, reported_avg_flow_mgd, accumulated_flow_mgd,
+        section``.
 
     Notes
     -----

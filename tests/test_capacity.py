@@ -650,3 +650,30 @@ def test_sample_whatif_at_a_lonlat_point(sample_runs):
     # 5 ft north of the tap, projected back onto the same main: within a few feet
     assert math.hypot(w.connection["x"] - geom.x, w.connection["y"] - geom.y) < 6.0
     assert w.control_manhole == "MH000008"
+
+
+def test_whatif_through_a_split_that_rejoins():
+    # IN -> S splits into S8 (8 in) and S12 (12 in), both rejoin at Z, OUT leaves Z.
+    nodes = {"A": (0, 0, "manhole"), "S": (100, 0, "manhole"), "X": (200, 50, "manhole"),
+             "Y": (200, -50, "manhole"), "Z": (300, 0, "manhole"), "E": (400, 0, "manhole")}
+    G = make_graph(nodes, [("IN", "A", "S", 15, {}), ("S8", "S", "X", 8, {}),
+                           ("S12", "S", "Y", 12, {}), ("X8", "X", "Z", 8, {}),
+                           ("Y12", "Y", "Z", 12, {}), ("OUT", "Z", "E", 15, {})])
+    town = make_town(parcels=metered_parcels({"p": 10_000}))
+    pts = points_for([("p", None, "IN")])
+    res = cap.compute_capacity(town, G, points=pts)
+    w = cap.whatif(town, G, res, parcel_id="p", flow_gpd=5_000)
+    after = w.pipes.set_index("main_id")
+    assert after.index[0] == "IN" and after.index[-1] == "OUT"
+    assert set(after.index) == {"IN", "S8", "S12", "X8", "Y12", "OUT"}
+    # all of the 5,000 gpd arrives at OUT again: 10,000 + 5,000
+    assert after.loc["OUT", "avg_flow_gpd_after"] == pytest.approx(15_000)
+    assert after.loc["OUT", "share"] == pytest.approx(1.0)
+    share12 = 1.5 ** (8 / 3) / (1 + 1.5 ** (8 / 3))
+    assert after.loc["S12", "avg_flow_gpd_after"] == pytest.approx(15_000 * share12)
+    full = cap.compute_capacity(make_town(parcels=metered_parcels({"p": 15_000})), G,
+                                points=pts).pipes.set_index("main_id")
+    for mid in after.index:
+        assert after.loc[mid, "peak_flow_gpd_after"] == pytest.approx(
+            full.loc[mid, "peak_flow_gpd"], rel=1e-12)
+    assert any("splits at node S" in n for n in w.notes)
