@@ -139,7 +139,7 @@ def harmon_peaking_factor(
     Examples
     --------
     >>> round(float(harmon_peaking_factor(10_000)), 4)   # P = 10 thousand
-    2.9515
+    2.9547
     """
     p = np.asarray(population, dtype="float64")
     p = np.where(np.isfinite(p) & (p > 0), p, 0.0) / 1000.0
