@@ -11,12 +11,14 @@ Run by hand, under the shared lock:
 
     flock /tmp/gisnet-bench.lock /work/venv/bin/python scripts/bench_maps.py [sample] [city]
 
-Prints a Markdown table (the one in docs/maps.md).
+Prints a Markdown table (the one in docs/maps.md); with GISNET_BENCH_TIMINGS=1 also
+the milliseconds each layer spends decoding, building and being added to the map.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -83,6 +85,10 @@ def load_time(d, page: Path) -> tuple[float, int]:
     # (the wall clock also waits for offline tile requests to fail)
     ms = d.execute_script("return window.gisnet.readyMs")
     elapsed = ms / 1000.0 if ms is not None else wall
+    if os.environ.get("GISNET_BENCH_TIMINGS"):
+        t = d.execute_script("return window.gisnet.timings")
+        print(page.name, {k: {s: round(v) for s, v in x.items()} for k, x in t.items()},
+              file=sys.stderr)
     n = d.execute_script(
         "var n=0;Object.keys(window.gisnet.layers).forEach(function(k){"
         "n+=window.gisnet.layers[k].getLayers().length;});return n;")

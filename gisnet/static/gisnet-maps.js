@@ -53,11 +53,16 @@
     return out;
   }
 
+  var numberFormats = {};  // one Intl.NumberFormat per decimals (creating one is slow)
   function fmtValue(v, f) {
     if (!f) { return v; }
     if (f[0] === "p") { return (v * 100).toFixed(f[1]) + " %"; }
-    return Number(v).toLocaleString("en-US", {minimumFractionDigits: f[1],
-      maximumFractionDigits: f[1]}) + (f[2] ? " " + f[2] : "");
+    var nf = numberFormats[f[1]];
+    if (!nf) {
+      nf = numberFormats[f[1]] = new Intl.NumberFormat("en-US", {
+        minimumFractionDigits: f[1], maximumFractionDigits: f[1]});
+    }
+    return nf.format(Number(v)) + (f[2] ? " " + f[2] : "");
   }
 
   /* A layer block from gisnet.maps.encode_layer -> GeoJSON FeatureCollection. */
@@ -161,8 +166,13 @@
     if (!cfg.tiles || !cfg.tiles.length) { bases["No base map"].addTo(map); }
 
     var bounds = null;
+    var timings = {};
+    var now = function () { return (window.performance && performance.now) ? performance.now() : 0; };
     cfg.layers.forEach(function (spec) {
-      var layer = L.geoJSON(decodeLayer(spec.data), {
+      var t0 = now();
+      var fc = decodeLayer(spec.data);
+      var t1 = now();
+      var layer = L.geoJSON(fc, {
         renderer: renderer,
         interactive: spec.interactive !== false,
         style: function (f) { return styleFor(spec, f); },
@@ -172,21 +182,23 @@
           s.interactive = spec.interactive !== false;
           return L.circleMarker(latlng, s);
         },
-        onEachFeature: function (f, l) {
-          if (spec.interactive === false) { return; }
-          l.bindPopup(function () { return popupHtml(spec, f.properties || {}); },
-                      {maxWidth: 360});
-          if (spec.tooltip) {
-            l.bindTooltip(function () { return fill(spec.tooltip, merged(spec, f.properties)); },
-                          {sticky: true});
-          }
-        }
       });
+      if (spec.interactive !== false) {
+        // one popup and one tooltip for the whole layer, filled for the feature under the mouse
+        layer.bindPopup(function (l) { return popupHtml(spec, l.feature.properties || {}); },
+                        {maxWidth: 360});
+        if (spec.tooltip) {
+          layer.bindTooltip(function (l) {
+            return fill(spec.tooltip, merged(spec, l.feature.properties));
+          }, {sticky: true});
+        }
+      }
       registry[spec.key] = layer;
       specs[spec.key] = spec;
       var label = esc(spec.name) + ' <span class="gisnet-count">(' + layer.getLayers().length +
         ")</span>";
       overlays[label] = layer;
+      var t2 = now();
       if (spec.show !== false) {
         layer.addTo(map);
         if (spec.fit !== false && layer.getLayers().length) {
@@ -194,6 +206,7 @@
           bounds = bounds ? bounds.extend(b) : L.latLngBounds(b.getSouthWest(), b.getNorthEast());
         }
       }
+      timings[spec.key] = {decode: t1 - t0, build: t2 - t1, add: now() - t2};
     });
 
     // title
@@ -282,7 +295,7 @@
     else if (cfg.center) { map.setView(cfg.center, cfg.zoom || 14); }
 
     window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
-                     popupHtml: popupHtml, ready: true,
+                     popupHtml: popupHtml, ready: true, timings: timings,
                      readyMs: (window.performance && performance.now) ? performance.now() : null};
     return window.gisnet;
   }
