@@ -104,6 +104,8 @@ TILES: tuple[dict[str, str], ...] = (
         'OpenStreetMap</a> contributors &copy; <a href="https://carto.com/attributions">CARTO</a>',
     },
 )
+LEAFLET_CDN_JS = "https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.js"
+LEAFLET_CDN_CSS = "https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.css"
 OFFLINE_NOTE = (
     "Offline page: every layer is inside this file; the base map tiles need a network "
     "connection and stay blank without one."
@@ -1048,9 +1050,10 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
                               name="leaflet_css")
         root.header.add_child(_Raw(f"<script>{_mapassets.leaflet_js()}</script>"),
                               name="leaflet_js")
-    else:
-        m.default_js = list(m.default_js)
-        m.default_css = list(m.default_css)
+    else:  # folium's usual CDN links, with the Leaflet version gisnet vendors
+        m.default_js = [(n, LEAFLET_CDN_JS if n == "leaflet" else u) for n, u in m.default_js]
+        m.default_css = [(n, LEAFLET_CDN_CSS if n == "leaflet_css" else u)
+                         for n, u in m.default_css]
     root.header.add_child(_Raw(f"<title>{html.escape(root.title)}</title>"), name="title")
     root.header.add_child(_Raw(f"<style>{_mapassets.gisnet_css()}</style>"), name="gisnet_css")
     root.header.add_child(_Raw(f"<script>{_mapassets.gisnet_js()}</script>"), name="gisnet_js")

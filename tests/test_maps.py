@@ -267,7 +267,8 @@ def test_cdn_page_links_leaflet(tmp_path):
     town = make_town()
     [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
     text = page.read_text(encoding="utf-8")
-    assert re.search(r'<script src="https://[^"]*leaflet[^"]*\.js"', text)
+    assert '<script src="https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.js">' in text
+    assert "leaflet@1.9.4/dist/leaflet.css" in text
     assert "base map tiles need a network" not in text
 
 
