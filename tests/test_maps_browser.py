@@ -183,6 +183,29 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
     elif name == "network":
         text = click_feature(driver, "plants")
         assert "Plant" in text
+        # the browser's decoded coordinates equal pyproj's lon/lat of the mains' ends
+        from pyproj import Transformer
+
+        edges = layers["graph_edges"]
+        tr = Transformer.from_crs(edges.crs, "EPSG:4326", always_xy=True)
+        ends = driver.execute_script(
+            "var o={};window.gisnet.layers.mains.eachLayer(function(l){"
+            "var ll=l.getLatLngs(); if(ll.length&&ll[0].lat!==undefined){"
+            "var k=l.feature.properties.main_id;(o[k]=o[k]||[]).push([ll[0].lng,ll[0].lat,"
+            "ll[ll.length-1].lng,ll[ll.length-1].lat]);}});return o;")
+        got = ends
+        n_rows = edges["main_id"].astype(str).value_counts()
+        checked = 0
+        for mid, geom in zip(edges["main_id"].astype(str), edges.geometry, strict=True):
+            if mid not in got or len(got[mid]) != 1 or n_rows[mid] != 1 or geom is None \
+                    or geom.is_empty:
+                continue
+            (x0, y0), (x1, y1) = geom.coords[0], geom.coords[-1]
+            lon0, lat0 = tr.transform(x0, y0)
+            lon1, lat1 = tr.transform(x1, y1)
+            np.testing.assert_allclose(got[mid][0], [lon0, lat0, lon1, lat1], atol=6e-7)
+            checked += 1
+        assert checked > 100
     else:
         parcels = layers["obligations"]
         pid = str(parcels["parcel_id"].iloc[0])
