@@ -41,6 +41,7 @@ and ``kind_assumed`` (mains without a kind treated as sanitary).
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -351,7 +352,15 @@ class _Builder:
         self._direction()
         self._pieces()
         self._outlets()
-        G = self._graph()
+        # hundreds of thousands of attribute dicts, none in a reference cycle:
+        # the cyclic collector would rescan them again and again while they are made
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            G = self._graph()
+        finally:
+            if gc_was_on:
+                gc.enable()
         self._analyse(G)
         report = Report()
         report.extend(self.findings)
@@ -392,11 +401,13 @@ class _Builder:
         self.eligible = self.public & self.active & self.gravity & np.isin(self.kind,
                                                                            SANITARY_KINDS)
         self.length = shapely.length(self.lines)  # CRS units
-        coords_start = shapely.get_coordinates(shapely.get_point(self.lines, 0))
-        coords_end = shapely.get_coordinates(shapely.get_point(self.lines, -1))
+        # first and last vertex of every line from one flat coordinate array
+        xy, owner = shapely.get_coordinates(self.lines, return_index=True)
+        last = np.flatnonzero(np.r_[owner[1:] != owner[:-1], True])
+        first = np.r_[0, last[:-1] + 1]
         ends = np.empty((2 * n, 2))
-        ends[0::2] = coords_start
-        ends[1::2] = coords_end
+        ends[0::2] = xy[first]
+        ends[1::2] = xy[last]
         self.ends = ends
 
     # ---------------------------------------------------------------- structures
@@ -429,7 +440,9 @@ class _Builder:
             ids += mid
             kinds += k.fillna("manhole").str.lower().tolist()
             geoms.append(g)
-            xy.append(shapely.get_coordinates(shapely.centroid(g)))
+            pts = shapely.get_type_id(g) == 0
+            xy.append(shapely.get_coordinates(g) if pts.all()
+                      else shapely.get_coordinates(shapely.centroid(g)))
             p, a = _flags(mh, "manholes")
             public.append(p)
             active.append(a)
