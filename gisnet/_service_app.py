@@ -383,10 +383,11 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
              response_class=Response,
              openapi_extra={"parameters": [
                  _query("parcel", "parcel id (answered from the precomputed tables)"),
-                 _query("x", "x (easting or longitude) in `point_crs`", "number"),
-                 _query("y", "y (northing or latitude) in `point_crs`", "number"),
-                 _query("point_crs", "CRS of x, y (default EPSG:4326)"),
-                 _CRS_PARAM]})
+                 _query("x", "x (easting or longitude) in `crs`", "number"),
+                 _query("y", "y (northing or latitude) in `crs`", "number"),
+                 _query("crs", "CRS of x, y and of the response geometry (default "
+                               "EPSG:4326), e.g. EPSG:2260"),
+                 _query("point_crs", "CRS of x, y when it differs from `crs`")]})
     async def trace_downstream(request: Request) -> Response:
         q = request.query_params
         _no_unknown(q, ("parcel", "x", "y", "point_crs", "crs"))
@@ -402,7 +403,8 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
             raise RequestError("parcel" if x is None and y is None else ("y" if y is None
                                                                           else "x"),
                                "give 'parcel', or both 'x' and 'y'")
-        in_crs = parse_crs(q.get("point_crs"), "point_crs")
+        in_crs = (parse_crs(q.get("point_crs"), "point_crs") if "point_crs" in q
+                  else out_crs)
 
         def run() -> Response:
             from shapely.geometry import Point

@@ -306,6 +306,21 @@ def test_point_trace_equals_the_library(server, lib):
         assert math.isclose(got["length_ft"], want["length_ft"], rel_tol=1e-6)
 
 
+def test_point_trace_in_the_working_crs(server, lib):
+    """?x=&y=&crs= takes the point in that CRS and answers in it."""
+    from gisnet.tracing import trace_downstream
+
+    p = lib["town"].layers["buildings"].geometry.centroid.iloc[7]
+    r = server.get("/trace/downstream", params={"x": p.x, "y": p.y, "crs": "EPSG:2260"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    want = trace_downstream(lib["town"], lib["G"], point=(p.x, p.y), index=lib["index"])
+    assert got["control_manhole_id"] == want["control_manhole_id"]
+    assert got["path"]["crs"]["properties"]["name"] == "EPSG:2260"
+    tap = shapely.geometry.shape(got["connection"]["features"][0]["geometry"])
+    assert tap.distance(want["connection"].geometry.iloc[0]) < 1e-6
+
+
 def test_upstream_equals_the_library_and_the_cli(server, lib, town_dir):
     from gisnet.tracing import trace_upstream
 
