@@ -507,8 +507,11 @@ class _Builder:
             else:
                 qi, ti = tree.query(end_pts, predicate="intersects")
             dist = shapely.distance(end_pts[qi], self.s_geom[ti])
-            # nearest structure per end (ties: the first structure in layer order)
-            order = np.lexsort((ti, dist, qi))
+            # nearest manhole per end, else the nearest plant (an end inside a
+            # plant site polygon but near a manhole there joins the manhole);
+            # ties: the first structure in layer order
+            is_plant = self.s_source[ti] == "plants"
+            order = np.lexsort((ti, dist, is_plant, qi))
             qi, ti, dist = qi[order], ti[order], dist[order]
             first = np.ones(len(qi), dtype=bool)
             first[1:] = qi[1:] != qi[:-1]

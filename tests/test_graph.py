@@ -376,6 +376,16 @@ def test_plant_polygon_snaps_to_nearest_node_inside() -> None:
     assert far.graph["outlets"] == []
     (nc,) = of_kind(far, "plant_not_connected")
     assert f"{5 * FT:.1f} ft" in nc.message
+    # pipe ends inside the site join the plant, unless a manhole is within tolerance
+    inside = build_sewer_graph({
+        "mains": mains({"main_id": "A", "coords": [(0, 0), (200, 0)]},
+                       {"main_id": "B", "coords": [(200, 50), (230.5, 10)]}),
+        "manholes": manholes(M1=(0, 0), M7=(230, 10), M8=(200, 50)),
+        "plants": plants,
+    })
+    assert edge(inside, "A")[:2] == ("M1", "P") and inside.nodes["P"]["kind"] == "plant"
+    assert edge(inside, "B")[1] == "M7"
+    assert inside.graph["outlets"] == ["P"]
 
 
 def test_outfall_kind_and_named_outlet_nodes() -> None:
