@@ -137,6 +137,9 @@ UTIL_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("nocapacity", "#000000", "no capacity (zero or adverse slope)"),
     ("unknown", "#9e9e9e", "unknown (no diameter, slope or flow)"),
 )
+#: Above this many located findings the quality layer starts switched off (it would hide
+#: the network); it stays in the layer control.
+QUALITY_SHOWN_MAX = 1000
 SEVERITY_COLOURS = {"error": "#d7191c", "warning": "#fdae61", "info": "#2c7bb6"}
 
 
@@ -560,6 +563,7 @@ def _quality_layer(ctx: _Ctx) -> MapLayer | None:
         fields=[("Finding", "finding_id"), ("Kind", "kind"), ("Severity", "severity"),
                 ("Message", "message"), ("Layer", "layer"), ("Feature", "feature_id")],
         popup_title="{kind}", tooltip="{severity}: {kind}", search=["feature_id", "finding_id"],
+        show=n <= QUALITY_SHOWN_MAX,
         legend=[{"label": s, "color": c, "shape": "point"} for s, c in SEVERITY_COLOURS.items()],
         legend_title=f"Data-quality findings ({n} on the map"
         + (f", {unlocated} without a location)" if unlocated else ")"),
@@ -889,13 +893,16 @@ def _capacity_layers(ctx: _Ctx) -> tuple[list[MapLayer], list[dict[str, str]]]:
         cols = [c for c in _fields_for(pipes, CAPACITY_ORDER,
                                        skip=["over_threshold", "deficient", "surcharged"])
                 if c not in ("from_node", "to_node")]
-        if "computed" in pipes.columns:  # pipes in a cycle: flows not computed -> unknown
+        notc = np.zeros(len(pipes), dtype=bool)
+        if "computed" in pipes.columns:  # pipes in a cycle: flows not computed
             notc = _is_false(pipes["computed"])
-            if notc.any():
-                pipes = pipes.copy()
-                for c in ("avg_flow_gpd", "peak_flow_gpd", "utilization", "industrial_flow_gpd"):
-                    if c in pipes.columns:
-                        pipes[c] = pipes[c].astype(float).mask(notc)
+        if ctx.layer("parcels") is None and ctx.layer("users") is None:
+            notc[:] = True  # no parcels and no users: the flows are unknown, not 0
+        if notc.any():
+            pipes = pipes.copy()
+            for c in ("avg_flow_gpd", "peak_flow_gpd", "utilization", "industrial_flow_gpd"):
+                if c in pipes.columns:
+                    pipes[c] = pipes[c].astype(float).mask(notc)
         props = _auto_props(pipes, cols)
         props["_c"] = list(cls)
         d = _num(_col(pipes, "diameter_in"))
@@ -964,7 +971,8 @@ def _plant_panel(ctx: _Ctx) -> str:
     for _, r in plants.iterrows():
         ratio = r.get("ratio")
         over = r.get("over_threshold")
-        state = "unknown" if _missing(over) else ("over" if bool(over) else "below")
+        state = "unknown" if _missing(over) or _missing(ratio) else (
+            "over" if bool(over) else "below")
         cls = "gisnet-bad" if state == "over" else "gisnet-ok" if state == "below" else ""
         ratio_s = "unknown" if _missing(ratio) else f"{float(ratio) * 100:.1f} %"
         design = r.get("design_flow_mgd")

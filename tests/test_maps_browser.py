@@ -243,6 +243,7 @@ def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_p
     main_id = str(edges["main_id"].iloc[0])
     text = search(driver, main_id)
     assert re.search(r"Diameter\s+unknown", text), text
+    time.sleep(0.6)
     driver.save_screenshot(str(artifacts / "maps_bennington_network.png"))
 
     counts = open_page(driver, paths["capacity"])
@@ -251,11 +252,15 @@ def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_p
     text = search(driver, main_id)
     for label in ("Diameter", "Capacity", "Utilization"):
         assert re.search(label + r"\s+unknown", text), text
+    assert re.search(r"Avg flow\s+unknown", text), text  # no parcels: flow unknown, not 0
     assert not re.search(r"\b0 in\b", text)
     classes = driver.execute_script(
         "var c={};window.gisnet.layers.pipes_capacity.eachLayer(function(l){"
         "var k=l.feature.properties._c;c[k]=(c[k]||0)+1;});return c;")
     assert classes.get("unknown", 0) == counts["pipes_capacity"]
+    panel = driver.execute_script("return document.querySelector('.gisnet-panel').innerText")
+    assert "below" not in panel and "unknown" in panel  # no flows: plant state unknown
+    time.sleep(0.6)
     driver.save_screenshot(str(artifacts / "maps_bennington_capacity.png"))
 
 
