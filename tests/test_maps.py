@@ -393,8 +393,9 @@ def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
 
     town = make_town()
     write_results(tmp_path, make_results(town))
-    monkeypatch.setattr("gisnet.cli.common.load_town", lambda args: town)
-    monkeypatch.setattr("gisnet.cli.map.load_town", lambda args: town)
+    import gisnet.cli.map as cli_map
+
+    monkeypatch.setattr(cli_map, "load_town", lambda args: town)
     assert main(["map", "capacity", "--out", str(tmp_path), "-q", "--self-contained"]) == 0
     page = tmp_path / "capacity.html"
     assert page.exists() and not (tmp_path / "network.html").exists()
@@ -409,3 +410,29 @@ def test_cli_map_without_results_is_a_clear_error(tmp_path):
     from gisnet.cli import main
 
     assert main(["map", "network", "--out", str(tmp_path), "-q"]) == 2
+
+
+def test_pages_are_deterministic(tmp_path):
+    town = make_town()
+    a = maps.write_maps(town, make_results(town), tmp_path / "a", self_contained=True)
+    b = maps.write_maps(town, make_results(town), tmp_path / "b", self_contained=True)
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
+@pytest.mark.slow
+def test_cli_map_from_gisnet_run_on_the_sample(sample_dir, tmp_path):
+    from gisnet.cli import main
+
+    assert main(["run", "--layers", str(sample_dir), "--out", str(tmp_path), "-q"]) == 0
+    first = {p.name: layer_data(p) for p in tmp_path.glob("*.html")}
+    assert set(first) == {"network.html", "obligations.html", "sampling.html",
+                          "capacity.html", "index.html"}
+    for p in tmp_path.glob("*.html"):
+        p.unlink()
+    assert main(["map", "all", "--layers", str(sample_dir), "--out", str(tmp_path), "-q",
+                 "--self-contained"]) == 0
+    again = {p.name: layer_data(p) for p in tmp_path.glob("*.html")}
+    assert set(again) == set(first)
+    for name, layers in first.items():  # same features whether from memory or the GeoPackage
+        assert {k: v["data"]["n"] for k, v in layers.items()} == \
+            {k: v["data"]["n"] for k, v in again[name].items()}, name
