@@ -708,7 +708,7 @@ def _siu_mask(df: pd.DataFrame) -> np.ndarray:
 
 
 def _sampling_layers(ctx: _Ctx) -> list[MapLayer]:
-    layers: list[MapLayer] = []
+    layers: list[MapLayer] = [p for p in (_parcels_light(ctx),) if p is not None]
     mains = _mains_layer(ctx)
     if mains is not None:
         layers.append(mains)
@@ -880,7 +880,7 @@ def utilization_class(df: pd.DataFrame, profile: Any = None) -> np.ndarray:
 
 
 def _capacity_layers(ctx: _Ctx) -> tuple[list[MapLayer], list[dict[str, str]]]:
-    layers: list[MapLayer] = []
+    layers: list[MapLayer] = [p for p in (_parcels_light(ctx),) if p is not None]
     panels: list[dict[str, str]] = []
     pipes = ctx.results.get("pipes_capacity")
     if pipes is not None and len(pipes):

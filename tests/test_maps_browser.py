@@ -74,6 +74,9 @@ def search(d, text: str) -> str:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
+    d.execute_script("window.gisnet.map.closePopup();")
+    WebDriverWait(d, 10).until(
+        lambda drv: not drv.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content"))
     box = d.find_element(By.CSS_SELECTOR, ".gisnet-search-input")
     box.clear()
     box.send_keys(text)
@@ -90,6 +93,8 @@ def click_feature(d, layer: str) -> str:
     from selenium.webdriver.support.ui import WebDriverWait
 
     d.execute_script("window.gisnet.map.closePopup();")
+    WebDriverWait(d, 10).until(
+        lambda drv: not drv.find_elements(By.CSS_SELECTOR, ".leaflet-popup-content"))
     xy = d.execute_script(
         "var g=window.gisnet, l=g.layers[arguments[0]].getLayers()[0];"
         "var ll=l.getLatLng?l.getLatLng():l.getCenter();g.map.setView(ll,18,{animate:false});"
@@ -120,7 +125,7 @@ def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Pa
     pid = str(pts.loc[pts["user_id"].isna(), "parcel_id"].dropna().iloc[0])
     w = whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=250_000.0)
     pages["whatif"] = maps.whatif_map(town, w, out / "whatif.html", self_contained=True)
-    return {**res.layers, "_whatif": w}, pages
+    return {**res.layers, "_whatif": w, "_town": town}, pages
 
 
 def _located(gdf) -> int:
@@ -177,6 +182,10 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
     elif name == "capacity":
         text = click_feature(driver, "plants")
         assert "Plant" in text
+        parcels = layers["_town"].layers["parcels"]
+        addr = str(parcels["address"].dropna().iloc[0])  # every page searches addresses
+        text = search(driver, addr)
+        assert addr in text and str(parcels["parcel_id"].iloc[0]) in text
     elif name == "sampling":
         text = click_feature(driver, "control_manholes")
         assert "Control manhole" in text and "Taps sampled here" in text
