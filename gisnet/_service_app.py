@@ -314,6 +314,11 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
     app.state.gisnet = state
     app.state.limits = limits
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    if limits.cors_origins:  # a town's web viewer on another origin
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(limits.cors_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["Content-Type"])
     _install_error_handlers(app)
     town = state.town
     work_crs = CRS.from_user_input(town.crs)

@@ -86,10 +86,14 @@ class ServiceLimits:
         Largest request body accepted, in bytes (413 beyond).
     max_batch
         Most ids or features one batch request may carry (413 beyond).
+    cors_origins
+        Web origins (``https://maps.example.gov``) whose pages may call the
+        service from a browser; empty: none (same-origin only).
     """
 
     max_body_bytes: int = 16 * 1024 * 1024
     max_batch: int = 20_000
+    cors_origins: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------

@@ -601,3 +601,18 @@ def test_state_falls_back_to_each_analysis_and_reports_what_failed(monkeypatch):
         assert r.status_code == 503 and "no outlet reachable" in r.json()["detail"]
         r = c.post("/whatif", json={"parcel_id": pid, "flow_gpd": 100})
         assert r.status_code == 503
+
+
+def test_cors_only_for_configured_origins():
+    origin = "https://maps.example.gov"
+    with TestClient(create_app(_state(), ServiceLimits(cors_origins=(origin,)))) as c:
+        r = c.get("/health", headers={"Origin": origin})
+        assert r.headers["access-control-allow-origin"] == origin
+        r = c.get("/health", headers={"Origin": "https://elsewhere.example"})
+        assert "access-control-allow-origin" not in r.headers
+        pre = c.options("/obligations", headers={"Origin": origin,
+                                                 "Access-Control-Request-Method": "POST"})
+        assert pre.status_code == 200
+    with TestClient(create_app(_state())) as c:
+        r = c.get("/health", headers={"Origin": origin})
+        assert "access-control-allow-origin" not in r.headers

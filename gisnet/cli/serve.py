@@ -26,6 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--max-batch", type=int, default=20_000, metavar="N",
                    help="most ids/features in one batch request (default: 20000); "
                         "more gets 413")
+    p.add_argument("--cors-origin", action="append", default=[], metavar="URL",
+                   help="let web pages from this origin call the service (repeatable; "
+                        "'*' for any)")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.set_defaults(func=run)
 
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
                        **state.timings_s}
     limits = ServiceLimits(max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-                           max_batch=args.max_batch)
+                           max_batch=args.max_batch, cors_origins=tuple(args.cors_origin))
     app = create_app(state, limits)
     for name, why in state.unavailable.items():
         say(args, f"gisnet: {name} not available: {why}")
