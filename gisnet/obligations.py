@@ -22,11 +22,13 @@ street or right-of-way that holds an eligible main. Streets may be polygons or
 centrelines; centrelines are widened by ``width_ft / 2`` (the profile's
 ``default_street_width_ft`` where the width is missing). A street holds a
 main that runs along it: it covers the main, or two of the main's points at
-1/4, 1/2 and 3/4 of its length; a main held by no street that way (one long
-main through several street segments) is held by each street holding half of
-it or a stretch longer than 2 street widths. A main merely crossing a street
-or ending in an intersection does not make that street sewered. Without a
-streets layer the test is skipped and each reason says so.
+1/4, 1/2 and 3/4 of its length; where those points cannot settle it, the
+street holds the main if half of the main, or a stretch longer than 2 street
+widths, lies in it (one long main through several street segments). A main
+merely crossing a street or ending in an intersection does not make that
+street sewered. The test is run for the parcels not already connected (for
+connected parcels ``abuts_sewered_street`` is null). Without a streets layer
+the test is skipped and each reason says so.
 
 "Within N ft" is ``<=`` N ft, tested on the distance in feet with a tolerance
 of :data:`DISTANCE_TOLERANCE_FT` (a distance that prints as 300.00 ft is
@@ -160,7 +162,7 @@ def nearest(
     ii = np.concatenate([p[0] for p in parts])
     jj = np.concatenate([p[1] for p in parts])
     dd = np.concatenate([p[2] for p in parts])
-    if len(ii) != len(np.unique(ii)):  # ties (all_matches): keep the lowest rank
+    if len(ii) > 1 and (np.any(np.diff(ii) <= 0)):  # ties (all_matches): keep the lowest rank
         order = np.lexsort((target_rank[jj], ii))
         ii, jj, dd = ii[order], jj[order], dd[order]
         first = np.r_[True, ii[1:] != ii[:-1]]
@@ -268,8 +270,13 @@ def _select_parcels(town: Town, parcels: Any) -> gpd.GeoDataFrame:
     return base[have.isin(ids).to_numpy()].reset_index(drop=True)
 
 
-def _street_areas(town: Town, tol_units: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """Street areas (polygons; centrelines widened) and their width in CRS units."""
+def _street_areas(town: Town, tol_units: float, *, near: STRtree | None = None,
+                  threads: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """Street areas (polygons; centrelines widened) and their width in CRS units.
+
+    With ``near`` (a tree of parcels), only the streets within reach of those
+    parcels are built; the others are None.
+    """
     streets = town.layer("streets")
     if streets is None or len(streets) == 0:
         return None
@@ -278,10 +285,18 @@ def _street_areas(town: Town, tol_units: float) -> tuple[np.ndarray, np.ndarray]
                 else pd.Series(np.nan, index=streets.index))
     width_ft = width_ft.where(width_ft > 0, prof.default_street_width_ft).to_numpy()
     width_u = width_ft / town.ft_per_unit
-    g = streets.geometry.values
+    g = np.asarray(streets.geometry.values, dtype=object)
+    keep = ~(shapely.is_missing(g) | shapely.is_empty(g))
+    if near is not None:
+        reach = float(np.max(width_u)) / 2.0 + tol_units * 2 + 1e-6
+        sk, _ = _threaded_query(near, g, threads, distance=reach)
+        close = np.zeros(len(g), dtype=bool)
+        close[sk] = True
+        keep &= close
+    areas = np.full(len(g), None, dtype=object)
     gt = shapely.get_type_id(g)
-    is_line = np.isin(gt, (1, 2, 5))  # LineString, LinearRing, MultiLineString
-    areas = np.array(g, dtype=object)
+    is_line = keep & np.isin(gt, (1, 2, 5))  # LineString, LinearRing, MultiLineString
+    areas[keep] = g[keep]
     if is_line.any():
         areas[is_line] = shapely.buffer(g[is_line], width_u[is_line] / 2.0, cap_style="flat")
     ok = ~(shapely.is_missing(areas) | shapely.is_empty(areas))
@@ -294,15 +309,15 @@ def _holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
 
     A street holds a main that it covers, or when two of the main's points at
     1/4, 1/2 and 3/4 of its length lie in it (a main crossing the street, or
-    ending in an intersection, has at most one). A main that no street holds
-    by those tests (e.g. a long main running through several street segments)
-    is held by each street containing at least half of it, or a stretch of it
-    longer than :data:`HOLD_WIDTHS` street widths (measured exactly).
+    ending in an intersection, has at most one). Pairs the samples cannot
+    settle (one point inside; or none inside but a main longer than four times
+    :data:`HOLD_WIDTHS` street widths) are measured exactly: held when at least
+    half of the main, or a stretch longer than :data:`HOLD_WIDTHS` street
+    widths, lies in the street (e.g. a long main through several segments).
     """
     if len(areas) == 0 or len(mains) == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    tree = STRtree(areas)
-    mi, si = tree.query(mains, predicate="intersects")
+    si, mi = _threaded_query(STRtree(mains), areas, threads)
     shapely.prepare(areas)
     held = shapely.covers(areas[si], mains[mi])
     rest = np.flatnonzero(~held)
@@ -317,9 +332,12 @@ def _holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
         inside = sum(shapely.contains_xy(ar, xy[:, q, 0], xy[:, q, 1]).astype(int)
                      for q in range(3))
         held[rest] = inside >= 2
-        orphan = np.ones(len(mains), dtype=bool)
-        orphan[mi[held]] = False
-        ex = rest[orphan[mi[rest]] & ~held[rest]]
+        # measured exactly: pairs the samples cannot settle. With no sample inside,
+        # the part inside (a convex street) lies within a quarter of the main, too
+        # short to hold it unless the main is longer than 4 x HOLD_WIDTHS widths.
+        mlen = shapely.length(mains[mi[rest]])
+        w = width_u[si[rest]]
+        ex = rest[(inside == 1) | ((inside == 0) & (mlen > 4 * HOLD_WIDTHS * w))]
         if len(ex):
             r_m, r_s = mains[mi[ex]], areas[si[ex]]
             inter = shapely.length(_threaded_pairs(shapely.intersection, r_m, r_s, threads))
@@ -507,44 +525,48 @@ def compute_obligations(
     within[~found] = pd.NA
 
     clock.lap("within")
-    # ---- abutting test
-    tol_u = con.abutting_tolerance_ft / fpu
-    abut = pd.array(np.zeros(n, dtype=bool), dtype="boolean")
-    abut_j = np.full(n, -1, dtype=np.int64)
-    abut_d = np.full(n, np.nan)
-    streets = _street_areas(town, tol_u) if con.require_abutting else None
-    have_streets = streets is not None
-    if not con.require_abutting or not have_streets:
-        abut[:] = pd.NA
-    else:
-        areas, width_u = streets
-        si, mi = _holding_pairs(areas, width_u, mgeom, threads)
-        if len(si):
-            held = np.unique(si)
-            # (a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
-            # (queried street -> parcels: only the streets get prepared)
-            hk, pi = _threaded_query(STRtree(pgeom), areas[held], threads,
-                                     distance=tol_u * (1 + 1e-9) + 1e-9)
-            abut_np = np.zeros(n, dtype=bool)
-            abut_np[pi] = True
-            abut = pd.array(abut_np, dtype="boolean")
-            # candidate mains: those held by a street the parcel abuts
-            pairs = pd.DataFrame({"p": pi, "s": held[hk]}).merge(
-                pd.DataFrame({"s": si, "m": mi}), on="s")[["p", "m"]].drop_duplicates()
-            if len(pairs):
-                pp = pairs["p"].to_numpy()
-                mm = pairs["m"].to_numpy()
-                dd = _threaded_pairs(shapely.distance, geoms[pp], mgeom[mm], threads) * fpu
-                best = pd.DataFrame({"p": pp, "m": mm, "d": dd, "r": mrank[mm]}).sort_values(
-                    ["p", "d", "r"]).drop_duplicates("p")
-                abut_j[best["p"].to_numpy()] = best["m"].to_numpy()
-                abut_d[best["p"].to_numpy()] = best["d"].to_numpy()
-
-    clock.lap("abutting")
     # ---- connected: parcels.connected, or a lateral serves the parcel
     connected, connected_by = _connected(town, P)
-
     clock.lap("connected")
+    # ---- abutting test, for the parcels not connected
+    tol_u = con.abutting_tolerance_ft / fpu
+    abut = pd.array([pd.NA] * n, dtype="boolean")
+    abut_j = np.full(n, -1, dtype=np.int64)
+    abut_d = np.full(n, np.nan)
+    cand = np.flatnonzero(~connected & found)
+    st = town.layer("streets")
+    have_streets = con.require_abutting and st is not None and len(st) > 0
+    if have_streets and len(cand):
+        ctree = STRtree(pgeom[cand])
+        areas, width_u = _street_areas(town, tol_u, near=ctree, threads=threads)  # type: ignore[misc]
+        # streets each candidate parcel touches (street -> parcels: only streets are
+        # prepared; a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
+        sk, pc = _threaded_query(ctree, areas, threads, distance=tol_u * (1 + 1e-9) + 1e-9)
+        touched = np.unique(sk)
+        hs, mi = _holding_pairs(areas[touched], width_u[touched], mgeom, threads)
+        si = touched[hs]
+        sewered = np.zeros(len(areas), dtype=bool)
+        sewered[si] = True
+        hit = sewered[sk]
+        abut_np = np.zeros(n, dtype=bool)
+        abut_np[cand[pc[hit]]] = True
+        abut = pd.array(abut_np, dtype="boolean")
+        untested = np.ones(n, dtype=bool)
+        untested[cand] = False
+        abut[untested] = pd.NA
+        # candidate mains: those held by a street the parcel abuts
+        pairs = pd.DataFrame({"p": cand[pc[hit]], "s": sk[hit]}).merge(
+            pd.DataFrame({"s": si, "m": mi}), on="s")[["p", "m"]].drop_duplicates()
+        if len(pairs):
+            pp = pairs["p"].to_numpy()
+            mm = pairs["m"].to_numpy()
+            dd = _threaded_pairs(shapely.distance, geoms[pp], mgeom[mm], threads) * fpu
+            best = pd.DataFrame({"p": pp, "m": mm, "d": dd, "r": mrank[mm]}).sort_values(
+                ["p", "d", "r"]).drop_duplicates("p")
+            abut_j[best["p"].to_numpy()] = best["m"].to_numpy()
+            abut_d[best["p"].to_numpy()] = best["d"].to_numpy()
+
+    clock.lap("abutting")
     # ---- age of the building (Berlin: newly constructed buildings)
     built = pd.to_datetime(meta["built_date"]).to_numpy()
     avail = _availability(P, M, j, abut_j)

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="poughkeepsie-fourth-ward")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--crs", default="EPSG:2260")
+    ap.add_argument("--none-connected", action="store_true",
+                    help="clear parcels.connected (and drop laterals): every parcel then gets "
+                         "the abutting test and a full reason (worst case)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     logging.getLogger("gisnet.obligations").setLevel(logging.DEBUG)
@@ -57,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     layers = make_town(args.parcels, args.mains, seed=args.seed, crs=args.crs)
     t_make = time.perf_counter() - t0
+    if args.none_connected:
+        layers["parcels"]["connected"] = False
+        layers.pop("laterals", None)
     crs = CRS.from_user_input(args.crs)
     town = Town(name="bench", crs=crs, ft_per_unit=feet_per_unit(crs), layers=layers,
                 profile=load_profile(args.profile))
@@ -95,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "parcels": len(layers["parcels"]), "buildings": len(layers["buildings"]),
         "mains": len(mains), "eligible_mains": len(elig), "measure": measure,
-        "threads": args.threads, "make_town_s": round(t_make, 2),
+        "threads": args.threads, "none_connected": args.none_connected, "make_town_s": round(t_make, 2),
         "compute_obligations_s": round(t_ob, 2), "sjoin_nearest_s": round(t_sj, 2),
         "ratio": round(t_ob / t_sj, 3), "sjoin_rows": len(sj),
         "max_abs_diff_ft": max_diff, "statuses": statuses,
