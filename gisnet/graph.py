@@ -352,16 +352,17 @@ class _Builder:
         self._direction()
         self._pieces()
         self._outlets()
-        # hundreds of thousands of attribute dicts, none in a reference cycle:
-        # the cyclic collector would rescan them again and again while they are made
+        # hundreds of thousands of attribute dicts and findings, none in a
+        # reference cycle: the cyclic collector would rescan them again and
+        # again while they are made
         gc_was_on = gc.isenabled()
         gc.disable()
         try:
             G = self._graph()
+            self._analyse(G)
         finally:
             if gc_was_on:
                 gc.enable()
-        self._analyse(G)
         report = Report()
         report.extend(self.findings)
         G.graph["report"] = report
@@ -982,11 +983,13 @@ class _Builder:
                 reach[idx] = True
                 frontier = idx
         lost = np.flatnonzero(self.used & ~reach)
-        for nd in lost.tolist():
-            self.add("no_outlet", "warning",
-                     f"{self.node_kind[nd]} {nid[nd]} has no path to a plant or outfall",
-                     "manholes" if nd < self.s_count else "mains", nid[nd],
-                     Point(self.node_xy[nd]))
+        self.findings.extend(
+            Finding("no_outlet", "warning", f"{kind} {name} has no path to a plant or outfall",
+                    "manholes" if nd < self.s_count else "mains", name, pt)
+            for nd, kind, name, pt in zip(lost.tolist(), self.node_kind[lost].tolist(),
+                                          nid[lost].tolist(),
+                                          shapely.points(self.node_xy[lost]).tolist(),
+                                          strict=True))
         # disconnected pieces (weak components)
         lab = component_labels(nn, u, v)
         elab = lab[u]
