@@ -31,6 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--industrial", action="store_true", help="the flow is industrial wastewater")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--map", action="store_true", help="also write OUT/whatif.html")
+    p.add_argument("--self-contained", action="store_true",
+                   help="with --map: put the page's scripts inside it, for offline use")
     p.set_defaults(func=run)
     return p
 
@@ -67,13 +69,10 @@ def run(args: argparse.Namespace) -> int:
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
                flow_gpd=args.flow_gpd, industrial=args.industrial)
     if args.map:
-        try:
-            from ..maps import whatif_map
-        except ImportError:
-            raise ConfigError("--map needs gisnet.maps, which is not available") from None
+        from ..maps import whatif_map
+
         args.out.mkdir(parents=True, exist_ok=True)
-        out = args.out / "whatif.html"
-        whatif_map(town, w, out)
+        whatif_map(town, w, args.out / "whatif.html", self_contained=args.self_contained)
     if args.json:
         say(args, json.dumps(w.to_dict(), indent=2, default=str))
         return 0
