@@ -314,6 +314,65 @@ async def _batch(port: int, path: str, key: str, ids: list[str], repeat: int
             "median_s": round(float(np.median(times)), 3)}
 
 
+async def _library_calls(port: int, pids: list[str], polygons: list[dict], repeat: int
+                         ) -> dict[str, object]:
+    """Sequential timings of the endpoints that call the library per request."""
+    from urllib.parse import quote
+
+    import shapely.geometry
+
+    counts: dict[str, int] = {}
+    served: list[str] = []  # parcels with a connection point
+    for pid in pids:
+        status, data = await _one("127.0.0.1", port, "GET",
+                                  f"/trace/downstream?parcel={quote(pid, safe='')}")
+        mh = json.loads(data).get("control_manhole_id") if status == 200 else None
+        if mh:
+            counts[mh] = counts.get(mh, 0) + 1
+            served.append(pid)
+    pids = served
+    ranked = sorted(counts, key=lambda k: (-counts[k], k))
+    pts = [shapely.geometry.shape(f["geometry"]).representative_point() for f in polygons]
+    cases = {
+        f"GET /manholes/{{id}}/upstream (busiest of a sample, {ranked[0]})":
+            lambda i: ("GET", f"/manholes/{quote(ranked[0], safe='')}/upstream", None),
+        "GET /manholes/{id}/upstream (median of a sample)":
+            lambda i: ("GET", f"/manholes/{quote(ranked[len(ranked) // 2], safe='')}/upstream",
+                       None),
+        "GET /trace/downstream?x=&y= (lon/lat)":
+            lambda i: ("GET", f"/trace/downstream?x={pts[i].x}&y={pts[i].y}", None),
+        "POST /whatif parcel, 12,000 gpd":
+            lambda i: ("POST", "/whatif", json.dumps({"parcel_id": pids[i],
+                                                      "flow_gpd": 12000}).encode()),
+        "POST /whatif lon/lat point, 30,000 gpd industrial":
+            lambda i: ("POST", "/whatif", json.dumps({"point": [pts[i].x, pts[i].y],
+                                                      "flow_gpd": 30000,
+                                                      "industrial": True}).encode()),
+        "POST /control-manholes, 1,000 lon/lat points":
+            lambda i: ("POST", "/control-manholes", json.dumps(
+                {"features": [{"type": "Point", "coordinates": [p.x, p.y]}
+                              for p in pts[:1000]]}).encode()),
+        "GET /pipes?min_utilization=0.8":
+            lambda i: ("GET", "/pipes?min_utilization=0.8", None),
+    }
+    out: dict[str, object] = {}
+    for label, make in cases.items():
+        times, size = [], 0
+        for i in range(repeat):
+            method, path, body = make(i)
+            t = time.perf_counter()
+            status, data = await _one("127.0.0.1", port, method, path, body)
+            json.loads(data)
+            times.append(time.perf_counter() - t)
+            if status != 200:
+                raise SystemExit(f"{label}: {status} {data[:300]!r}")
+            size = len(data)
+        out[label] = {"median_ms": round(float(np.median(times)) * 1000, 1),
+                      "response_bytes": size}
+        print(f"{label}: {out[label]}", flush=True)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("mode", nargs="?", default="bench", choices=("bench", "_serve"))
@@ -396,6 +455,8 @@ def main() -> None:
              "median_s": round(float(np.median(times)), 3)}
         print(f"POST /obligations {len(feats)} GeoJSON polygons: {r}", flush=True)
         results["batch/obligations-geojson"] = r
+        results["per_request_library_calls"] = asyncio.run(
+            _library_calls(port, sample[:300], feats[:1000], args.repeat))
         status_file = Path(f"/proc/{proc.pid}/status")
         if status_file.exists():
             mem = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status_file.read_text(), re.M))
