@@ -323,6 +323,8 @@ def build_sewer_graph(
     3
     """
     inp = _inputs(town_or_layers, snap_tolerance_ft, outlet_nodes)
+    if plant_tolerance_ft is None and isinstance(town_or_layers, Town):
+        plant_tolerance_ft = town_or_layers.settings.plant_tolerance_ft
     return _Builder(inp, plant_tolerance_ft).build()
 
 

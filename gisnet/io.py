@@ -869,6 +869,7 @@ def load_town(
         snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
                            tf.snap_tolerance_ft if tf.snap_tolerance_ft is not None else
                            DEFAULT_SNAP_TOLERANCE_FT),
+        plant_tolerance_ft=tf.plant_tolerance_ft,
         outlet_nodes=tf.outlet_nodes,
         slope_units=tf.slope_units,
         diameter_units=tf.diameter_units,

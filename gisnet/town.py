@@ -25,6 +25,9 @@ class TownSettings:
     snap_tolerance_ft
         Pipe ends within this distance (feet) of a manhole or of another pipe
         end are joined; an end this close to another pipe's interior splits it.
+    plant_tolerance_ft
+        How far (feet) a plant may lie from the nearest pipe node and still be
+        joined to it (None: the snap tolerance).
     outlet_nodes
         Node ids the town names as outlets (plants, outfalls) besides plants.
     slope_units
@@ -36,6 +39,7 @@ class TownSettings:
     """
 
     snap_tolerance_ft: float = 1.0
+    plant_tolerance_ft: float | None = None
     outlet_nodes: tuple[str, ...] = ()
     slope_units: str = "ft/ft"
     diameter_units: str = "in"

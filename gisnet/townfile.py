@@ -64,7 +64,7 @@ SLOPE_UNITS = ("ft/ft", "percent")
 DIAMETER_UNITS = ("in", "mm")
 
 _TOP_KEYS = {
-    "name", "profile", "crs", "snap_tolerance_ft", "outlet_nodes", "units", "layers",
+    "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes", "units", "layers",
     "plant_flows", "manning_n_by_material",
 }
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units"}
@@ -131,6 +131,9 @@ class TownFile:
         Working CRS as written, or None.
     snap_tolerance_ft
         Snap tolerance in feet, or None for the default.
+    plant_tolerance_ft
+        How far (feet) a plant may lie from the nearest pipe node and still
+        be joined to it, or None for the snap tolerance.
     outlet_nodes
         Node ids named as outlets.
     slope_units, diameter_units
@@ -148,6 +151,7 @@ class TownFile:
     profile: str | None = None
     crs: str | None = None
     snap_tolerance_ft: float | None = None
+    plant_tolerance_ft: float | None = None
     outlet_nodes: tuple[str, ...] = ()
     slope_units: str = "ft/ft"
     diameter_units: str = "in"
@@ -317,11 +321,12 @@ class _Checker:
             if not CRS.from_user_input(tf.crs).is_projected:
                 raise self.fail("crs", f"the working CRS must be projected (in feet or metres); "
                                        f"{tf.crs} is not (name it on the layer instead)")
-        if "snap_tolerance_ft" in data:
-            v = data["snap_tolerance_ft"]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise self.fail("snap_tolerance_ft", f"must be a number >= 0 (feet), not {v!r}")
-            tf.snap_tolerance_ft = float(v)
+        for key in ("snap_tolerance_ft", "plant_tolerance_ft"):
+            if key in data:
+                v = data[key]
+                if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                    raise self.fail(key, f"must be a number >= 0 (feet), not {v!r}")
+                setattr(tf, key, float(v))
         if "outlet_nodes" in data:
             v = data["outlet_nodes"]
             if not isinstance(v, list) or not all(isinstance(x, str | int) for x in v):

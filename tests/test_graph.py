@@ -667,3 +667,16 @@ def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_pa
                  "--snap-tolerance-ft", "2"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["snap_tolerance_ft"] == 2.0 and js["nodes"] > 0
+
+
+def test_town_file_plant_tolerance_joins_a_distant_plant(shared_data: Path) -> None:
+    """Bennington's plant point stands 169 ft from the nearest pipe end: the town
+    file's plant_tolerance_ft = 200 joins it, the snap tolerance alone does not."""
+    from gisnet.io import load_town
+
+    town = load_town(Path(__file__).parent / "towns" / "bennington_vt")
+    assert town.settings.plant_tolerance_ft == 200
+    G = build_sewer_graph(town)
+    assert [G.nodes[n].get("plant_id") for n in G.graph["outlets"]] == ["1"]
+    G_tight = build_sewer_graph(town, plant_tolerance_ft=town.settings.snap_tolerance_ft)
+    assert not any(G_tight.nodes[n].get("plant_id") for n in G_tight.graph["outlets"])
