@@ -59,7 +59,7 @@ class _StderrHandler(logging.StreamHandler):
         super().__init__(sys.stderr)
 
     @property  # type: ignore[override]
-    def stream(self):  # noqa: D102
+    def stream(self):
         return sys.stderr
 
     @stream.setter

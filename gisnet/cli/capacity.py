@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, build_graph, load_town, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -30,13 +30,11 @@ def _pct(x: float) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..capacity import compute_capacity
-    from ..graph import build_sewer_graph
     from ..io import write_results
 
     progress(args, "loading town")
     town = load_town(args)
-    progress(args, "building sewer graph")
-    G = build_sewer_graph(town)
+    G = build_graph(args, town)
     progress(args, "accumulating flows")
     res = compute_capacity(town, G)
     path = write_results(args.out, res.layers())

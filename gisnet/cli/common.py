@@ -64,3 +64,41 @@ def say(args: argparse.Namespace, text: str) -> None:
     """Print a result line on stdout unless --quiet."""
     if not getattr(args, "quiet", False):
         print(text)
+
+
+def parse_point(text: str) -> tuple[float, float]:
+    """``X,Y`` from the command line as two floats."""
+    from ..errors import ConfigError
+
+    try:
+        x, y = (float(t) for t in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--point must be X,Y (two numbers), not {text!r}") from None
+    return x, y
+
+
+def load_town_for_point(args: argparse.Namespace):  # -> (Town, point | None, crs | None)
+    """Load the town for a command taking ``--point X,Y``.
+
+    With ``--point``, ``--crs`` names the point's CRS and the town keeps its own
+    working CRS; without it, ``--crs`` is the working CRS as everywhere else.
+    """
+    import copy
+
+    point = parse_point(args.point) if getattr(args, "point", None) else None
+    point_crs = None
+    town_args = args
+    if point is not None and args.crs:
+        point_crs = args.crs
+        town_args = copy.copy(args)
+        town_args.crs = None
+    progress(args, "loading town")
+    return load_town(town_args), point, point_crs
+
+
+def build_graph(args: argparse.Namespace, town):  # -> nx.MultiDiGraph
+    """The town's sewer graph, with a progress line."""
+    from ..graph import build_sewer_graph
+
+    progress(args, "building sewer graph")
+    return build_sewer_graph(town)

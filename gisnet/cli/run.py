@@ -61,7 +61,8 @@ def format_summary(s: dict) -> str:
     if "pipes" in s:
         p = s["pipes"]
         lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
-                     f"surcharged {p['surcharged']}, no capacity (slope/diameter) {p['no_capacity']}")
+                     f"surcharged {p['surcharged']}, "
+                     f"no capacity (slope/diameter) {p['no_capacity']}")
     for pl in s.get("plants", []):
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""

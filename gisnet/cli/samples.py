@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, build_graph, load_town, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -26,13 +26,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import build_sewer_graph
     from ..sampling import check_samples
 
     progress(args, "loading town")
     town = load_town(args)
-    progress(args, "building sewer graph")
-    G = build_sewer_graph(town)
+    G = build_graph(args, town)
     res = check_samples(town, G, args.csv)
     if args.csv_out:
         res.to_csv(args.csv_out, index=False)

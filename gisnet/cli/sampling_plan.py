@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, build_graph, load_town, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -24,15 +24,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import build_sewer_graph
     from ..io import write_results
     from ..sampling import sampling_plan
     from ..tracing import DownstreamIndex, connection_points, control_manholes
 
     progress(args, "loading town")
     town = load_town(args)
-    progress(args, "building sewer graph")
-    G = build_sewer_graph(town)
+    G = build_graph(args, town)
     progress(args, "control manholes")
     idx = DownstreamIndex(G)
     points = connection_points(town, G, index=idx)

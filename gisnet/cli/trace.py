@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 from typing import Any
 
 from ..errors import ConfigError
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, build_graph, load_town_for_point, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,14 +32,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def _point(text: str) -> tuple[float, float]:
-    try:
-        x, y = (float(t) for t in text.split(","))
-    except ValueError:
-        raise ConfigError(f"--point must be X,Y (two numbers), not {text!r}") from None
-    return x, y
-
-
 def _clean(v: Any) -> Any:
     try:
         import math
@@ -53,7 +44,6 @@ def _clean(v: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import build_sewer_graph
     from ..tracing import trace_downstream, trace_upstream
 
     if args.manhole and not args.upstream:
@@ -61,17 +51,8 @@ def run(args: argparse.Namespace) -> int:
                           "or --point)")
     if args.upstream and not args.manhole:
         raise ConfigError("--upstream needs --manhole ID")
-    point = _point(args.point) if args.point else None
-    town_args = args
-    point_crs = None
-    if point is not None and args.crs:
-        point_crs = args.crs
-        town_args = copy.copy(args)
-        town_args.crs = None
-    progress(args, "loading town")
-    town = load_town(town_args)
-    progress(args, "building sewer graph")
-    G = build_sewer_graph(town)
+    town, point, point_crs = load_town_for_point(args)
+    G = build_graph(args, town)
     if args.manhole:
         res = trace_upstream(town, G, args.manhole)
         if args.json:

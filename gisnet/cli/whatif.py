@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 
 import numpy as np
 
-from ..errors import ConfigError
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, build_graph, load_town_for_point, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -41,29 +39,11 @@ def _pct(x: float) -> str:
     return "unknown" if x is None or not np.isfinite(x) else f"{x:.1%}"
 
 
-def _point(text: str) -> tuple[float, float]:
-    try:
-        x, y = (float(t) for t in text.split(","))
-    except ValueError:
-        raise ConfigError(f"--point must be X,Y (two numbers), not {text!r}") from None
-    return x, y
-
-
 def run(args: argparse.Namespace) -> int:
     from ..capacity import compute_capacity, whatif
-    from ..graph import build_sewer_graph
 
-    point = _point(args.point) if args.point else None
-    point_crs = None
-    town_args = args
-    if point is not None and args.crs:
-        point_crs = args.crs
-        town_args = copy.copy(args)
-        town_args.crs = None
-    progress(args, "loading town")
-    town = load_town(town_args)
-    progress(args, "building sewer graph")
-    G = build_sewer_graph(town)
+    town, point, point_crs = load_town_for_point(args)
+    G = build_graph(args, town)
     progress(args, "accumulating flows")
     res = compute_capacity(town, G)
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
