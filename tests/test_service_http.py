@@ -445,6 +445,22 @@ def test_result_layers_equal_the_library_and_the_run_command(server, lib, town_d
         [(k, None if pd.isna(f) else f) for k, f in zip(quality["kind"],
                                                         quality["feature_id"], strict=True)]
     assert server.get("/town").json()["quality"]["findings"] == len(quality)
+    for layer, key, cols in (("obligations", "parcel_id", ("status", "distance_ft", "main_id")),
+                             ("control_manholes", "building_id",
+                              ("parcel_id", "control_manhole_id", "path_length_ft"))):
+        disk = gpd.read_file(gpkg, layer=layer)
+        got = server.get(f"/results/{layer}").json()["features"]
+        assert len(got) == len(disk), layer
+        for col in (key, *cols):
+            for f, v in zip(got, disk[col], strict=True):
+                assert _same(f["properties"][col], v, rel=1e-9), (layer, col)
+    pid = str(disk["parcel_id"].dropna().iloc[5])
+    one = server.get(f"/parcels/{pid}/obligation").json()["features"]
+    assert len(one) == int((gpd.read_file(gpkg, layer="obligations")["parcel_id"] == pid).sum())
+    ids = server.get("/parcels").json()
+    assert ids["count"] == len(lib["town"].layers["parcels"])
+    assert ids["parcel_ids"] == lib["town"].layers["parcels"]["parcel_id"].astype(str).tolist()
+    assert server.get("/docs").status_code == 200
     pipes = gpd.read_file(gpkg, layer="pipes_capacity")
     got = server.get("/results/pipes_capacity").json()["features"]
     assert [f["properties"]["main_id"] for f in got] == pipes["main_id"].tolist()
