@@ -635,7 +635,7 @@ def _connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]
     n = len(P)
     by = np.full(n, None, dtype=object)
     flag = _bool_col(P, "connected", False) if "connected" in P.columns else np.zeros(n, bool)
-    by[flag] = "the parcels layer marks it connected"
+    by[flag] = "Already connected: the parcels layer marks it connected."
     lat = town.layer("laterals")
     if lat is None or len(lat) == 0 or n == 0:
         return flag, by
@@ -666,7 +666,8 @@ def _connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]
         first = np.r_[True, rows[1:] != rows[:-1]] if len(rows) else np.zeros(0, bool)
         rows, lats = rows[first], lats[first]
         new = ~flag[rows]
-        by[rows[new]] = np.array([f"lateral {x} serves it" for x in lid[lats[new]]], dtype=object)
+        by[rows[new]] = np.array([f"Already connected: lateral {x} serves it."
+                                  for x in lid[lats[new]]], dtype=object)
         flag = flag.copy()
         flag[rows] = True
     return flag, by
@@ -730,11 +731,22 @@ class _Reasons:
             self.deadline[m] = deadline
         if section is not None:
             self.section[m] = section
+        if len(parts) == 1 and isinstance(parts[0], np.ndarray):
+            self.reason[m] = parts[0][m]
+            return m
         text = np.full(int(m.sum()), "", dtype=object)
         for p in parts:
             text = text + (p[m] if isinstance(p, np.ndarray) else p)
         self.reason[m] = text
         return m
+
+
+def _choose(mask: np.ndarray, yes: str, no: str) -> np.ndarray:
+    """An object array of two strings by a mask (``np.where`` on Python strings
+    would build a fixed-width unicode array as wide as the longer one)."""
+    out = np.full(len(mask), no, dtype=object)
+    out[mask] = yes
+    return out
 
 
 def _decide(**k: Any) -> dict[str, Any]:
@@ -761,7 +773,7 @@ def _decide(**k: Any) -> dict[str, Any]:
     unknown_age = con.unknown_age or "review"
     R = _Reasons(n, sec)
     conn_by = np.asarray(k["connected_by"], dtype=object)
-    R.case(k["connected"], "connected", "Already connected: ", conn_by, ".")
+    R.case(k["connected"], "connected", conn_by)
     # the texts below are only built for the parcels still to decide
     need = R.open & found
     ix = np.flatnonzero(need)
@@ -772,16 +784,16 @@ def _decide(**k: Any) -> dict[str, Any]:
         return out
 
     approx_n = approx[ix]
-    approx_note = part(np.where(approx_n, " (no buildings layer: measured from the parcel; "
-                                "the building is at least as far)", "").astype(object))
+    approx_note = part(_choose(approx_n, " (no buildings layer: measured from the parcel; "
+                               "the building is at least as far)", ""))
     upper_s = part(_ft_text(k["upper_ft"][ix]))
     m_s = part(mids[j[ix]] if len(mids) else "")
     d_s = part(_ft_text(dist[ix]))
     am_s = part(mids[np.maximum(abut_j[ix], 0)] if len(mids) else "")
     ad_s = part(_ft_text(abut_d[ix]))
     other = (abut_np & (abut_j >= 0) & (abut_j != j))[ix]
-    from_n = np.where(approx_n, "the parcel, standing in for the building",
-                      f"the {measure_txt}").astype(object)
+    from_n = _choose(approx_n, "the parcel, standing in for the building",
+                     f"the {measure_txt}")
     where_n = "main " + m_s[ix] + " is " + d_s[ix] + " from " + from_n
     if other.any():
         where_n[other] = (where_n[other] + "; the sewer in the street it abuts is main "
@@ -822,9 +834,9 @@ def _decide(**k: Any) -> dict[str, Any]:
         new = age_known & is_new
         if unknown_age == "new":
             new = new | ~age_known
-        R.case(new, "required", np.where(age_known, "Newly constructed building",
-                                         "Building of unknown age treated as newly "
-                                         "constructed").astype(object),
+        R.case(new, "required", _choose(age_known, "Newly constructed building",
+                                        "Building of unknown age treated as newly "
+                                        "constructed"),
                f" within {L} (", where, f", {abut_txt}): connect within {con.deadline_days} "
                f"days after official notice ({sec}).", deadline=con.deadline_days)
         existing = age_known & ~is_new
@@ -835,13 +847,13 @@ def _decide(**k: Any) -> dict[str, Any]:
             septic_deadline = _add_years(avail, years)
             dl_s = pd.Series(septic_deadline).dt.strftime("%Y-%m-%d").fillna("").to_numpy(
                 dtype=object)
-            plumbing = np.where(septic, "existing plumbing (septic)",
-                                "existing plumbing").astype(object)
-            m_dated = R.case(existing & dated, "required", f"Existing building within {L} (", where,
-                   f", {abut_txt}); {sec} covers newly constructed buildings, so the ",
-                   plumbing, " must connect by ", dl_s, f", {years} years after the sewer "
-                   "became available, or sooner if the City finds the septic system a health "
-                   f"hazard ({con.septic_section}).", section=con.septic_section)
+            plumbing = _choose(septic, "existing plumbing (septic)", "existing plumbing")
+            m_dated = R.case(
+                existing & dated, "required", f"Existing building within {L} (", where,
+                f", {abut_txt}); {sec} covers newly constructed buildings, so the ",
+                plumbing, " must connect by ", dl_s, f", {years} years after the sewer "
+                "became available, or sooner if the City finds the septic system a health "
+                f"hazard ({con.septic_section}).", section=con.septic_section)
             R.case(existing, "review", f"Existing building within {L} (", where,
                    f", {abut_txt}); {sec} covers newly constructed buildings and the date the "
                    f"sewer became available is unknown, so the {years}-year limit cannot be "
@@ -861,9 +873,8 @@ def _decide(**k: Any) -> dict[str, Any]:
         septic_deadline = np.where(keep, septic_deadline, np.datetime64("NaT", "ms"))
     else:
         notice = f" {con.notice_condition}" if con.notice_condition else ""
-        septic_txt = np.where(septic, " The parcel is on a private system"
-                              + (f"; {con.septic_rule}" if con.septic_rule else "."),
-                              "").astype(object)
+        septic_txt = _choose(septic, " The parcel is on a private system"
+                             + (f"; {con.septic_rule}" if con.septic_rule else "."), "")
         R.case(np.ones(n, bool), "required", f"Within {L} (", where, f", {abut_txt}): connect "
                f"within {con.deadline_days} days after official notice ({sec}).{notice}",
                septic_txt, deadline=con.deadline_days)

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "parcels": len(layers["parcels"]), "buildings": len(layers["buildings"]),
         "mains": len(mains), "eligible_mains": len(elig), "measure": measure,
-        "threads": args.threads, "none_connected": args.none_connected, "make_town_s": round(t_make, 2),
+        "threads": args.threads, "none_connected": args.none_connected,
+        "make_town_s": round(t_make, 2),
         "compute_obligations_s": round(t_ob, 2), "sjoin_nearest_s": round(t_sj, 2),
         "ratio": round(t_ob / t_sj, 3), "sjoin_rows": len(sj),
         "max_abs_diff_ft": max_diff, "statuses": statuses,
