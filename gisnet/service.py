@@ -23,6 +23,7 @@ limit, an analysis the town cannot support (e.g. no plants) 503.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
@@ -262,6 +263,7 @@ class TownState:
     timings_s: dict[str, float] = field(default_factory=dict)
     _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
         default=None, repr=False)
+    _summary: dict[str, Any] | None = field(default=None, repr=False)
 
     # -- construction -------------------------------------------------------
 
@@ -476,7 +478,13 @@ class TownState:
         return t is not None and t.lookup("parcel_id", parcel_id) is not None
 
     def summary(self) -> dict[str, Any]:
-        """Layers, counts, profile, graph size and data-quality summary."""
+        """Layers, counts, profile, graph size and data-quality summary (a copy;
+        computed once, the state being read-only)."""
+        if self._summary is None:
+            self._summary = self._make_summary()
+        return copy.deepcopy(self._summary)
+
+    def _make_summary(self) -> dict[str, Any]:
         town = self.town
         if "quality" in self.tables:  # the quality layer of the results GeoPackage
             q = self.tables["quality"].gdf
