@@ -34,7 +34,7 @@ import math
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -376,7 +376,7 @@ def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     return _load_builtin(key)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_builtin(key: str) -> Profile:
     return _load_file(RULES_DIR / f"{key}.toml")
 

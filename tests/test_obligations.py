@@ -704,3 +704,32 @@ def test_cli_frontage_shares(town_files, capsys):
     shares = pd.read_csv(tmp_path / "shares.csv")
     assert shares["share_usd"].sum() == pytest.approx(250_000)
     assert cli_main(args[:7] + args[9:]) == 2  # --cost missing
+
+
+@pytest.mark.parametrize("profile", ["poughkeepsie-fourth-ward", "berlin-nh"])
+def test_brute_force_synthetic_town(profile):
+    """A street-grid town with buildings, streets, storm mains: every measured
+    distance equals the brute-force minimum over all eligible mains."""
+    synthetic = pytest.importorskip("gisnet.synthetic")
+    layers = synthetic.make_town(1500, seed=4, irregular=True)
+    crs = layers["parcels"].crs
+    mains = layers["mains"]
+    mains.loc[mains.index[::7], "kind"] = "storm"      # some mains do not count
+    mains.loc[mains.index[3::11], "owner"] = "private"
+    mains["public"] = mains["owner"] != "private"
+    town = Town(name="syn", crs=crs, ft_per_unit=feet_per_unit(crs), layers=layers,
+                profile=load_profile(profile))
+    ob = compute_obligations(town)["obligations"]
+    elig = mains[(mains["kind"] == "sanitary") & mains["public"] & mains["active"]]
+    tg = np.asarray(elig.geometry.values)
+    if profile == "berlin-nh":
+        b = layers["buildings"].set_index("building_id")
+        has = ob["building_id"].notna().to_numpy()
+        src = np.asarray(b.loc[ob.loc[has, "building_id"]].geometry.values)
+    else:
+        has = np.ones(len(ob), dtype=bool)
+        src = np.asarray(layers["parcels"].geometry.values)
+    want = _brute(src, tg) * town.ft_per_unit
+    assert np.abs(ob.loc[has, "distance_ft"].to_numpy() - want).max() < 0.01
+    assert set(ob["main_id"].dropna()) <= set(elig["main_id"])
+    assert (ob.loc[ob["status"] == "required", "distance_ft"] <= 300.005).all()

@@ -46,9 +46,7 @@ def _write(tmp_path: Path, data: dict) -> Path:
         lines.append(f"[[{name}]]" if array else f"[{name}]")
         subs = []
         for k, v in d.items():
-            if isinstance(v, dict):
-                subs.append((k, v))
-            elif isinstance(v, list) and v and isinstance(v[0], dict):
+            if isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], dict)):
                 subs.append((k, v))
             else:
                 lines.append(f'"{k}" = {val(v)}')
