@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from pathlib import Path
 
-from .common import add_town_options, load_town, say
+from .common import DEFAULT_OUT, add_town_options, load_town, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,7 +18,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
                     "answer HTTP queries: obligations, traces, control manholes, capacity, "
                     "what-if and maps. OpenAPI at /openapi.json, docs at /docs.",
     )
-    add_town_options(p, writes=True)
+    add_town_options(p)
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                   help="folder of generated maps served at /maps/NAME (default: maps/); "
+                        "nothing is written")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
