@@ -601,9 +601,13 @@ def compute_obligations(
         "distance_ft": dist_ft,
         "within_distance": within,
         "abuts_sewered_street": abut,
-        **res,
+        # (object dtype: no copy of a million reasons into Arrow strings)
+        "status": pd.Series(res["status"], dtype=object),
+        "deadline_days": res["deadline_days"],
         "septic_deadline": septic_deadline,
         "measure": measure,
+        "section": pd.Series(res["section"], dtype=object),
+        "reason": pd.Series(res["reason"], dtype=object),
         "approximate": approx,
         "distance_limit_ft": limit_ft,
         "abutting_main_id": np.where(abut_j >= 0, mids[np.maximum(abut_j, 0)]
@@ -699,7 +703,7 @@ def _availability(P: gpd.GeoDataFrame, M: gpd.GeoDataFrame, j: np.ndarray,
 def _ft_text(x: np.ndarray) -> np.ndarray:
     """Distances as text, ``123.4 ft`` (vectorised)."""
     x = np.asarray(x, dtype=float)
-    txt = np.char.add(np.round(x, 1).astype(str), " ft").astype(object)
+    txt = np.round(x, 1).astype(str).astype(object) + " ft"
     txt[np.isnan(x)] = "? ft"
     return txt
 
