@@ -322,16 +322,7 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
     _install_error_handlers(app)
     town = state.town
     work_crs = CRS.from_user_input(town.crs)
-    # A bare point is projected onto the nearest eligible main: the laterals
-    # layer cannot apply to it, and the library would otherwise locate every
-    # lateral's tap on each point request (0.8 s at 50,000 laterals).
-    point_town = _sub_town_keep(town, drop=("laterals",))
-    # The upstream trace walks the taps' edge keys one by one; from object
-    # arrays that is several times faster than from Arrow-backed strings.
     up_points = state.points
-    if up_points is not None:
-        up_points = up_points.astype({c: object for c in ("edge_u", "edge_v", "edge_key")
-                                      if c in up_points.columns})
 
     # -- town ---------------------------------------------------------------
 
@@ -427,7 +418,7 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
             from .tracing import trace_downstream as _trace
 
             pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
-            res = _trace(point_town, state.G, point=(pt.x, pt.y), index=state.index)
+            res = _trace(town, state.G, point=(pt.x, pt.y), index=state.index)
             return _json({"query": {"x": x, "y": y, "point_crs": crs_name(in_crs)},
                           **to_jsonable(res, out_crs, work_crs)})
 
@@ -524,7 +515,7 @@ def build_app(state: TownState, limits: ServiceLimits) -> FastAPI:
         else:
             pt = _point(body.point, body.crs, work_crs)
             kwargs["point"] = (pt.x, pt.y)
-        res = _whatif(point_town if "point" in kwargs else town, state.G, state.capacity,
+        res = _whatif(town, state.G, state.capacity,
                       **kwargs)
         data = to_jsonable(res.to_dict(), out_crs, work_crs)
         # the pipes with their geometry, and the tap in the response CRS
@@ -655,16 +646,6 @@ def _as_buildings(town: Any, geoms: gpd.GeoSeries, ids: list[str]) -> gpd.GeoDat
     return gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries(geoms.values, crs=town.crs),
                             crs=town.crs)
 
-
-
-def _sub_town_keep(town: Any, *, drop: tuple[str, ...]) -> Any:
-    """A view of ``town`` without some layers (everything else shared)."""
-    import dataclasses
-
-    if not any(r in town.layers for r in drop):
-        return town
-    return dataclasses.replace(town, layers={k: v for k, v in town.layers.items()
-                                             if k not in drop})
 
 
 def _sub_town(town: Any, **layers: gpd.GeoDataFrame) -> Any:

@@ -1042,7 +1042,9 @@ def trace_downstream(
             x, y = tr.transform(x, y)
         feats = pd.DataFrame({"building_id": [None], "parcel_id": [None], "user_id": [None],
                               "point": np.array([shapely.Point(x, y)], dtype=object)})
-    conn, _ = _locate(idx, feats, town.layer("laterals"))
+    # A bare point has no building or parcel a lateral could belong to.
+    laterals = town.layer("laterals") if parcel_id is not None else None
+    conn, _ = _locate(idx, feats, laterals)
     if conn["source"].isna().all():
         raise NotFoundError("no eligible public sanitary main to connect to", layer="mains")
     edge = _edge_indices(idx, conn)
@@ -1144,9 +1146,8 @@ def trace_upstream(
     pipes = _edge_rows(idx, eidx)
     if points is None:
         points = connection_points(town, G, index=idx)
-    up_keys = set(edges)
-    keys = zip(points["edge_u"], points["edge_v"], points["edge_key"], strict=True)
-    drains = np.fromiter((k in up_keys for k in keys), bool, len(points))
+    # edge keys are unique in the graph (main ids, split pieces suffixed @2 ...)
+    drains = points["edge_key"].astype(object).isin({k for _, _, k in edges}).to_numpy()
     hit = points[drains]
     # a tap at distance 0 into the manhole itself also drains to it
     at_mh = (points["edge_u"].astype(object) == manhole_id) & (points["tap_distance_ft"] <= 0)
