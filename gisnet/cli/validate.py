@@ -23,8 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     add_town_options(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--graph", action="store_true",
-                   help="also build the sewer graph and include its findings")
+    p.add_argument("--graph", action=argparse.BooleanOptionalAction, default=True,
+                   help="build the sewer graph and include its data-quality findings "
+                        "(default; --no-graph checks the layers only)")
     p.set_defaults(func=run)
 
 
