@@ -538,7 +538,9 @@ def compute_obligations(
     have_streets = con.require_abutting and st is not None and len(st) > 0
     if have_streets and len(cand):
         ctree = STRtree(pgeom[cand])
-        areas, width_u = _street_areas(town, tol_u, near=ctree, threads=threads)  # type: ignore[misc]
+        # widen only the streets near the parcels tested, unless that is most of them
+        near = ctree if len(cand) < 0.2 * n else None
+        areas, width_u = _street_areas(town, tol_u, near=near, threads=threads)  # type: ignore[misc]
         # streets each candidate parcel touches (street -> parcels: only streets are
         # prepared; a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
         sk, pc = _threaded_query(ctree, areas, threads, distance=tol_u * (1 + 1e-9) + 1e-9)
