@@ -1174,20 +1174,27 @@ def trace_upstream(
     if len(res["parcels"]) and "parcel_id" in res["parcels"]:
         flows = _parcel_flows(town)
         if flows is not None:
-            pf = res["parcels"]["parcel_id"].astype(object).map(flows)
+            ids = res["parcels"]["parcel_id"].astype(object)
+            pf = ids.map(flows["avg_flow_gpd"])
             res["parcels"]["avg_flow_gpd"] = pf.astype(float)
+            # a septic parcel not connected has a tap location but sends nothing
+            res["parcels"]["sewered"] = ids.map(flows["sewered"]).fillna(False).astype(bool)
             totals["avg_flow_gpd"] = float(pf.fillna(0).sum())
     pipes.attrs.update(totals)
     return res
 
 
-def _parcel_flows(town: Town) -> pd.Series | None:
-    """Average daily sewered flow (gpd) per parcel id from :mod:`gisnet.capacity`
-    (design flows of the profile), or None if it cannot be computed."""
+def _parcel_flows(town: Town) -> pd.DataFrame | None:
+    """Average daily sewered flow (gpd) and whether the parcel is sewered, per
+    parcel id, from :mod:`gisnet.capacity` (design flows of the profile)."""
     try:
         from .capacity import parcel_flows
     except ImportError:  # pragma: no cover - capacity is part of the package
         return None
     f = parcel_flows(town)
-    flow = f["avg_flow_gpd"].where(f["sewered"], 0.0)
-    return pd.Series(flow.to_numpy(float), index=f["parcel_id"].astype(object).to_numpy())
+    sewered = f["sewered"].to_numpy(dtype=bool)
+    return pd.DataFrame(
+        {"avg_flow_gpd": np.where(sewered, f["avg_flow_gpd"].to_numpy(float), 0.0),
+         "sewered": sewered},
+        index=f["parcel_id"].astype(object).to_numpy(),
+    )

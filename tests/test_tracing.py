@@ -529,3 +529,23 @@ def test_lateral_to_storm_main_is_not_a_tap(line_graph):
     assert pts.loc["B2", "tap_distance_ft"] == pytest.approx(50 * FT)
     f = town.report.of_kind("lateral_off_main")
     assert len(f) == 1 and f[0].feature_id == "L1"
+
+
+def test_upstream_trace_marks_septic_parcels_as_not_sewered(sample_dir):
+    """A septic parcel that is not connected lies upstream but sends nothing."""
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    town = load_town(sample_dir)
+    G = build_sewer_graph(town)
+    outlet = next(n for n in G.graph["outlets"] if G.nodes[n].get("plant_id"))
+    manhole = next(u for u, _ in G.in_edges(outlet))
+    up = trace_upstream(town, G, manhole)["parcels"]
+    assert len(up)
+    P = town.layers["parcels"].set_index("parcel_id")
+    septic = P["septic"].fillna(False).astype(bool)
+    connected = P["connected"].fillna(False).astype(bool)
+    expect = (~septic | connected).reindex(up["parcel_id"]).to_numpy()
+    assert (up["sewered"].to_numpy() == expect).all()
+    assert (~expect).any()  # the sample town has septic parcels upstream
+    assert (up.loc[~up["sewered"], "avg_flow_gpd"] == 0).all()
