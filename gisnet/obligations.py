@@ -52,7 +52,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from itertools import pairwise
+from itertools import pairwise, repeat
 from typing import Any
 
 import geopandas as gpd
@@ -198,6 +198,25 @@ def _threaded_query(tree: STRtree, geoms: np.ndarray, threads: int,
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     r = np.concatenate(parts, axis=1)
     return r[0], r[1]
+
+
+def _expand_pairs(p: np.ndarray, s: np.ndarray, hs: np.ndarray, hm: np.ndarray,
+                  n_streets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Join (parcel, street) with (street, main) on the street: (parcel, main) pairs.
+
+    A parcel abutting two streets that hold the same main gets the pair twice;
+    that does not change the nearest.
+    """
+    order = np.argsort(hs, kind="stable")
+    hs, hm = hs[order], hm[order]
+    start = np.searchsorted(hs, np.arange(n_streets))
+    count = np.bincount(hs, minlength=n_streets)
+    c = count[s]
+    pp = np.repeat(p, c)
+    # position of each expanded row inside its street's block of mains
+    offs = np.arange(len(pp)) - np.repeat(np.cumsum(c) - c, c)
+    mm = hm[np.repeat(start[s], c) + offs]
+    return pp, mm
 
 
 def _bool_col(df: pd.DataFrame, col: str, default: bool) -> np.ndarray:
@@ -557,16 +576,14 @@ def compute_obligations(
         untested[cand] = False
         abut[untested] = pd.NA
         # candidate mains: those held by a street the parcel abuts
-        pairs = pd.DataFrame({"p": cand[pc[hit]], "s": sk[hit]}).merge(
-            pd.DataFrame({"s": si, "m": mi}), on="s")[["p", "m"]].drop_duplicates()
-        if len(pairs):
-            pp = pairs["p"].to_numpy()
-            mm = pairs["m"].to_numpy()
+        pp, mm = _expand_pairs(cand[pc[hit]], sk[hit], si, mi, len(areas))
+        if len(pp):
             dd = _threaded_pairs(shapely.distance, geoms[pp], mgeom[mm], threads) * fpu
-            best = pd.DataFrame({"p": pp, "m": mm, "d": dd, "r": mrank[mm]}).sort_values(
-                ["p", "d", "r"]).drop_duplicates("p")
-            abut_j[best["p"].to_numpy()] = best["m"].to_numpy()
-            abut_d[best["p"].to_numpy()] = best["d"].to_numpy()
+            order = np.lexsort((mrank[mm], dd, pp))  # per parcel: nearest, then lowest id
+            pp, mm, dd = pp[order], mm[order], dd[order]
+            first = np.r_[True, pp[1:] != pp[:-1]]
+            abut_j[pp[first]] = mm[first]
+            abut_d[pp[first]] = dd[first]
 
     clock.lap("abutting")
     # ---- age of the building (Berlin: newly constructed buildings)
@@ -710,6 +727,18 @@ def _ft_text(x: np.ndarray) -> np.ndarray:
     return txt
 
 
+def _join(parts: tuple[Any, ...], mask: np.ndarray | None = None) -> np.ndarray:
+    """Row-wise concatenation of string arrays and constants (one ``str.join`` per
+    row: repeated array ``+`` would copy each growing text once per part)."""
+    k = int(mask.sum()) if mask is not None else len(next(
+        p for p in parts if isinstance(p, np.ndarray)))
+    cols = [(p[mask] if mask is not None else p).tolist() if isinstance(p, np.ndarray)
+            else repeat(p, k) for p in parts]
+    out = np.empty(k, dtype=object)
+    out[:] = ["".join(t) for t in zip(*cols, strict=True)]
+    return out
+
+
 class _Reasons:
     """Status, section, deadlines and reasons filled case by case with masks.
 
@@ -740,10 +769,7 @@ class _Reasons:
         if len(parts) == 1 and isinstance(parts[0], np.ndarray):
             self.reason[m] = parts[0][m]
             return m
-        text = np.full(int(m.sum()), "", dtype=object)
-        for p in parts:
-            text = text + (p[m] if isinstance(p, np.ndarray) else p)
-        self.reason[m] = text
+        self.reason[m] = _join(parts, m)
         return m
 
 
@@ -800,10 +826,10 @@ def _decide(**k: Any) -> dict[str, Any]:
     other = (abut_np & (abut_j >= 0) & (abut_j != j))[ix]
     from_n = _choose(approx_n, "the parcel, standing in for the building",
                      f"the {measure_txt}")
-    where_n = "main " + m_s[ix] + " is " + d_s[ix] + " from " + from_n
+    where_n = _join(("main ", m_s[ix], " is ", d_s[ix], " from ", from_n))
     if other.any():
-        where_n[other] = (where_n[other] + "; the sewer in the street it abuts is main "
-                          + am_s[ix][other] + " at " + ad_s[ix][other])
+        where_n[other] = _join((where_n[other], "; the sewer in the street it abuts is main ",
+                                am_s[ix][other], " at ", ad_s[ix][other]))
     where = part(where_n)
     from_txt = part(from_n)
     if have_streets:

@@ -733,3 +733,15 @@ def test_brute_force_synthetic_town(profile):
     assert np.abs(ob.loc[has, "distance_ft"].to_numpy() - want).max() < 0.01
     assert set(ob["main_id"].dropna()) <= set(elig["main_id"])
     assert (ob.loc[ob["status"] == "required", "distance_ft"] <= 300.005).all()
+
+
+def test_expand_pairs_is_the_street_join():
+    from gisnet.obligations import _expand_pairs
+
+    rng = np.random.default_rng(2)
+    p, s = rng.integers(0, 50, 400), rng.integers(0, 30, 400)
+    hs, hm = rng.integers(0, 30, 90), rng.integers(0, 70, 90)
+    pp, mm = _expand_pairs(p, s, hs, hm, 30)
+    want = pd.DataFrame({"p": p, "s": s}).merge(pd.DataFrame({"s": hs, "m": hm}), on="s")
+    got = sorted(zip(pp.tolist(), mm.tolist(), strict=True))
+    assert got == sorted(zip(want["p"].tolist(), want["m"].tolist(), strict=True))
