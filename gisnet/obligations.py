@@ -46,7 +46,6 @@ deterministic.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import os
 import time
@@ -434,7 +433,6 @@ def compute_obligations(
     *,
     parcels: Any = None,
     assume_abutting: bool = False,
-    as_of: dt.date | None = None,
     threads: int | None = None,
 ) -> dict[str, gpd.GeoDataFrame]:
     """Connection obligations of every parcel, by the town profile's measure.
@@ -450,9 +448,6 @@ def compute_obligations(
     assume_abutting
         Without a streets layer, treat parcels within the distance as
         abutting (status ``required``) instead of ``review``.
-    as_of
-        Not used in the decision; recorded for future use (deadlines are in
-        days after official notice, or a calendar date for Berlin septic).
     threads
         Threads for the nearest-main search (default :func:`default_threads`).
 
@@ -472,7 +467,6 @@ def compute_obligations(
     NotFoundError
         A parcel id asked for does not exist.
     """
-    del as_of
     _check_town(town)
     threads = threads or default_threads()
     prof = town.profile
