@@ -493,17 +493,16 @@ def compute_obligations(
     j, d_u = nearest(geoms, mgeom, mrank, threads=threads)
     meta["j"] = j
     meta["distance_ft"] = d_u * fpu
-    if measure == "building" and len(meta) != n:  # several buildings: the nearest one counts
-        meta["geom_pos"] = np.arange(len(meta))
+    meta["geom_pos"] = np.arange(len(meta))
+    if measure == "building":  # one row per parcel: its nearest building (then lowest id)
         bid = meta["building_id"].astype(object).fillna("").astype(str).to_numpy()
         order = np.lexsort((bid, np.nan_to_num(meta["distance_ft"].to_numpy(), nan=np.inf),
                             meta["row"].to_numpy()))
         meta = meta.iloc[order]
-        meta = meta[~meta["row"].duplicated()].sort_values("row")
-        geoms = geoms[meta["geom_pos"].to_numpy()]
+        meta = meta[~meta["row"].duplicated()]
     else:
         meta = meta.sort_values("row", kind="stable")
-        geoms = geoms[meta["row"].argsort(kind="stable").to_numpy()] if len(meta) else geoms
+    geoms = geoms[meta["geom_pos"].to_numpy()]
     meta = meta.reset_index(drop=True)
     if "no_building" not in meta.columns:
         meta["no_building"] = False

@@ -745,3 +745,26 @@ def test_expand_pairs_is_the_street_join():
     want = pd.DataFrame({"p": p, "s": s}).merge(pd.DataFrame({"s": hs, "m": hm}), on="s")
     got = sorted(zip(pp.tolist(), mm.tolist(), strict=True))
     assert got == sorted(zip(want["p"].tolist(), want["m"].tolist(), strict=True))
+
+
+def test_building_rows_out_of_parcel_order_keep_their_evidence():
+    # one building per parcel, listed in reverse order of the parcels
+    parcels = [{"parcel_id": f"P{i}", "geometry": box(i * 100, 30, i * 100 + 90, 230)}
+               for i in range(4)]
+    bldgs = [{"building_id": f"B{i}", "parcel_id": f"P{i}",
+              "geometry": box(i * 100 + 10, 40 + 30 * i, i * 100 + 40, 70 + 30 * i)}
+             for i in reversed(range(4))]
+    town = make_town(parcels, [main("M1", [(0, 0), (500, 0)])], profile="berlin-nh",
+                     buildings=bldgs, streets=[STREET])
+    res = compute_obligations(town)
+    ob = res["obligations"].set_index("parcel_id")
+    for i in range(4):
+        r = ob.loc[f"P{i}"]
+        assert r["building_id"] == f"B{i}"
+        assert r["distance_ft"] == pytest.approx(40 + 30 * i)
+        # the nearest point is on the building's bottom edge (any x along it)
+        assert r["from_y"] == pytest.approx(40 + 30 * i)
+        assert i * 100 + 10 <= r["from_x"] <= i * 100 + 40
+    ev = res["obligation_evidence"].set_index("parcel_id")
+    for i in range(4):
+        assert ev.loc[f"P{i}", "geometry"].length == pytest.approx(40 + 30 * i)
