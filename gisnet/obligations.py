@@ -715,7 +715,9 @@ def _availability(P: gpd.GeoDataFrame, M: gpd.GeoDataFrame, j: np.ndarray,
 def _ft_text(x: np.ndarray) -> np.ndarray:
     """Distances as text, ``123.4 ft`` (vectorised)."""
     x = np.asarray(x, dtype=float)
-    txt = np.round(x, 1).astype(str).astype(object) + " ft"
+    txt = np.empty(len(x), dtype=object)
+    # (numpy's float -> str conversion is several times slower than str.format)
+    txt[:] = [f"{v:.1f} ft" for v in x.tolist()]
     txt[np.isnan(x)] = "? ft"
     return txt
 
