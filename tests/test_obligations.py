@@ -516,6 +516,7 @@ def test_lonlat_files_through_the_loader(cambridge, tmp_path):
     assert rel.max() < 0.005
 
 
+@pytest.mark.slow
 def test_brute_force_sample_town(sample_dir):
     io = pytest.importorskip("gisnet.io")
     town = io.load_town(sample_dir)
