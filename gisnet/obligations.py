@@ -368,6 +368,29 @@ def _holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
 # --------------------------------------------------------------------------- measuring
 
 
+def _building_rows(parcels: gpd.GeoDataFrame, b: gpd.GeoDataFrame) -> np.ndarray:
+    """Row of the parcel each building stands on (-1 for none): by ``parcel_id``,
+    else the parcel holding a point on the building's surface."""
+    n = len(parcels)
+    pgeom = parcels.geometry.values
+    bgeom = b.geometry.values
+    row = np.full(len(b), -1, dtype=np.int64)
+    if "parcel_id" in b.columns:
+        pos = pd.Series(np.arange(n), index=parcels["parcel_id"].astype(str).to_numpy())
+        pos = pos[~pos.index.duplicated()]
+        bp = _text(b["parcel_id"])
+        has = bp.notna().to_numpy()
+        row[has] = pos.reindex(bp[has].astype(str).to_numpy()).fillna(-1).to_numpy(np.int64)
+    need = (row < 0) & ~(shapely.is_missing(bgeom) | shapely.is_empty(bgeom))
+    if need.any():  # buildings without a (known) parcel id: the parcel holding them
+        pts = shapely.point_on_surface(bgeom[need])
+        bi, pi = STRtree(pgeom).query(pts, predicate="within")
+        first = np.unique(bi, return_index=True)[1]
+        idx = np.flatnonzero(need)
+        row[idx[bi[first]]] = pi[first]
+    return row
+
+
 def _measured(town: Town, parcels: gpd.GeoDataFrame, measure: str
               ) -> tuple[np.ndarray, pd.DataFrame]:
     """Geometry to measure from, one per parcel row or one per building.
@@ -384,23 +407,19 @@ def _measured(town: Town, parcels: gpd.GeoDataFrame, measure: str
             "built_date": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ms]"),
             "approximate": np.full(n, measure == "building"),
         })
+        if buildings is not None:  # the property line is measured; note the buildings
+            b = buildings.reset_index(drop=True)
+            row = _building_rows(parcels, b)
+            ok = row >= 0
+            bid = _text(b["building_id"]).to_numpy(dtype=object)[ok]
+            first = pd.DataFrame({"row": row[ok], "bid": bid}).sort_values(
+                ["row", "bid"], kind="stable").drop_duplicates("row")
+            meta.loc[first["row"].to_numpy(), "building_id"] = first["bid"].to_numpy()
+            meta["no_building"] = meta["building_id"].isna().to_numpy()
         return np.asarray(pgeom, dtype=object), meta
     b = buildings.reset_index(drop=True)
     bgeom = b.geometry.values
-    row = np.full(len(b), -1, dtype=np.int64)
-    if "parcel_id" in b.columns:
-        pos = pd.Series(np.arange(n), index=parcels["parcel_id"].astype(str).to_numpy())
-        pos = pos[~pos.index.duplicated()]
-        bp = _text(b["parcel_id"])
-        has = bp.notna().to_numpy()
-        row[has] = pos.reindex(bp[has].astype(str).to_numpy()).fillna(-1).to_numpy(np.int64)
-    need = (row < 0) & ~(shapely.is_missing(bgeom) | shapely.is_empty(bgeom))
-    if need.any():  # buildings without a (known) parcel id: the parcel holding them
-        pts = shapely.point_on_surface(bgeom[need])
-        bi, pi = STRtree(pgeom).query(pts, predicate="within")
-        first = np.unique(bi, return_index=True)[1]
-        idx = np.flatnonzero(need)
-        row[idx[bi[first]]] = pi[first]
+    row = _building_rows(parcels, b)
     keep = row >= 0
     meta = pd.DataFrame({
         "row": row[keep],
@@ -603,6 +622,7 @@ def compute_obligations(
         assume_abutting=assume_abutting, connected=connected, connected_by=connected_by,
         no_building=meta["no_building"].to_numpy(dtype=bool), is_new=is_new,
         age_known=age_known, avail=avail, septic=_septic(P), mids=mids, j=j,
+        land_use=_text(P["land_use"]).to_numpy(dtype=object),
     )
 
     septic_deadline = res.pop("septic_deadline")
@@ -841,6 +861,13 @@ def _decide(**k: Any) -> dict[str, Any]:
     if con.measure == "building":
         R.case(k["no_building"], "not_required", f"No building on the parcel; {sec} measures "
                "from the building (the parcel is ", d_s, " from main ", m_s, ").")
+    unoccupied = tuple(con.unoccupied_land_uses or ())
+    if unoccupied:
+        idle = k["no_building"] & np.isin(k["land_use"], unoccupied)
+        R.case(idle, "not_required", "No building on the parcel and its land use is ",
+               part(k["land_use"][ix]), f": {sec} applies to property used for human "
+               "occupancy, employment or recreation (main ", m_s, " is ", d_s, " from the "
+               "parcel).")
     R.case(~within_lo, "not_required", "Nearest eligible main ", m_s, " is ", d_s,
            " from ", from_txt, f", beyond the {L} of {sec}", approx_note, ".")
     if have_streets:

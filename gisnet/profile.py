@@ -91,6 +91,7 @@ SCHEMA: dict[str, _Spec] = {
         "notice_section": ("str", False),
         "new_construction_from": ("date", False),
         "unknown_age": ("str", False),
+        "unoccupied_land_uses": ("list_str", False),
         "default_street_width_ft": ("number", True),
         "abutting_tolerance_ft": ("number", True),
         "frontage_section": ("str", False),

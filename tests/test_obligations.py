@@ -769,3 +769,27 @@ def test_building_rows_out_of_parcel_order_keep_their_evidence():
     ev = res["obligation_evidence"].set_index("parcel_id")
     for i in range(4):
         assert ev.loc[f"P{i}", "geometry"].length == pytest.approx(40 + 30 * i)
+
+
+def test_vacant_lot_without_building_is_not_required_under_poughkeepsie():
+    """§ 168-22.2G binds property used for human occupancy, employment or
+    recreation: a vacant lot with no building is not required to connect; a lot
+    with a building (whatever its recorded land use) and an unbuilt lot in
+    another use (a park: recreation) are."""
+    lots = {pid: box(x, 25, x + 100, 125) for pid, x in (("V", 0), ("VB", 150), ("PK", 300))}
+    town = make_town(
+        parcels=[{"parcel_id": "V", "land_use": "vacant", "geometry": lots["V"]},
+                 {"parcel_id": "VB", "land_use": "vacant", "geometry": lots["VB"]},
+                 {"parcel_id": "PK", "land_use": "recreation", "geometry": lots["PK"]}],
+        mains=[main("M1", [(0, 0), (500, 0)])],
+        streets=[STREET],
+        buildings=[{"building_id": "B9", "parcel_id": "VB",
+                    "geometry": box(170, 60, 200, 90)}],
+    )
+    ob = compute_obligations(town)["obligations"]
+    v, vb, pk = row(ob, "V"), row(ob, "VB"), row(ob, "PK")
+    assert v["status"] == "not_required", v["reason"]
+    assert "vacant" in v["reason"] and "§ 168-22.2G" in v["reason"]
+    assert v["distance_ft"] == pytest.approx(25.0)
+    assert vb["status"] == "required" and vb["building_id"] == "B9", vb["reason"]
+    assert pk["status"] == "required", pk["reason"]
