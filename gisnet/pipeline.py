@@ -172,13 +172,14 @@ def run(
 def summary(res: Results) -> dict[str, Any]:
     """Headline figures of a run, for ``gisnet run`` and ``GET /town``."""
     from .graph import graph_summary
+    from .io import crs_label
 
     town = res.town
     L = res.layers
     out: dict[str, Any] = {
         "town": town.name,
         "profile": getattr(town.profile, "id", str(town.profile)),
-        "crs": town.crs.to_string(),
+        "crs": crs_label(town.crs),
         "layers": {role: len(gdf) for role, gdf in town.layers.items()},
         "graph": graph_summary(res.graph),
     }
