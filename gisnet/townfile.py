@@ -64,8 +64,8 @@ SLOPE_UNITS = ("ft/ft", "percent")
 DIAMETER_UNITS = ("in", "mm")
 
 _TOP_KEYS = {
-    "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes", "units", "layers",
-    "plant_flows", "manning_n_by_material",
+    "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
+    "units", "layers", "plant_flows", "manning_n_by_material",
 }
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units"}
 _UNIT_KEYS = {"slope": SLOPE_UNITS, "diameter": DIAMETER_UNITS}

@@ -49,7 +49,9 @@ def feet_per_unit(crs: CRS | str | int) -> float:
     """
     crs = CRS.from_user_input(crs)
     if not crs.is_projected:
-        raise CRSError(f"CRS {crs.to_string()} is not projected; distances cannot be measured in it")
+        raise CRSError(
+            f"CRS {crs.to_string()} is not projected; distances cannot be measured in it"
+        )
     axis = crs.axis_info[0]
     factor = axis.unit_conversion_factor  # metres per unit
     if not factor or axis.unit_name.lower() in {"degree", "radian"}:
