@@ -398,6 +398,9 @@ def read_samples(csv_path: str | Path) -> tuple[pd.DataFrame, list[dict[str, Any
         except StopIteration:
             raise SchemaError("sample results file is empty", path=path, layer="samples") \
                 from None
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise LayerError(f"sample results are not a UTF-8 CSV file: {exc}", path=path,
+                             layer="samples", feature="line 1") from None
         cols = [h.strip().lower() for h in header]
         missing = [c for c in SAMPLE_COLUMNS if c not in cols]
         if missing:
@@ -414,6 +417,9 @@ def read_samples(csv_path: str | Path) -> tuple[pd.DataFrame, list[dict[str, Any
             except csv.Error as exc:
                 bad.append({"line": start_line, "problem": f"unreadable CSV: {exc}"})
                 continue
+            except UnicodeDecodeError as exc:
+                raise LayerError(f"sample results are not UTF-8 text: {exc}", path=path,
+                                 layer="samples", feature=f"line {start_line}") from None
             if not any(x.strip() for x in rec):
                 continue
             if len(rec) != len(cols):
