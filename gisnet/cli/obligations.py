@@ -44,6 +44,8 @@ def read_ids(path: Path) -> list[str]:
             rows = list(csv.reader(fh))
     except OSError as exc:
         raise ConfigError(f"cannot read parcel list: {exc.strerror or exc}", path=path) from exc
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"parcel list is not a UTF-8 CSV file: {exc}", path=path) from None
     if not rows:
         raise ConfigError("parcel list is empty", path=path)
     header = [h.strip().lower() for h in rows[0]]
@@ -80,6 +82,8 @@ def _id_list_path(args: argparse.Namespace) -> Path | None:
             header = next(csv.reader(fh), [])
     except OSError as exc:
         raise ConfigError(f"cannot read parcel list: {exc.strerror or exc}", path=path) from exc
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"parcel list is not a UTF-8 CSV file: {exc}", path=path) from None
     if {h.strip().lower() for h in header} & _GEOMETRY_HEADERS:
         return None
     args.path_parcels = None
