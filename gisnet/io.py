@@ -30,7 +30,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -903,6 +904,91 @@ def _has_town_file(p: Path) -> bool:
 # --------------------------------------------------------------------------- writing
 
 
+def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
+    """The ConfigError for an output that cannot be written (read-only folder, a file
+    where a folder should be, a folder where a file should be, disk full)."""
+    reason = exc.strerror or str(exc)
+    where = Path(exc.filename) if getattr(exc, "filename", None) else path
+    if where != path:
+        reason = f"{reason}: {where}"
+    return ConfigError(f"cannot write {what}: {reason}", path=path)
+
+
+def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:
+    """Create the output folder ``out_dir`` if needed.
+
+    Raises
+    ------
+    ConfigError
+        ``out_dir`` (or a parent) is an existing regular file, or the folder
+        cannot be created (permissions).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{what} is an existing file, not a folder", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(out, exc, what) from exc
+    return out
+
+
+@contextmanager
+def atomic_path(path: str | Path, what: str = "output file") -> Iterator[Path]:
+    """Write a file atomically: yield a temporary path in the same folder, then
+    :func:`os.replace` it onto ``path`` when the block succeeds.
+
+    A reader never sees a half-written file, and a failure leaves an old
+    ``path`` as it was (the temporary file is removed). The folder is created
+    if needed. The file gets mode 0644: it is an output meant to be shared.
+
+    Parameters
+    ----------
+    path
+        The file to write.
+    what
+        What the file is, for the error message (``"findings CSV"``).
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is a folder, its folder cannot be created or written, or
+        writing fails with an OS error.
+
+    Examples
+    --------
+    >>> with atomic_path(out / "shares.csv", "shares CSV") as tmp:  # doctest: +SKIP
+    ...     df.to_csv(tmp, index=False)
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"cannot write {what}: it is an existing folder", path=path)
+    ensure_out_dir(path.parent, f"folder of the {what}")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _cannot_write(path, exc, what) from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _cannot_write(path, exc, what) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str, what: str = "output file") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path`."""
+    with atomic_path(path, what) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
 def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
     """Write result layers into ``out_dir/gisnet-results.gpkg``, atomically.
 
@@ -926,10 +1012,14 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
     """
     import pyogrio
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_out_dir(out_dir)
     target = out / RESULTS_FILE
-    fd, tmp_name = tempfile.mkstemp(prefix=".gisnet-results-", suffix=".gpkg", dir=out)
+    if target.is_dir():
+        raise ConfigError("cannot write results: it is an existing folder", path=target)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=".gisnet-results-", suffix=".gpkg", dir=out)
+    except OSError as exc:
+        raise _cannot_write(target, exc, "results") from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:

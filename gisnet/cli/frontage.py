@@ -45,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     s = frontage_shares(town, args.main, args.cost)
     if args.csv:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        s.to_csv(args.csv, index=False)
+        from ..io import atomic_path
+
+        with atomic_path(args.csv, "shares CSV") as tmp:
+            s.to_csv(tmp, index=False)
     sec = town.profile.connection.frontage_section or "(the profile names no section)"
     if s.empty:
         say(args, f"main {args.main}: no parcel fronts on it")

@@ -33,7 +33,10 @@ def run(args: argparse.Namespace) -> int:
     G = build_graph(args, town)
     res = check_samples(town, G, args.csv)
     if args.csv_out:
-        res.to_csv(args.csv_out, index=False)
+        from ..io import atomic_path
+
+        with atomic_path(args.csv_out, "findings CSV") as tmp:
+            res.to_csv(tmp, index=False)
     exc = res[res["kind"] == "exceedance"]
     prob = res[res["kind"] == "problem"]
     say(args, f"{len(exc)} exceedance(s), {len(prob)} problem(s) in {args.csv}")

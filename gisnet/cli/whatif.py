@@ -49,9 +49,10 @@ def run(args: argparse.Namespace) -> int:
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
                flow_gpd=args.flow_gpd, industrial=args.industrial)
     if args.map:
+        from ..io import ensure_out_dir
         from ..maps import whatif_map
 
-        args.out.mkdir(parents=True, exist_ok=True)
+        ensure_out_dir(args.out)
         whatif_map(town, w, args.out / "whatif.html", self_contained=args.self_contained)
     if args.json:
         say(args, json.dumps(w.to_dict(), indent=2, default=str))
