@@ -809,6 +809,10 @@ def load_town(
     """
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if snap_tolerance_ft is not None and not (np.isfinite(snap_tolerance_ft)
+                                              and snap_tolerance_ft >= 0):
+        raise ConfigError(f"snap tolerance must be a number of feet >= 0, not "
+                          f"{snap_tolerance_ft!r}")
     overrides = dict(overrides or {})
     try:
         tf = read_town_file(layers_dir)
