@@ -142,6 +142,30 @@ def _sidecar(path: Path, ext: str) -> Path | None:
     return None
 
 
+def _check_shape_file_length(path: Path, role: str | None) -> None:
+    """Refuse a truncated (or foreign) ``.shp``/``.shx``.
+
+    Both files start with a 100-byte header whose bytes 0-3 hold the file code
+    9994 and bytes 24-27 the file length in 16-bit words (big-endian). GDAL
+    reads a truncated ``.shp`` without complaint, silently returning only the
+    features before the cut, so the length is checked here.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise LayerError(f"cannot read: {exc.strerror or exc}", path=path, layer=role) from exc
+    if len(head) < 100 or int.from_bytes(head[0:4], "big") != 9994:
+        raise LayerError(f"not a shapefile: the {path.suffix} header is missing or damaged",
+                         path=path, layer=role)
+    declared = int.from_bytes(head[24:28], "big") * 2
+    if size < declared:
+        raise LayerError(f"shapefile is truncated: its header says {declared:,} bytes, the "
+                         f"file holds {size:,}; copy it again from the source",
+                         path=path, layer=role)
+
+
 def read_layer(
     path: str | Path,
     *,
@@ -196,6 +220,8 @@ def read_layer(
             if _sidecar(path, ext) is None:
                 raise LayerError(f"shapefile is missing its {ext} file ({what}); "
                                  f"copy all the shapefile's files together", path=path, layer=role)
+        for part in (path, _sidecar(path, ".shx")):
+            _check_shape_file_length(part, role)
         if _sidecar(path, ".prj") is None and crs is None:
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
