@@ -44,7 +44,7 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from .errors import ConfigError, NotFoundError, TopologyError
+from .errors import ConfigError, CRSError, NotFoundError, TopologyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
@@ -983,6 +983,44 @@ def _edge_rows(idx: DownstreamIndex, edges: list[int] | np.ndarray) -> gpd.GeoDa
     )
 
 
+#: How far (ft) outside the extent of the sewer mains a point may lie and still be traced.
+POINT_MARGIN_FT = 5280.0
+
+
+def _point_in_town(idx: DownstreamIndex, point: tuple[float, float],
+                   crs: Any) -> tuple[float, float]:
+    """``point`` in the working CRS, refused when it is not finite or lies more than
+    :data:`POINT_MARGIN_FT` outside the bounding box of the mains (most often a
+    point given in another CRS than the one named)."""
+    x, y = (float(v) for v in point)
+    if not (np.isfinite(x) and np.isfinite(y)):
+        raise ConfigError(f"point ({x}, {y}) must have finite coordinates")
+    if crs is not None:
+        try:
+            pcrs = CRS.from_user_input(crs)
+        except Exception as exc:  # pyproj.exceptions.CRSError
+            raise CRSError(f"point CRS {crs!r} is not a CRS pyproj knows") from exc
+        if pcrs != CRS.from_user_input(idx.crs):
+            tr = Transformer.from_crs(pcrs, idx.crs, always_xy=True)
+            x, y = tr.transform(x, y)
+            if not (np.isfinite(x) and np.isfinite(y)):
+                raise CRSError(f"point {point} cannot be projected from {crs} to the "
+                               f"working CRS (outside the CRS's area of use?)")
+    geoms = idx.edges.geometry
+    if len(geoms):
+        x0, y0, x1, y1 = shapely.total_bounds(geoms)
+        dx = max(x0 - x, 0.0, x - x1)
+        dy = max(y0 - y, 0.0, y - y1)
+        off_ft = float(np.hypot(dx, dy)) * idx.ft_per_unit
+        if off_ft > POINT_MARGIN_FT:
+            given = f" (given in {crs})" if crs is not None else ""
+            raise ConfigError(
+                f"point {point}{given} is at ({x:,.1f}, {y:,.1f}) in the working CRS, "
+                f"{off_ft:,.0f} ft outside the sewer network (x {x0:,.0f}..{x1:,.0f}, "
+                f"y {y0:,.0f}..{y1:,.0f}); is the point in the CRS named, and X before Y?")
+    return x, y
+
+
 def trace_downstream(
     town: Town,
     G: nx.MultiDiGraph,
@@ -1036,10 +1074,7 @@ def trace_downstream(
                                 feature=parcel_id)
         feats = sel.iloc[[0]].reset_index(drop=True)
     else:
-        x, y = point  # type: ignore[misc]
-        if crs is not None and CRS.from_user_input(crs) != CRS.from_user_input(idx.crs):
-            tr = Transformer.from_crs(crs, idx.crs, always_xy=True)
-            x, y = tr.transform(x, y)
+        x, y = _point_in_town(idx, point, crs)  # type: ignore[arg-type]
         feats = pd.DataFrame({"building_id": [None], "parcel_id": [None], "user_id": [None],
                               "point": np.array([shapely.Point(x, y)], dtype=object)})
     # A bare point has no building or parcel a lateral could belong to.

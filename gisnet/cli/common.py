@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def parse_point(text: str) -> tuple[float, float]:
         x, y = (float(t) for t in text.split(","))
     except ValueError:
         raise ConfigError(f"--point must be X,Y (two numbers), not {text!r}") from None
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ConfigError(f"--point must be X,Y (two finite numbers), not {text!r}")
     return x, y
 
 
