@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -227,12 +228,18 @@ def read_layer(
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
                            path=path, layer=role)
     try:
-        if engine == "pyogrio":
-            import pyogrio
+        # GDAL's and the engines' warnings (e.g. "more than one layer found", the
+        # first one read) go to the log with the file and role, not raw to stderr
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if engine == "pyogrio":
+                import pyogrio
 
-            gdf = pyogrio.read_dataframe(path, layer=layer, where=where, use_arrow=True)
-        else:
-            gdf = gpd.read_file(path, engine="fiona", layer=layer, where=where)
+                gdf = pyogrio.read_dataframe(path, layer=layer, where=where, use_arrow=True)
+            else:
+                gdf = gpd.read_file(path, engine="fiona", layer=layer, where=where)
+        for w in caught:
+            log.warning("%s: %s: %s", role or "layer", path, str(w.message).strip())
     except GisnetError:
         raise
     except Exception as exc:  # GDAL/fiona/pyogrio raise many classes; all mean "unreadable"
@@ -905,7 +912,7 @@ def load_town(
         slope_units=tf.slope_units,
         diameter_units=tf.diameter_units,
         manning_n_by_material=tf.manning_n_by_material,
-        extra={"layer_info": infos, "town_file": tf.path},
+        extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows},
     )
     name = tf.name or (tf.path.parent.name if tf.path is not None else "town")
     return Town(
@@ -942,6 +949,40 @@ def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
     if where != path:
         reason = f"{reason}: {where}"
     return ConfigError(f"cannot write {what}: {reason}", path=path)
+
+
+#: Files that belong to a shapefile: writing any of them would change the layer.
+_SHAPEFILE_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx",
+                    ".shp.xml")
+
+
+def input_files(town: Town) -> set[Path]:
+    """Every file ``town`` was read from: layers (with a shapefile's sidecars),
+    the town file and the plant-flows table; resolved paths."""
+    found: set[Path] = set()
+    extra = getattr(town.settings, "extra", None) or {}
+    paths = [*town.sources.values(), extra.get("town_file"), extra.get("plant_flows_file")]
+    for p in paths:
+        if p is None:
+            continue
+        p = Path(p).resolve()
+        found.add(p)
+        if p.suffix.lower() == ".shp":
+            base = p.with_suffix("")
+            for ext in _SHAPEFILE_PARTS:
+                found.update({Path(f"{base}{ext}"), Path(f"{base}{ext.upper()}")})
+    return found
+
+
+def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
+                           what: str = "output file") -> None:
+    """Raise :class:`ConfigError` when the output ``path`` is one of the town's
+    input files (see :func:`input_files`) or one of ``inputs``: gisnet never
+    modifies its input."""
+    target = Path(path).resolve()
+    if target in input_files(town) | {Path(i).resolve() for i in inputs}:
+        raise ConfigError(f"refusing to write the {what} over an input file; name another "
+                          "path", path=path)
 
 
 def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:

@@ -43,9 +43,10 @@ def overrides(args: argparse.Namespace) -> dict[str, str]:
 
 def load_town(args: argparse.Namespace):  # -> Town
     """Load the town named by the common options."""
+    from ..io import RESULTS_FILE, refuse_input_as_output
     from ..io import load_town as _load
 
-    return _load(
+    town = _load(
         args.layers,
         profile=args.profile,
         overrides=overrides(args),
@@ -53,6 +54,9 @@ def load_town(args: argparse.Namespace):  # -> Town
         crs=args.crs,
         snap_tolerance_ft=args.snap_tolerance_ft,
     )
+    if getattr(args, "out", None) is not None:
+        refuse_input_as_output(Path(args.out) / RESULTS_FILE, town, what="results GeoPackage")
+    return town
 
 
 def progress(args: argparse.Namespace, message: str) -> None:

@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--cost must be a non-negative number of dollars, not {args.cost}")
     progress(args, "loading town")
     town = load_town(args)
+    if args.csv:
+        from ..io import refuse_input_as_output
+
+        refuse_input_as_output(args.csv, town, what="shares CSV")
     if args.main is None:
         from ..io import write_results
 

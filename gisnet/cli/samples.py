@@ -30,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
     progress(args, "loading town")
     town = load_town(args)
+    if args.csv_out:
+        from ..io import refuse_input_as_output
+
+        refuse_input_as_output(args.csv_out, town, args.csv, what="findings CSV")
     G = build_graph(args, town)
     res = check_samples(town, G, args.csv)
     if args.csv_out:
