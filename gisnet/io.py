@@ -1098,7 +1098,18 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
             shutil.copyfile(target, tmp)
         else:
             tmp.unlink()
-        existing = {str(n) for n, _ in pyogrio.list_layers(tmp)} if tmp.exists() else set()
+        try:
+            with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
+                warnings.simplefilter("always")
+                existing = ({str(n) for n, _ in pyogrio.list_layers(tmp)} if tmp.exists()
+                            else set())
+            for w in caught:
+                log.warning("%s: %s", target, str(w.message).strip())
+        except pyogrio.errors.DataSourceError as exc:
+            detail = str(exc).strip().splitlines()[0].replace(str(tmp), str(target))
+            raise LayerError(f"the existing results GeoPackage cannot be read ({detail}); "
+                             "move it away (gisnet replaces only its own layers in it)",
+                             path=target) from exc
         for name, df in layers.items():
             # GDAL's GPKG driver replaces a layer of the same name and keeps the others
             _write_one(tmp, name, df)

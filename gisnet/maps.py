@@ -43,6 +43,7 @@ import json
 import logging
 import math
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1266,11 +1267,23 @@ def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
     if not path.is_file():
         raise NotFoundError("no results GeoPackage; run `gisnet run` (or an analysis "
                             "command) with this --out first", path=path)
-    present = {str(row[0]) for row in pyogrio.list_layers(path)}
+    from .errors import LayerError
+
     out: dict[str, pd.DataFrame] = {}
-    for name in RESULT_LAYERS:
-        if name in present:
-            out[name] = gpd.read_file(path, layer=name, engine="pyogrio")
+    name = None
+    try:
+        with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
+            warnings.simplefilter("always")
+            present = {str(row[0]) for row in pyogrio.list_layers(path)}
+            for name in RESULT_LAYERS:
+                if name in present:
+                    out[name] = gpd.read_file(path, layer=name, engine="pyogrio")
+        for w in caught:
+            log.warning("%s: %s", path, str(w.message).strip())
+    except pyogrio.errors.DataSourceError as exc:
+        detail = str(exc).strip().splitlines()[0]
+        raise LayerError(f"results GeoPackage cannot be read ({detail}); run the analysis "
+                         "again with this --out", path=path, layer=name) from exc
     return out
 
 
