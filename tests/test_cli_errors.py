@@ -48,6 +48,8 @@ def bad(tmp_path_factory: pytest.TempPathFactory, town_dir: Path) -> Path:
     (d / "wrong_headers.csv").write_text("a,b,c\n1,2,3\n", encoding="utf-8")
     (d / "header_only.csv").write_text("parcel_id\n", encoding="utf-8")
     (d / "a_file").write_text("not a folder\n", encoding="utf-8")
+    (d / "corrupt_out").mkdir()
+    (d / "corrupt_out" / "gisnet-results.gpkg").write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)
     (d / "bad.toml").write_text("not = valid = toml\n", encoding="utf-8")
     prof = (REPO / "gisnet" / "rules" / "berlin-nh.toml").read_text(encoding="utf-8")
     (d / "unknown_key.toml").write_text(
@@ -178,6 +180,10 @@ CASES = [
     # maps without results
     ("map-no-results", "map all --layers {T} --out {O}", ["gisnet-results.gpkg", "gisnet run"]),
     ("map-page-no-results", "map capacity --layers {T} --out {O}", ["gisnet-results.gpkg"]),
+    ("map-results-corrupt", "map all --layers {T} --out {B}/corrupt_out",
+     ["gisnet-results.gpkg", "cannot be read"]),
+    ("graph-results-corrupt", "graph --layers {T} --out {B}/corrupt_out",
+     ["gisnet-results.gpkg", "cannot be read"]),
     # broken towns
     ("town-missing", "validate --layers {B}/no_such_town", ["no_such_town"]),
     ("truncated-shp-validate", "validate --layers {B}/truncated",
