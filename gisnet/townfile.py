@@ -40,6 +40,7 @@ Canonical columns the town file does not map are found by
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -324,8 +325,9 @@ class _Checker:
         for key in ("snap_tolerance_ft", "plant_tolerance_ft"):
             if key in data:
                 v = data[key]
-                if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                    raise self.fail(key, f"must be a number >= 0 (feet), not {v!r}")
+                if (isinstance(v, bool) or not isinstance(v, int | float)
+                        or not math.isfinite(v) or v < 0):
+                    raise self.fail(key, f"must be a finite number >= 0 (feet), not {v!r}")
                 setattr(tf, key, float(v))
         if "outlet_nodes" in data:
             v = data["outlet_nodes"]
