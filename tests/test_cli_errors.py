@@ -69,6 +69,13 @@ def bad(tmp_path_factory: pytest.TempPathFactory, town_dir: Path) -> Path:
     (notjson / "gisnet.toml").write_text(toml.replace('path = "plants.shp"',
                                                       'path = "plants.geojson"'),
                                          encoding="utf-8")
+    # a town file whose snap tolerance is TOML's nan
+    snapnan = d / "snapnan"
+    shutil.copytree(town_dir, snapnan)
+    toml = (snapnan / "gisnet.toml").read_text(encoding="utf-8")
+    assert "snap_tolerance_ft = 1.0\n" in toml
+    (snapnan / "gisnet.toml").write_text(
+        toml.replace("snap_tolerance_ft = 1.0\n", "snap_tolerance_ft = nan\n"), encoding="utf-8")
     return d
 
 
@@ -193,6 +200,8 @@ CASES = [
      "--out {O}", ["truncated"]),
     ("geojson-not-json", "validate --layers {B}/notjson", ["plants.geojson", "plants"]),
     ("geojson-not-json-run", "run --layers {B}/notjson --out {O}", ["plants.geojson"]),
+    ("town-snap-nan", "obligations --layers {B}/snapnan --out {O}",
+     ["gisnet.toml", "snap_tolerance_ft", "nan"]),
     ("layer-not-a-layer", "validate --layers {T} --mains {B}/binary.csv", ["binary.csv"]),
     ("serve-port", "serve --layers {T} --port 99999", ["--port"]),
 ]
