@@ -446,6 +446,11 @@ def read_samples(csv_path: str | Path) -> tuple[pd.DataFrame, list[dict[str, Any
                     problems.append(f"value {r['value']!r} is not a number")
             if not r["parameter"]:
                 problems.append("no parameter")
+            if value is not None and value < 0:
+                dim = to_canonical(value, r["unit"])
+                if dim is None or dim[0] != "temperature":
+                    problems.append(f"value {r['value']!r} is negative; only a temperature "
+                                    "can be")
             if problems:
                 bad.append({"line": start_line, "problem": "; ".join(problems),
                             "manhole_id": r["manhole_id"] or None,
