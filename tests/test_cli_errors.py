@@ -312,13 +312,18 @@ def test_samples_csv_out_written(town_dir: Path, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "results.csv"
     src.write_text("manhole_id,datetime,parameter,value,unit\n"
-                   "MH000001,2024-01-01 10:00,zinc,abc,mg/L\n", encoding="utf-8")
+                   "MH000001,2024-01-01 10:00,zinc,abc,mg/L\n"
+                   "MH000001,2024-01-01 11:00,zinc,-3,mg/L\n"
+                   "MH000001,2024-01-01 12:00,temperature,-3,degC\n", encoding="utf-8")
     out = tmp_path / "findings" / "f.csv"
     rc, _, err = _run(["samples", str(src), "--layers", str(town_dir), "--csv-out", str(out)],
                       capsys)
     assert rc == 0, err
     f = pd.read_csv(out)
-    assert list(f["kind"]) == ["problem"] and "abc" in f["message"].iloc[0]
+    # a non-number and a negative concentration are problems; -3 degC is a temperature
+    assert list(f["kind"]) == ["problem", "problem"], f
+    assert "abc" in f["message"].iloc[0] and "line 2" in f["message"].iloc[0]
+    assert "negative" in f["message"].iloc[1] and "line 3" in f["message"].iloc[1]
     assert sorted(p.name for p in out.parent.iterdir()) == ["f.csv"]
 
 
