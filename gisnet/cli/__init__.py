@@ -79,10 +79,29 @@ def _configure_logging(args: argparse.Namespace) -> None:
     root.setLevel(level)
 
 
+def _join_negative_points(argv: list[str]) -> list[str]:
+    """``--point -73.9,41.7`` as ``--point=-73.9,41.7``: argparse takes a value
+    starting with ``-`` for an option unless it is a plain number, so western
+    longitudes (and negative X) would be a usage error."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if a == "--point" and nxt is not None and len(nxt) > 1 and nxt[0] == "-" \
+                and (nxt[1].isdigit() or nxt[1] == "."):
+            out.append(f"--point={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gisnet`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_points(sys.argv[1:] if argv is None else argv))
     _configure_logging(args)
     try:
         return int(args.func(args) or 0)
