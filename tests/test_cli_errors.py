@@ -282,7 +282,8 @@ def test_point_inside_town_traces_in_either_crs(town_dir: Path,
     assert rc == 0, err
     assert out.startswith("connection point: main SM")
     lon, lat = Transformer.from_crs("EPSG:2260", "EPSG:4326", always_xy=True).transform(x, y)
-    rc, out2, err = _run(["trace", "--layers", str(town_dir), f"--point={lon:.7f},{lat:.7f}",
+    assert lon < 0  # a western longitude, given as its own argument after --point
+    rc, out2, err = _run(["trace", "--layers", str(town_dir), "--point", f"{lon:.7f},{lat:.7f}",
                           "--crs", "EPSG:4326"], capsys)
     assert rc == 0, err
     # same connection main both ways (the lon/lat round trip moves the point < 1 ft)
