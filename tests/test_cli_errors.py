@@ -366,3 +366,29 @@ def test_subprocess_error_has_no_traceback(bad: Path) -> None:
     lines = _error_lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith("gisnet: error: "), proc.stderr
     assert "mains.shp" in lines[0] and "truncated" in lines[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["graph", "--out", "{O}"],
+    ["frontage", "--main", "SM000001", "--cost", "10", "--csv", "{O}/s.csv", "--out", "{O}"],
+])
+def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder the user may not write in (simulated: this runs as root too)."""
+    import gisnet.io
+
+    out = tmp_path / "ro"
+    out.mkdir()
+
+    def denied(*_a: object, dir: object = None, **_k: object) -> None:
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(gisnet.io.tempfile, "mkstemp", denied)
+    rc, _, err = _run([argv[0], "--layers", str(town_dir),
+                       *(a.format(O=out) for a in argv[1:])], capsys)
+    lines = _error_lines(err)
+    assert rc == 2, err
+    assert len(lines) == 1 and lines[0].startswith("gisnet: error: "), err
+    assert str(out) in lines[0] and "Permission denied" in lines[0]
+    assert list(out.iterdir()) == []
