@@ -364,6 +364,9 @@ def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     path = Path(text).expanduser()
     looks_like_path = path.suffix.lower() == ".toml" or "/" in text or "\\" in text
     if looks_like_path or path.is_file():
+        if path.is_dir():
+            raise ConfigError("profile is a folder; give the path of a profile TOML file",
+                              path=path)
         if not path.is_file():
             raise ConfigError("profile file does not exist", path=path)
         return _load_file(path.resolve())
@@ -390,6 +393,8 @@ def _load_file(path: Path) -> Profile:
         raise ConfigError(f"cannot read profile: {exc.strerror or exc}", path=path) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"profile is not valid TOML: {exc}", path=path) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"profile is not UTF-8 text: {exc}", path=path) from None
     log.debug("loaded profile %s", path)
     return profile_from_dict(data, path=path)
 
