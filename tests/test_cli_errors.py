@@ -148,6 +148,9 @@ CASES = [
      ["nosuchprofile"]),
     ("profile-unknown-key", "validate --layers {T} --profile {B}/unknown_key.toml",
      ["unknown_key.toml", "bogus_key"]),
+    ("profile-binary", "validate --layers {T} --profile {B}/binary.csv",
+     ["binary.csv", "UTF-8"]),
+    ("profile-folder", "validate --layers {T} --profile {B}", ["profile is a folder"]),
     ("profile-invalid-toml", "obligations --layers {T} --profile {B}/bad.toml --out {O}",
      ["bad.toml", "TOML"]),
     # outputs that cannot be written
