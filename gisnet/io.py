@@ -167,6 +167,27 @@ def _check_shape_file_length(path: Path, role: str | None) -> None:
                          path=path, layer=role)
 
 
+def _check_dbf_length(path: Path, role: str | None) -> None:
+    """Refuse a truncated ``.dbf``: its header holds the record count (bytes 4-7)
+    and the header and record lengths (bytes 8-9, 10-11, little-endian), and GDAL
+    silently reads only the records before a cut."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(32)
+    except OSError as exc:
+        raise LayerError(f"cannot read: {exc.strerror or exc}", path=path, layer=role) from exc
+    if len(head) < 32:
+        raise LayerError("attribute table (.dbf) header is missing or damaged", path=path,
+                         layer=role)
+    n = int.from_bytes(head[4:8], "little")
+    declared = int.from_bytes(head[8:10], "little") + n * int.from_bytes(head[10:12], "little")
+    if size < declared:
+        raise LayerError(f"attribute table is truncated: its header says {n:,} records, "
+                         f"{declared:,} bytes; the file holds {size:,}; copy it again from "
+                         "the source", path=path, layer=role)
+
+
 def read_layer(
     path: str | Path,
     *,
@@ -223,6 +244,7 @@ def read_layer(
                                  f"copy all the shapefile's files together", path=path, layer=role)
         for part in (path, _sidecar(path, ".shx")):
             _check_shape_file_length(part, role)
+        _check_dbf_length(_sidecar(path, ".dbf"), role)
         if _sidecar(path, ".prj") is None and crs is None:
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
