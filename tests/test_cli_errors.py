@@ -59,6 +59,11 @@ def bad(tmp_path_factory: pytest.TempPathFactory, town_dir: Path) -> Path:
     shutil.copytree(town_dir, trunc)
     data = (trunc / "mains.shp").read_bytes()
     (trunc / "mains.shp").write_bytes(data[: len(data) // 2])
+    # a town whose parcels.dbf was cut short
+    tdbf = d / "truncated_dbf"
+    shutil.copytree(town_dir, tdbf)
+    data = (tdbf / "parcels.dbf").read_bytes()
+    (tdbf / "parcels.dbf").write_bytes(data[: len(data) // 2])
     # a town whose plants layer is a GeoJSON that is not JSON
     notjson = d / "notjson"
     shutil.copytree(town_dir, notjson)
@@ -198,6 +203,8 @@ CASES = [
     ("town-missing", "validate --layers {B}/no_such_town", ["no_such_town"]),
     ("truncated-shp-validate", "validate --layers {B}/truncated",
      ["mains.shp", "mains", "truncated"]),
+    ("truncated-dbf", "obligations --layers {B}/truncated_dbf --out {O}",
+     ["parcels.dbf", "parcels", "truncated"]),
     ("truncated-shp-graph", "graph --layers {B}/truncated --out {O}", ["truncated"]),
     ("truncated-shp-override", "sampling-plan --layers {T} --mains {B}/truncated/mains.shp "
      "--out {O}", ["truncated"]),
