@@ -549,3 +549,15 @@ def test_upstream_trace_marks_septic_parcels_as_not_sewered(sample_dir):
     assert (up["sewered"].to_numpy() == expect).all()
     assert (~expect).any()  # the sample town has septic parcels upstream
     assert (up.loc[~up["sewered"], "avg_flow_gpd"] == 0).all()
+
+
+def test_cli_upstream_of_storm_outfall_names_the_pipes_not_followed(sample_dir, capsys):
+    """Storm pipes are not sewage: an upstream trace from the storm outfall is
+    empty and says which pipes it did not follow."""
+    from gisnet.cli import main as cli_main
+
+    assert cli_main(["trace", "--layers", str(sample_dir), "--manhole", "OF-01",
+                     "--upstream"]) == 0
+    out = capsys.readouterr().out
+    assert "0 pipes" in out
+    assert "not followed" in out and "SD" in out

@@ -65,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         say(args, f"upstream of {args.manhole}: {len(pipes)} pipes "
                   f"({pipes['length_ft'].sum():,.0f} ft), {len(res['parcels'])} parcels, "
                   f"{len(res['buildings'])} buildings, {len(res['users'])} industrial users")
+        skipped = [] if len(pipes) else [k for _, _, k in G.in_edges(args.manhole, keys=True)]
+        if skipped:
+            say(args, f"  not followed (storm, inactive or otherwise not carrying sewage): "
+                      f"{', '.join(map(str, skipped))}")
         for k, v in res["pipes"].attrs.items():
             say(args, f"total {k}: {v:,.0f}")
         for r in res["users"].itertuples():
