@@ -1145,14 +1145,14 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
 
 
 def _prepare(df: pd.DataFrame) -> pd.DataFrame:
-    """Columns GeoPackage can store: nullable ints/bools to float/object where needed."""
+    """Columns GeoPackage can store. Nullable booleans and integers are written as
+    they are (GeoPackage BOOLEAN / INTEGER columns holding NULL); only a column
+    that is null in every row, whose type cannot be known, becomes text."""
     df = df.copy()
     for c in df.columns:
         s = df[c]
-        if isinstance(s.dtype, pd.BooleanDtype):
+        if isinstance(s.dtype, pd.BooleanDtype | pd.Int64Dtype) and s.isna().all():
             df[c] = s.astype(object).where(s.notna(), None)
-        elif isinstance(s.dtype, pd.Int64Dtype):
-            df[c] = s.astype("float64") if s.isna().any() else s.astype("int64")
     return df
 
 

@@ -382,3 +382,23 @@ def test_capacity_against_manning_worked_here(res) -> None:
     sp = res.layers["sampling_plan"]
     assert np.allclose(sp["plant_share_pct"],
                        sp["process_flow_gpd"] / (sp["plant_design_flow_mgd"] * 1e6) * 100)
+
+
+@pytest.mark.slow
+def test_geopackage_keeps_nullable_booleans_and_integers_typed(res, tmp_path: Path) -> None:
+    """Nullable booleans are BOOLEAN fields and nullable integers INTEGER fields in
+    the GeoPackage, nulls kept: never the text 'True'/'False', never reals."""
+    import pyogrio
+
+    from gisnet.io import write_results
+
+    path = write_results(tmp_path, {"obligations": res.layers["obligations"]})
+    info = pyogrio.read_info(path, layer="obligations")
+    types = dict(zip(info["fields"], info["dtypes"], strict=True))
+    assert types["within_distance"] == "bool"
+    assert types["abuts_sewered_street"] == "bool"
+    assert types["deadline_days"] == "int64"
+    back = pyogrio.read_dataframe(path, layer="obligations", use_arrow=True)
+    src = res.layers["obligations"]
+    assert back["abuts_sewered_street"].isna().sum() == src["abuts_sewered_street"].isna().sum()
+    assert set(back["within_distance"].dropna().unique()) <= {True, False}
