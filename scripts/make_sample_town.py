@@ -22,43 +22,37 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from gisnet.synthetic import SampleTown, make_sample_town, to_source, write_layer, write_town_file
+from gisnet.synthetic import (
+    SOURCE_COLUMNS,
+    SampleTown,
+    make_sample_town,
+    to_source,
+    write_layer,
+    write_town_file,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAP_TOLERANCE_FT = 1.0
 
-#: Canonical -> source column names per role.
+#: Canonical -> source column names per role: the generator's LGIM-style names,
+#: with the parcel-related columns in the NY real-property style (PRINT_KEY ...),
+#: so some columns are mapped explicitly in gisnet.toml and others by alias.
+_PARCEL_KEY = {"parcel_id": "PRINT_KEY"}
+_OVERRIDES: dict[str, dict[str, str]] = {
+    "plants": {"design_flow_mgd": "DESIGNCAP", "node_id": "OUTLETNODE"},
+    "parcels": {**_PARCEL_KEY, "address": "PROP_ADDR", "land_use": "PROP_CLASS",
+                "bedrooms": "NBR_BEDRM", "flow_gpd": "METER_GPD", "connected": "SEWER_CONN"},
+    "buildings": _PARCEL_KEY,
+    "streets": {"street_id": "SEGMENT_ID", "name": "FULLNAME"},
+    "laterals": {**_PARCEL_KEY, "main_id": "GRAVITYMAI"},
+    "users": {**_PARCEL_KEY, "name": "FACILITY"},
+}
+#: Columns the sample does not carry.
+_DROPPED = {"parcels": ("sewer_available_date",), "buildings": ("built_date",)}
 NAMES: dict[str, dict[str, str]] = {
-    "mains": {
-        "main_id": "FACILITYID", "diameter_in": "DIAMETER", "material": "MATERIAL",
-        "up_invert_ft": "UPELEV", "down_invert_ft": "DOWNELEV", "slope": "SLOPE",
-        "from_node": "FROMMH", "to_node": "TOMH", "kind": "WATERTYPE", "owner": "OWNEDBY",
-        "status": "ACTIVEFLAG", "street": "LOCDESC", "install_date": "INSTALLDAT",
-    },
-    "manholes": {
-        "node_id": "FACILITYID", "rim_ft": "RIMELEV", "invert_ft": "INVERTELEV",
-        "kind": "MANHOLETYP", "owner": "OWNEDBY", "status": "ACTIVEFLAG",
-    },
-    "plants": {
-        "plant_id": "FACILITYID", "name": "NAME", "design_flow_mgd": "DESIGNCAP",
-        "avg_flow_mgd": "AVGFLOW", "node_id": "OUTLETNODE",
-    },
-    "parcels": {
-        "parcel_id": "PRINT_KEY", "address": "PROP_ADDR", "land_use": "PROP_CLASS",
-        "dwelling_units": "UNITS", "bedrooms": "NBR_BEDRM", "flow_gpd": "METER_GPD",
-        "septic": "SEPTIC", "connected": "SEWER_CONN",
-    },
-    "buildings": {"building_id": "BLDG_ID", "parcel_id": "PRINT_KEY", "use": "BLDG_USE"},
-    "streets": {"street_id": "SEGMENT_ID", "name": "FULLNAME", "width_ft": "ROW_WIDTH"},
-    "laterals": {
-        "lateral_id": "FACILITYID", "parcel_id": "PRINT_KEY", "building_id": "BLDG_ID",
-        "main_id": "GRAVITYMAI",
-    },
-    "users": {
-        "user_id": "PERMIT_NO", "name": "FACILITY", "parcel_id": "PRINT_KEY",
-        "building_id": "BLDG_ID", "process_flow_gpd": "PROC_GPD", "categorical": "CAT_IU",
-        "industrial": "INDUSTRIAL", "sic_code": "SIC",
-    },
+    role: {c: _OVERRIDES.get(role, {}).get(c, src) for c, src in cols.items()
+           if c not in _DROPPED.get(role, ())}
+    for role, cols in SOURCE_COLUMNS.items()
 }
 #: Columns written explicitly in gisnet.toml; the rest are found by alias.
 EXPLICIT: dict[str, tuple[str, ...]] = {
