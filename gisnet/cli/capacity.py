@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from .common import add_town_options, build_graph, load_town, progress, say
+from .common import add_town_options, build_graph, load_town, pct, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -22,10 +20,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="list the N most utilized pipes (default 10)")
     p.set_defaults(func=run)
     return p
-
-
-def _pct(x: float) -> str:
-    return "unknown" if x is None or not np.isfinite(x) else f"{x:.1%}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
         say(args, "most utilized pipes:")
         for r in top.itertuples():
             say(args, f"  {r.main_id:<14} {r.diameter_in:>5.0f} in  peak {r.peak_flow_gpd:>12,.0f}"
-                      f" gpd  capacity {r.capacity_gpd:>12,.0f} gpd  {_pct(r.utilization):>7}")
+                      f" gpd  capacity {r.capacity_gpd:>12,.0f} gpd  {pct(r.utilization):>7}")
     for r in res.plants.itertuples():
         window = f" ({r.window})" if r.window else ""
         gaps = f"; months missing: {r.gaps}" if r.gaps else ""
         over = "OVER" if r.over_threshold else "below"
         say(args, f"plant {r.plant_id}: {r.avg_flow_mgd:.3f} of {r.design_flow_mgd:.3f} MGD = "
-                  f"{_pct(r.ratio)} by {r.basis}{window}, {over} {r.threshold:.0%}{gaps}")
+                  f"{pct(r.ratio)} by {r.basis}{window}, {over} {r.threshold:.0%}{gaps}")
     say(args, f"wrote pipes_capacity, plants to {path}")
     return 0

@@ -109,3 +109,10 @@ def build_graph(args: argparse.Namespace, town):  # -> nx.MultiDiGraph
 
     progress(args, "building sewer graph")
     return build_sewer_graph(town)
+
+
+def pct(x: float | None) -> str:
+    """A ratio as a percentage, or "unknown" for a missing or non-finite value."""
+    import math
+
+    return "unknown" if x is None or not math.isfinite(x) else f"{x:.1%}"

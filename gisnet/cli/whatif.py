@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
-from .common import add_town_options, build_graph, load_town_for_point, progress, say
+from .common import add_town_options, build_graph, load_town_for_point, pct, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,10 +31,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="with --map: put the page's scripts inside it, for offline use")
     p.set_defaults(func=run)
     return p
-
-
-def _pct(x: float) -> str:
-    return "unknown" if x is None or not np.isfinite(x) else f"{x:.1%}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,12 +65,12 @@ def run(args: argparse.Namespace) -> int:
     for r in w.pipes.itertuples():
         mark = "  CROSSES" if r.crosses_threshold else ("  over" if r.over_threshold_after
                                                        else "")
-        say(args, f"  {r.main_id:<14} {_pct(r.utilization_before):>7} -> "
-                  f"{_pct(r.utilization_after):>7}{mark}")
+        say(args, f"  {r.main_id:<14} {pct(r.utilization_before):>7} -> "
+                  f"{pct(r.utilization_after):>7}{mark}")
     say(args, "pipes crossing the threshold: " + (", ".join(w.crossings) or "none"))
     for r in w.plants.itertuples():
         mark = " CROSSES" if r.crosses_threshold else (" over" if r.over_threshold_after else "")
-        say(args, f"plant {r.plant_id}: {_pct(r.ratio_before)} -> {_pct(r.ratio_after)} of "
+        say(args, f"plant {r.plant_id}: {pct(r.ratio_before)} -> {pct(r.ratio_after)} of "
                   f"design flow ({r.basis}){mark}")
     if w.approvals:
         say(args, "approvals and reviews triggered:")
