@@ -1164,3 +1164,71 @@ def _write_one(path: Path, name: str, df: pd.DataFrame) -> None:
         pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
     else:
         pyogrio.write_dataframe(pd.DataFrame(df), path, layer=name, driver="GPKG")
+
+
+#: Table formats :func:`write_tables` writes, with their file suffix.
+TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet"}
+
+
+def write_tables(
+    out_dir: str | Path, layers: Mapping[str, pd.DataFrame], formats: Any
+) -> list[Path]:
+    """Write each result layer as a table file beside the GeoPackage, atomically.
+
+    ``out_dir/tables/<layer>.<suffix>`` per layer and format:
+
+    - ``csv``: attributes, plus the geometry as WKT in the working CRS
+      (column ``geometry_wkt``);
+    - ``geojson``: RFC 7946, so coordinates are reprojected to EPSG:4326;
+      attributes and units as in the GeoPackage;
+    - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
+      Parquet).
+
+    Parameters
+    ----------
+    out_dir
+        Output folder (created if needed).
+    layers
+        Layer name -> GeoDataFrame or DataFrame, as for :func:`write_results`.
+    formats
+        Iterable of names from :data:`TABLE_FORMATS`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    ConfigError
+        An unknown format, or a folder that cannot be written.
+    """
+    formats = list(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in TABLE_FORMATS]
+    if unknown:
+        raise ConfigError(f"unknown table format(s) {', '.join(map(repr, unknown))}; "
+                          f"choose from {', '.join(TABLE_FORMATS)}")
+    folder = ensure_out_dir(Path(out_dir) / "tables", "tables folder")
+    written: list[Path] = []
+    for name, df in layers.items():
+        geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
+        df = df.copy(deep=False)
+        df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
+        for fmt in formats:
+            path = folder / f"{name}{TABLE_FORMATS[fmt]}"
+            if fmt == "geojson" and not geo:
+                continue  # an attribute table has no GeoJSON form; CSV/Parquet carry it
+            with atomic_path(path, f"{fmt} table") as tmp:
+                if fmt == "csv":
+                    table = pd.DataFrame(df.drop(columns=df.geometry.name)) if geo else df
+                    if geo:
+                        table = table.assign(geometry_wkt=shapely.to_wkt(
+                            df.geometry.values, rounding_precision=3))
+                    table.to_csv(tmp, index=False)
+                elif fmt == "geojson":
+                    g = df.to_crs(4326) if df.crs is not None else df
+                    g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
+                else:
+                    df.to_parquet(tmp, index=False)
+            written.append(path)
+    return written

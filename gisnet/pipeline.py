@@ -133,6 +133,7 @@ def run(
     *,
     self_contained: bool = False,
     maps: bool = True,
+    tables: tuple[str, ...] = (),
     progress: Progress | None = None,
 ) -> Results:
     """Analyse a town and write ``gisnet-results.gpkg`` and the web maps.
@@ -147,10 +148,13 @@ def run(
         Write map pages whose scripts and styles are inside the page.
     maps
         Write the web maps as well as the GeoPackage.
+    tables
+        Also write every layer as these table formats (``csv``, ``geojson``,
+        ``parquet``) under ``out_dir/tables`` (see :func:`gisnet.io.write_tables`).
     progress
         Called with a short message before each step.
     """
-    from .io import write_results
+    from .io import write_results, write_tables
 
     say = progress or _noop
     res = analyse(town, progress=progress)
@@ -158,6 +162,9 @@ def run(
     say(f"writing {out / 'gisnet-results.gpkg'}")
     t = time.perf_counter()
     res.files.append(write_results(out, res.layers))
+    if tables:
+        say(f"writing {', '.join(tables)} tables")
+        res.files.extend(write_tables(out, res.layers, tables))
     res.timings_s["write"] = time.perf_counter() - t
     if maps:
         from .maps import write_maps

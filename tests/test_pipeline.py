@@ -73,3 +73,43 @@ def test_run_on_missing_folder_is_one_clear_error(tmp_path: Path, capsys):
     assert code == 2
     assert "nowhere" in err
     assert "Traceback" not in err
+
+
+def test_run_writes_tables_on_request(sample_dir: Path, tmp_path: Path):
+    """--tables csv/geojson/parquet: one file per layer and format, each holding the
+    layer's rows; GeoJSON in lon/lat (RFC 7946) and Parquet in the working CRS."""
+    import geopandas as gpd
+    import pandas as pd
+    from pyproj import Transformer
+
+    code = main(["run", "--layers", str(sample_dir), "--out", str(tmp_path), "--no-maps",
+                 "--quiet", "--tables", "csv", "--tables", "geojson", "--tables", "parquet"])
+    assert code == 0
+    gpkg = tmp_path / "gisnet-results.gpkg"
+    tables = tmp_path / "tables"
+    for name, _ in pyogrio.list_layers(gpkg):
+        n = pyogrio.read_info(gpkg, layer=name)["features"]
+        assert len(pd.read_csv(tables / f"{name}.csv")) == n, name
+        assert len(gpd.read_parquet(tables / f"{name}.parquet")) == n, name
+    ob = pyogrio.read_dataframe(gpkg, layer="obligations")
+    gj = gpd.read_file(tables / "obligations.geojson")
+    assert gj.crs.to_epsg() == 4326 and len(gj) == len(ob)
+    # the first parcel's first vertex, reprojected independently with pyproj
+    x, y = ob.geometry.iloc[0].exterior.coords[0]
+    lon, lat = Transformer.from_crs(ob.crs, 4326, always_xy=True).transform(x, y)
+    glon, glat = gj.geometry.iloc[0].exterior.coords[0]
+    assert abs(glon - lon) < 1e-7 and abs(glat - lat) < 1e-7
+    pq = gpd.read_parquet(tables / "obligations.parquet")
+    assert pq.crs == ob.crs
+    assert list(pq["parcel_id"]) == list(ob["parcel_id"])
+    assert (pq["distance_ft"] - ob["distance_ft"]).abs().max() < 1e-9
+
+
+def test_unknown_table_format_is_a_config_error(tmp_path: Path):
+    import pandas as pd
+
+    from gisnet.errors import ConfigError
+    from gisnet.io import write_tables
+
+    with pytest.raises(ConfigError, match="xlsx"):
+        write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xlsx"])

@@ -20,6 +20,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--self-contained", action="store_true",
                    help="write map pages with their scripts inside, for offline use")
     p.add_argument("--no-maps", action="store_true", help="write tables only")
+    p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
+                   choices=("csv", "geojson", "parquet"),
+                   help="also write every result layer as DIR/tables/<layer>.<format> "
+                        "(csv with WKT geometry, geojson in EPSG:4326, parquet); repeatable")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -31,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     common.progress(args, f"reading {args.layers}")
     town = common.load_town(args)
     res = run_pipeline(town, args.out, self_contained=args.self_contained,
-                       maps=not args.no_maps, progress=lambda m: common.progress(args, m))
+                       maps=not args.no_maps, tables=tuple(args.tables),
+                       progress=lambda m: common.progress(args, m))
     s = summary(res)
     if args.json:
         common.say(args, json.dumps(s, indent=2, default=str))
