@@ -72,6 +72,37 @@ DEFAULTS: dict[str, Any] = {
 FLOW_KINDS = frozenset({"sanitary", "combined", "force", "unknown", None})
 
 
+#: Relative tolerance within which a computed ratio or slope equals its limit:
+#: decimal inputs do not divide exactly in binary (1.712 / 2.14 MGD gives
+#: 0.8000000000000002, (100.28 - 100.00) / 100 ft gives 0.0027999999999997).
+LIMIT_RTOL = 1e-9
+
+
+def exceeds(x: Any, limit: Any, strict: bool = True, rtol: float = LIMIT_RTOL) -> Any:
+    """``x > limit`` (``strict``) or ``x >= limit``, a value within ``rtol`` of
+    the limit counting as equal to it; NaN never exceeds.
+
+    Parameters
+    ----------
+    x, limit
+        Values and limit in the same unit (scalars or arrays, broadcast).
+    strict
+        True for "in excess of" / "more than", False for "at least".
+    rtol
+        Relative tolerance of the equality.
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+    """
+    xa = np.asarray(x, dtype="float64")
+    la = np.asarray(limit, dtype="float64")
+    with np.errstate(invalid="ignore"):
+        close = np.abs(xa - la) <= rtol * np.abs(la)
+        out = ((xa > la) & ~close) if strict else ((xa >= la) | close)
+    return bool(out) if out.ndim == 0 else out
+
+
 # --------------------------------------------------------------------------- formulas
 
 
@@ -774,7 +805,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     Peak flow = domestic average x Harmon(upstream population) + industrial
     average. Utilization = peak / full-flow capacity; ``over_threshold``,
     ``deficient`` and ``surcharged`` are strict ``>`` comparisons with the
-    profile's 0.80 / 0.91 / 1.0.
+    profile's 0.80 / 0.91 / 1.0, and ``below_min_slope`` a strict ``<``; a value
+    within :data:`LIMIT_RTOL` of its limit counts as equal to it (:func:`exceeds`).
     """
     cfg = _cap_cfg(town)
     report = Report()
@@ -851,7 +883,7 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     cnt = np.diff(acc.out_off)
     low_v = np.isfinite(velocity) & (velocity < float(cfg["min_velocity_fps"]))
     ms_known = np.isfinite(min_slope) & np.isfinite(slope)
-    below = ms_known & (slope < min_slope)
+    below = ms_known & exceeds(min_slope, slope)
     masks = {
         "no_slope": grav & (slope_source == "none"),
         "adverse_slope": grav & np.isfinite(slope) & (slope < 0),
@@ -882,7 +914,7 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     thr, dfc, sur = (float(cfg["utilization_threshold"]), float(cfg["deficient"]),
                      float(cfg["surcharged"]))
     with np.errstate(invalid="ignore"):
-        over, defi, surc = util > thr, util > dfc, util > sur
+        over, defi, surc = exceeds(util, thr), exceeds(util, dfc), exceeds(util, sur)
     node_ids = np.array([str(x) for x in net.nodes], dtype=object)
     crs = G.graph.get("crs")
     pipes = gpd.GeoDataFrame({
@@ -1000,7 +1032,7 @@ def _plants(town: Any, net: _Net, acc: Accumulation, cfg: dict[str, Any]
         if not basis and np.isfinite(accum):
             flow, basis = accum, "accumulated"
         ratio = flow / design if np.isfinite(flow) and design > 0 else float("nan")
-        over = bool(ratio > thr) if strict else bool(ratio >= thr)
+        over = exceeds(ratio, thr, strict)
         rows.append({
             "plant_id": pid, "name": getattr(rec, "name", None), "node_id": node,
             "design_flow_mgd": design, "avg_flow_mgd": flow, "ratio": ratio, "threshold": thr,
@@ -1260,7 +1292,7 @@ def whatif(town: Any, G: nx.MultiDiGraph, result: CapacityResult, *, parcel_id: 
     thr = float(cfg["utilization_threshold"])
     with np.errstate(invalid="ignore", divide="ignore"):
         ub, ua = pk_b / cap, pk_a / cap
-        ob, oa = ub > thr, ua > thr
+        ob, oa = exceeds(ub, thr), exceeds(ua, thr)
     crosses = ~ob & oa
     crs_g = G.graph.get("crs")
     pipes = gpd.GeoDataFrame({
@@ -1300,8 +1332,8 @@ def whatif(town: Any, G: nx.MultiDiGraph, result: CapacityResult, *, parcel_id: 
         design = float(rec.design_flow_mgd)
         rb = base / design if design > 0 else float("nan")
         ra = (base + add_mgd) / design if design > 0 else float("nan")
-        over_b = bool(rb > pthr) if strict else bool(rb >= pthr)
-        over_a = bool(ra > pthr) if strict else bool(ra >= pthr)
+        over_b = exceeds(rb, pthr, strict)
+        over_a = exceeds(ra, pthr, strict)
         plant_rows.append({
             "plant_id": rec.plant_id, "design_flow_mgd": design, "basis": rec.basis,
             "avg_flow_mgd_before": base, "avg_flow_mgd_after": base + add_mgd,

@@ -1,0 +1,395 @@
+"""Independent checks of flows, capacity, plants, what-if and sample rules.
+
+Every expected value is computed here from the formulas and ordinance text
+(Harmon, Manning from area and hydraulic radius, upstream sums with
+``nx.ancestors``), never by calling the function under test for it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+from shapely.geometry import LineString, Point, box
+
+from gisnet import capacity as cap
+from gisnet.profile import load_profile
+from gisnet.town import Town, TownSettings
+
+CRS = "EPSG:2260"
+CFS_GPD = 646_316.88  # 1 cfs = 7.48052 gal/ft3 x 86,400 s/day
+
+
+def harmon(persons: float) -> float:
+    """Harmon peaking by hand, P in thousands, capped at 4.0."""
+    r = math.sqrt(persons / 1000.0)
+    return min(4.0, (18.0 + r) / (4.0 + r))
+
+
+def manning_gpd(d_in: float, s: float, n: float = 0.013) -> tuple[float, float]:
+    """Full-flow Q (gpd) and velocity (ft/s): Q = 1.486/n A R^(2/3) S^(1/2)."""
+    d = d_in / 12.0
+    area = math.pi * d * d / 4.0
+    q = 1.486 / n * area * (d / 4.0) ** (2.0 / 3.0) * math.sqrt(s)
+    return q * CFS_GPD, q / area
+
+
+def graph(nodes: dict[str, tuple[float, float, str]],
+          pipes: list[tuple[str, str, str, float, dict]], outlet: str) -> nx.MultiDiGraph:
+    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=[outlet], snap_tolerance_ft=1.0)
+    for nid, (x, y, kind) in nodes.items():
+        G.add_node(nid, kind=kind, x=x, y=y, public=True, active=True,
+                   is_manhole=kind == "manhole", outlet=nid == outlet)
+    for mid, u, v, d, extra in pipes:
+        geom = LineString([nodes[u][:2], nodes[v][:2]])
+        attrs = dict(main_id=mid, length_ft=geom.length, diameter_in=d, slope=0.004,
+                     up_invert_ft=None, down_invert_ft=None, material="PVC", kind="sanitary",
+                     public=True, active=True, gravity=True, eligible=True,
+                     direction_source="node_ids", geometry=geom, part=1)
+        attrs.update(extra)
+        G.add_edge(u, v, key=mid, **attrs)
+    return G
+
+
+def parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
+    ids = list(flows)
+    return gpd.GeoDataFrame({
+        "parcel_id": ids, "flow_gpd": [flows[i] for i in ids], "land_use": "residential",
+        "septic": False, "connected": True,
+    }, geometry=[box(i, 0, i + 1, 1) for i in range(len(ids))], crs=CRS)
+
+
+def town(profile: str, flows: dict[str, float], plant: dict | None = None,
+         users: gpd.GeoDataFrame | None = None, plant_flows: pd.DataFrame | None = None
+         ) -> Town:
+    layers = {"parcels": parcels(flows), "mains": gpd.GeoDataFrame(geometry=[], crs=CRS)}
+    if plant is not None:
+        layers["plants"] = gpd.GeoDataFrame(
+            {"plant_id": ["PL"], "name": ["WWTP"], "node_id": ["PL"], **{
+                k: [v] for k, v in plant.items()}}, geometry=[Point(0, 0)], crs=CRS)
+    if users is not None:
+        layers["users"] = users
+    return Town(name="t", crs=CRS, ft_per_unit=1.0, layers=layers,
+                profile=load_profile(profile), settings=TownSettings(),
+                plant_flows=plant_flows)
+
+
+def points(rows: list[tuple[str | None, str | None, str]]) -> gpd.GeoDataFrame:
+    """Connection points (parcel_id, user_id, edge_key) by hand."""
+    return gpd.GeoDataFrame({
+        "building_id": [None] * len(rows), "parcel_id": [r[0] for r in rows],
+        "user_id": [r[1] for r in rows], "main_id": [r[2] for r in rows],
+        "edge_key": [r[2] for r in rows], "tap_distance_ft": 5.0, "source": "projected",
+    }, geometry=[Point(0, 0)] * len(rows), crs=CRS)
+
+
+# --------------------------------------------------------------------------- peaking, Manning
+
+
+def test_harmon_by_hand_p_in_thousands_and_cap():
+    # P = 0 gives 18/4 = 4.5, capped at 4.0; PF = 4 exactly at sqrt(P) = 2/3,
+    # i.e. 444.4 persons; 10,000 persons: (18 + 3.1623) / (4 + 3.1623) = 2.9547.
+    assert cap.harmon_peaking_factor(0) == 4.0
+    assert cap.harmon_peaking_factor(1000 * (2 / 3) ** 2) == pytest.approx(4.0)
+    assert cap.harmon_peaking_factor(10_000) == pytest.approx(21.16228 / 7.16228, rel=1e-5)
+    for persons in (500, 2_500, 40_000, 1_000_000):
+        assert cap.harmon_peaking_factor(persons) == pytest.approx(harmon(persons))
+    # Persons are counted as flow / 100 gpd: 3 bedrooms x 150 gpd (Berlin) = 4.5 persons.
+    t = town("berlin-nh", {"a": np.nan})
+    t.layers["parcels"]["bedrooms"] = [3]
+    f = cap.parcel_flows(t).iloc[0]
+    assert (f["avg_flow_gpd"], f["population"], f["basis"]) == (450.0, 4.5, "bedrooms")
+
+
+def test_manning_velocity_and_utilization_flags_by_hand():
+    # One 8 in pipe at S = 0.004: DESIGN.md check value 0.764 cfs, 2.19 ft/s.
+    nodes = {"A": (0, 0, "manhole"), "PL": (300, 0, "plant")}
+    G = graph(nodes, [("M1", "A", "PL", 8, {})], "PL")
+    q_gpd, v_fps = manning_gpd(8, 0.004)
+    assert q_gpd / CFS_GPD == pytest.approx(0.764, abs=5e-4)
+    assert v_fps == pytest.approx(2.19, abs=5e-3)
+    # 110,000 gpd metered = 1,100 persons: PF by hand, peak / capacity.
+    res = cap.compute_capacity(town("berlin-nh", {"a": 110_000.0}), G,
+                               points=points([("a", None, "M1")]))
+    row = res.pipes.set_index("main_id").loc["M1"]
+    pf = harmon(1_100)
+    assert row["capacity_gpd"] == pytest.approx(q_gpd, rel=1e-5)
+    assert row["velocity_fps"] == pytest.approx(v_fps, rel=1e-6)
+    assert row["population"] == pytest.approx(1_100)
+    assert row["peaking_factor"] == pytest.approx(pf)
+    assert row["peak_flow_gpd"] == pytest.approx(110_000 * pf)
+    util = 110_000 * pf / q_gpd
+    assert row["utilization"] == pytest.approx(util, rel=1e-5)
+    assert 0.80 < util < 0.91  # 0.84: over the threshold, not deficient
+    assert (row["over_threshold"], row["deficient"], row["surcharged"]) == (True, False, False)
+
+
+def test_pipe_laid_exactly_at_min_slope_is_not_below_it():
+    # Bug: (100.00 - 99.20) / 200 = 0.003999999999999986 in binary, so an 8 in
+    # pipe laid at exactly the Env-Wq 704 minimum 0.40 % was flagged
+    # below_min_slope (as were about half of all pipes laid at the minimum).
+    nodes = {"A": (0, 0, "manhole"), "B": (200, 0, "manhole"), "C": (400, 0, "manhole"),
+             "PL": (500, 0, "plant")}
+    G = graph(nodes, [
+        ("AT", "A", "B", 8, {"up_invert_ft": 100.00, "down_invert_ft": 99.20}),
+        ("UNDER", "B", "C", 8, {"up_invert_ft": 99.19, "down_invert_ft": 98.40}),
+        ("TEN", "C", "PL", 10, {"up_invert_ft": 98.28, "down_invert_ft": 98.00}),
+    ], "PL")
+    res = cap.compute_capacity(town("berlin-nh", {}), G, points=points([]))
+    p = res.pipes.set_index("main_id")
+    assert (p["slope_source"] == "inverts").all()
+    assert p.loc["AT", "min_slope"] == pytest.approx(0.004)
+    assert p.loc["AT", "min_slope_ok"]
+    assert "below_min_slope" not in p.loc["AT", "flags"]
+    assert not p.loc["UNDER", "min_slope_ok"]  # 0.395 % < 0.40 %
+    assert "below_min_slope" in p.loc["UNDER", "flags"]
+    assert p.loc["TEN", "min_slope_ok"]  # 0.28 % for 10 in
+    assert p.loc["TEN", "min_slope"] == pytest.approx(0.0028)
+
+
+# --------------------------------------------------------------------------- plants
+
+
+def _plant_town(months: list[str], mgd: list[float], reported: float | None = 1.0):
+    nodes = {"A": (0, 0, "manhole"), "PL": (300, 0, "plant")}
+    G = graph(nodes, [("M1", "A", "PL", 8, {})], "PL")
+    pf = pd.DataFrame({"plant_id": "PL", "month": months, "avg_flow_mgd": mgd})
+    t = town("berlin-nh", {"a": 1000.0}, plant_flows=pf,
+             plant={"design_flow_mgd": 1.38, "avg_flow_mgd": reported})
+    return t, G, points([("a", None, "M1")])
+
+
+def test_plant_exactly_80_percent_is_not_in_excess():
+    # Bug: 1.104 / 1.38 = 0.8000000000000002 in binary: a plant at exactly
+    # 80 % of design flow was "operating in excess of 80 %".
+    months = ["2025-01", "2025-02", "2025-03", "2025-04"]
+    t, G, pts = _plant_town(months, [1.0, 1.104, 1.104, 1.104])
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["basis"] == "monthly_3mo" and row["window"] == "2025-02..2025-04"
+    assert row["ratio"] == pytest.approx(0.80)
+    assert not row["over_threshold"]
+    t, G, pts = _plant_town(months, [1.0, 1.104, 1.104, 1.105])  # mean 1.10433 > 1.104
+    assert cap.compute_capacity(t, G, points=pts).plants.iloc[0]["over_threshold"]
+    # What-if from exactly 80 %: before not over; 1 gpd more is over (strict).
+    t, G, pts = _plant_town(months, [1.0, 1.104, 1.104, 1.104])
+    res = cap.compute_capacity(t, G, points=pts)
+    w = cap.whatif(t, G, res, parcel_id="a", flow_gpd=100.0)
+    pl = w.plants.iloc[0]
+    assert not pl["over_threshold_before"] and pl["over_threshold_after"]
+    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
+
+
+def test_plant_gaps_and_short_series_fall_back_to_reported_flow():
+    # Months 01, 02, 04, 05: no 3 consecutive months (a window never spans the
+    # gap), so the plant's reported average flow (1.2 / 1.38 = 0.870) is used.
+    t, G, pts = _plant_town(["2025-01", "2025-02", "2025-04", "2025-05"],
+                            [2.0, 2.0, 2.0, 2.0], reported=1.2)
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["basis"] == "avg_flow" and row["gaps"] == "2025-03"
+    assert row["ratio"] == pytest.approx(1.2 / 1.38) and row["over_threshold"]
+    # Two months only, no reported flow: the accumulated flow (1,000 gpd).
+    t, G, pts = _plant_town(["2025-01", "2025-02"], [2.0, 2.0], reported=None)
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["basis"] == "accumulated" and row["months"] == 2
+    assert row["ratio"] == pytest.approx(1000 / 1e6 / 1.38)
+    assert not row["over_threshold"]
+    # The worst 3-month mean, by hand: (1.2 + 1.1 + 1.0) / 3 = 1.1 -> 0.797, not over;
+    # and it is the worst window, not the latest (1.1, 1.0, 0.9).
+    t, G, pts = _plant_town(["2025-01", "2025-02", "2025-03", "2025-04", "2025-05"],
+                            [0.5, 1.2, 1.1, 1.0, 0.9])
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["window"] == "2025-02..2025-04"
+    assert row["avg_flow_mgd"] == pytest.approx(1.1) and not row["over_threshold"]
+
+
+# --------------------------------------------------------------------------- what-if
+
+Y_NODES = {"A": (0, 200, "manhole"), "C": (0, 0, "manhole"), "B": (200, 100, "manhole"),
+           "D": (400, 100, "manhole"), "PL": (600, 100, "plant")}
+Y_PIPES = [("M1", "A", "B", 8, {}), ("M2", "C", "B", 8, {}), ("M3", "B", "D", 8, {}),
+           ("M4", "D", "PL", 10, {})]
+Y_FLOWS = {"p1": 60_000.0, "p2": 90_000.0, "p3": 20_000.0}
+Y_POINTS = [("p1", None, "M1"), ("p2", None, "M2"), ("p3", None, "M3")]
+
+
+def _y(profile: str, flows: dict[str, float], users: gpd.GeoDataFrame | None = None,
+       extra_points: list | None = None):
+    G = graph(Y_NODES, Y_PIPES, "PL")
+    t = town(profile, flows, users=users,
+             plant={"design_flow_mgd": 0.25, "avg_flow_mgd": 0.19})
+    pts = points(Y_POINTS + (extra_points or []))
+    return t, G, pts, cap.compute_capacity(t, G, points=pts)
+
+
+@pytest.mark.parametrize("industrial", [False, True])
+def test_whatif_equals_full_recomputation(industrial):
+    extra = 30_000.0
+    t, G, _, res = _y("berlin-nh", Y_FLOWS)
+    w = cap.whatif(t, G, res, parcel_id="p1", flow_gpd=extra, industrial=industrial)
+    if industrial:  # the same flow as an industrial user's process flow at p1's point
+        users = gpd.GeoDataFrame({"user_id": ["U9"], "process_flow_gpd": [extra]},
+                                 geometry=[Point(0, 0)], crs=CRS)
+        _, _, _, full = _y("berlin-nh", Y_FLOWS, users=users, extra_points=[(None, "U9", "M1")])
+    else:
+        _, _, _, full = _y("berlin-nh", {**Y_FLOWS, "p1": Y_FLOWS["p1"] + extra})
+    after = full.pipes.set_index("main_id")
+    got = w.pipes.set_index("main_id")
+    assert list(got.index) == ["M1", "M3", "M4"]  # M2 is not downstream
+    for mid in got.index:
+        assert got.loc[mid, "utilization_after"] == pytest.approx(after.loc[mid, "utilization"])
+        assert got.loc[mid, "peak_flow_gpd_after"] == pytest.approx(
+            after.loc[mid, "peak_flow_gpd"])
+    # by hand on M3: domestic 170,000 (+30,000), 1,700 (2,000) persons upstream
+    q3, _ = manning_gpd(8, 0.004)
+    dom, pop = (170_000, 1_700) if industrial else (200_000, 2_000)
+    ind = extra if industrial else 0.0
+    assert got.loc["M3", "utilization_after"] == pytest.approx(
+        (dom * harmon(pop) + ind) / q3, rel=1e-5)
+    assert got.loc["M3", "utilization_before"] == pytest.approx(
+        170_000 * harmon(1_700) / q3, rel=1e-5)
+    # plant: 0.19 + 0.03 MGD over 0.25 MGD design
+    pl = w.plants.iloc[0]
+    assert (pl["ratio_before"], pl["ratio_after"]) == (pytest.approx(0.76), pytest.approx(0.88))
+    assert pl["crosses_threshold"]
+
+
+def test_whatif_approvals_exact_thresholds_per_profile():
+    t, G, _, res = _y("berlin-nh", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
+
+    def ids(profile_res, flow, industrial=False):
+        tt, gg, rr = profile_res
+        return sorted(a["id"] for a in cap.whatif(tt, gg, rr, parcel_id="p1", flow_gpd=flow,
+                                                  industrial=industrial).approvals)
+
+    berlin = (t, G, res)
+    # the plant stays at 0.19 + flow / 1e6 over 0.25 MGD: <= 80 % up to 10,000 gpd
+    assert ids(berlin, 5_000.0) == []  # "in excess of 5,000 gpd": 5,000 is not
+    assert ids(berlin, 5_000.5) == ["des_flow_over_5000_gpd"]
+    assert ids(berlin, 10.0, industrial=True) == ["des_industrial_any"]  # any quantity
+    assert ids(berlin, 10_000.0) == ["des_flow_over_5000_gpd"]  # plant at exactly 0.80
+    assert ids(berlin, 10_001.0) == ["des_flow_over_5000_gpd", "des_plant_over_80_pct"]
+    t2, G2, _, res2 = _y("poughkeepsie-fourth-ward", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
+    pough = (t2, G2, res2)
+    assert ids(pough, 10_000.0) == []  # "greater than 10,000 gpd"
+    assert ids(pough, 10_000.5) == ["pretreatment_plans_nysdec",
+                                    "superintendent_review_10000_gpd"]
+    assert ids(pough, 10.0, industrial=True) == ["industrial_written_approval"]
+
+
+# --------------------------------------------------------------------------- sample town
+
+
+@pytest.mark.slow
+def test_sample_town_flows_equal_upstream_parcel_sums(sample_dir):
+    """Average, peak flow and population of sample-town pipes against a sum over
+    the parcels and users whose connection pipe lies upstream (nx.ancestors),
+    parcel flows worked from the attributes by the Poughkeepsie profile rules."""
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    t = load_town(sample_dir, profile="poughkeepsie-fourth-ward")
+    G = build_sewer_graph(t)
+    res = cap.compute_capacity(t, G)
+    par = t.layers["parcels"].set_index("parcel_id")
+    lu = {"commercial": 500.0, "industrial": 1000.0, "institutional": 1000.0, "vacant": 0.0}
+
+    def design(r) -> float:  # metered, else 110 gpd/bedroom, else 250 gpd/DU, else land use
+        if pd.notna(r.flow_gpd):
+            return r.flow_gpd
+        if r.bedrooms > 0:
+            return 110.0 * r.bedrooms
+        if r.dwelling_units > 0:
+            return 250.0 * r.dwelling_units
+        return lu[r.land_use]
+
+    flow = par.apply(design, axis=1)
+    septic = par["septic"].fillna(False).astype(bool)
+    flow[septic & ~par["connected"].fillna(False).astype(bool)] = 0
+    pts = res.points
+    pp = pts[pts["user_id"].isna()].copy()
+    pp["gpd"] = pp["parcel_id"].map(flow) / pp.groupby("parcel_id")["edge_key"].transform("size")
+    up = pts[pts["user_id"].notna()].copy()
+    up["gpd"] = up["user_id"].map(t.layers["users"].set_index("user_id")["process_flow_gpd"])
+    H = nx.DiGraph()
+    for u, v, d in G.edges(data=True):
+        if d.get("active", True) and d.get("kind") != "storm":
+            H.add_edge(u, v)
+    edges = pd.DataFrame([(u, v, str(k)) for u, v, k in G.edges(keys=True)],
+                         columns=["u", "v", "key"])
+    pipes = res.pipes[res.pipes["computed"]].set_index("edge_key")
+    assert res.splits.empty  # no splits: every upstream flow reaches the pipe in full
+    checked = 0
+    for key in pipes.sample(60, random_state=7).index:
+        u = pipes.loc[key, "from_node"]
+        anc = nx.ancestors(H, u) | {u}
+        keys = set(edges.loc[edges["v"].isin(anc) & edges["u"].isin(anc), "key"]) | {key}
+        dom = pp.loc[pp["edge_key"].isin(keys), "gpd"].sum()
+        ind = up.loc[up["edge_key"].isin(keys), "gpd"].sum()
+        pf = max(1.0, harmon(dom / 100.0))
+        assert pipes.loc[key, "avg_flow_gpd"] == pytest.approx(dom + ind)
+        assert pipes.loc[key, "population"] == pytest.approx(dom / 100.0)
+        assert pipes.loc[key, "peak_flow_gpd"] == pytest.approx(dom * pf + ind)
+        checked += 1
+    assert checked == 60
+
+
+# --------------------------------------------------------------------------- sample checks
+
+
+def _street():
+    from gisnet.report import Report
+
+    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=["PL"], report=Report(),
+                        snap_tolerance_ft=1.0)
+    for nid, x, kind in (("MH1", 0.0, "manhole"), ("PL", 100.0, "plant")):
+        G.add_node(nid, kind=kind, x=x, y=0.0, public=True, active=True,
+                   is_manhole=kind == "manhole", outlet=nid == "PL")
+    G.add_edge("MH1", "PL", key="S1", main_id="S1", length_ft=100.0, diameter_in=8.0,
+               kind="sanitary", public=True, active=True, gravity=True, eligible=True,
+               geometry=LineString([(0, 0), (100, 0)]), slope=0.01)
+    return G
+
+
+def _check(tmp_path, profile: str, lines: list[str]) -> pd.DataFrame:
+    from gisnet.sampling import check_samples
+
+    p = tmp_path / "s.csv"
+    p.write_text("manhole_id,datetime,parameter,value,unit\n" + "\n".join(lines) + "\n")
+    out = check_samples(town(profile, {}), _street(), p)
+    return out[out["kind"] == "exceedance"]
+
+
+def test_ph_range_inclusive_and_temperature_units(tmp_path):
+    # § 168-22.5C(8) "permissible range of pH between 6.5 and 9.5": both ends allowed.
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward", [
+        "MH1,2026-05-01T08:00,pH,6.5,SU", "MH1,2026-05-01T09:00,pH,9.5,SU",
+        "MH1,2026-05-01T10:00,pH,6.49,SU", "MH1,2026-05-01T11:00,pH,9.51,SU",
+    ])
+    assert sorted(zip(exc["rule"], exc["value"], strict=True)) == [("max", 9.51), ("min", 6.49)]
+    # "higher than 120 degrees F": 49 C = 120.2 F is; 48.8 C = 119.84 F and 120 F are not.
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward", [
+        "MH1,2026-05-01T08:00,temperature,48.8,C", "MH1,2026-05-01T09:00,temperature,120,F",
+        "MH1,2026-05-01T10:00,temperature,49,degC",
+    ])
+    assert list(exc["rule"]) == ["max"]
+    assert exc.iloc[0]["value"] == pytest.approx(49 * 9 / 5 + 32)
+    # ppm and mg/L are the same: BOD 240 allowed, 241 mg/L over "more than 240 ppm".
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward", [
+        "MH1,2026-05-01T08:00,BOD,240,ppm", "MH1,2026-05-01T12:00,BOD,241,mg/L"])
+    assert list(exc["value"]) == [241.0]
+
+
+def test_slug_needs_more_than_15_minutes_over_5x_normal(tmp_path):
+    # Berlin no. 66: more than 5 x normal (5 x 250 = 1,250 mg/L BOD) for longer than 15 min.
+    base = ["MH1,2026-05-01T10:00,BOD,1300,mg/L"]
+    exc = _check(tmp_path, "berlin-nh", [*base, "MH1,2026-05-01T10:15,BOD,1300,mg/L"])
+    assert "slug" not in set(exc["rule"])
+    exc = _check(tmp_path, "berlin-nh", [*base, "MH1,2026-05-01T10:16,BOD,1300,mg/L"])
+    assert list(exc["rule"]) == ["slug"] and exc.iloc[0]["duration_min"] == 16.0
+    exc = _check(tmp_path, "berlin-nh", ["MH1,2026-05-01T10:00,BOD,1250,mg/L",
+                                         "MH1,2026-05-01T10:30,BOD,1250,mg/L"])
+    assert "slug" not in set(exc["rule"])  # 1,250 is not more than 5 x 250
