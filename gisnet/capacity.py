@@ -836,6 +836,18 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
 
     # Flows.
     flows = parcel_flows(town)
+    no_basis = flows["sewered"].to_numpy(dtype=bool) & (flows["basis"] == "none").to_numpy()
+    if no_basis.any():
+        ids = flows["parcel_id"].to_numpy(dtype=object)[no_basis]
+        parcels = town.layers["parcels"]
+        uses = sorted({str(x) for x in parcels.loc[no_basis, "land_use"].dropna()
+                       if str(x).strip()}) if "land_use" in parcels else []
+        report.add("parcel_flow_unknown", "warning",
+                   f"{len(ids)} sewered parcel(s) have no metered flow, bedrooms, dwelling "
+                   "units or a land use in the profile's [flow.land_use_gpd] and count as "
+                   "0 gpd" + (f" (land uses not in the table: {', '.join(uses[:20])})"
+                              if uses else "") + f": {', '.join(map(str, ids[:10]))}",
+                   layer="parcels", feature_id=",".join(map(str, ids[:200])))
     if points is None:
         points, index = _connection_points(town, G, index)
     inflow = edge_inflows(town, points, flows)
