@@ -12,6 +12,10 @@ Each parcel is measured the way the town's profile (``[connection]``) says:
     building is then at least as far as the parcel, and at most the parcel
     distance plus the parcel's bounding-box diagonal, so a result is left to
     ``review`` only when those two bounds fall either side of the limit.
+    With several buildings on a parcel the nearest is measured; where the rule
+    covers newly constructed buildings only, the newest building within the
+    limit is measured instead (an old house near the street does not hide a
+    new building behind it).
 
 Only eligible mains count: public, active, gravity (kind != force) mains of a
 kind in the profile's ``eligible_kinds``. Storm, private, inactive, abandoned,
@@ -515,8 +519,18 @@ def compute_obligations(
     meta["geom_pos"] = np.arange(len(meta))
     if measure == "building":  # one row per parcel: its nearest building (then lowest id)
         bid = meta["building_id"].astype(object).fillna("").astype(str).to_numpy()
-        order = np.lexsort((bid, np.nan_to_num(meta["distance_ft"].to_numpy(), nan=np.inf),
-                            meta["row"].to_numpy()))
+        dist_b = np.nan_to_num(meta["distance_ft"].to_numpy(), nan=np.inf)
+        keys = [bid, dist_b]
+        if con.applies_to == "new_buildings":
+            # the rule covers each newly constructed building within the distance: a
+            # parcel's newest building within it decides, not an older one nearer the
+            # sewer (unknown built dates rank as the profile's unknown_age treats them)
+            bd = meta["built_date"].astype("datetime64[ms]").to_numpy().astype(np.int64)
+            nat = pd.isna(meta["built_date"]).to_numpy()
+            age = np.where(nat, np.iinfo(np.int64).min if con.unknown_age == "existing"
+                           else np.iinfo(np.int64).max, bd).astype(float)
+            keys += [-age, ~(dist_b <= limit_ft + DISTANCE_TOLERANCE_FT)]
+        order = np.lexsort((*keys, meta["row"].to_numpy()))
         meta = meta.iloc[order]
         meta = meta[~meta["row"].duplicated()]
     else:
@@ -690,8 +704,11 @@ def _connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]
         hit_lat.append(np.flatnonzero(has)[ok])
     geo = ~has & ~(shapely.is_missing(lat.geometry.values) | shapely.is_empty(lat.geometry.values))
     if geo.any():
+        # the parcel the lateral comes from: the one holding its house end (the end
+        # farther from the mains), not every parcel the line crosses on its way
         li, pi = STRtree(np.asarray(P.geometry.values, dtype=object)).query(
-            lat.geometry.values[geo], predicate="intersects")
+            _house_ends(town, np.asarray(lat.geometry.values[geo], dtype=object)),
+            predicate="intersects")
         hit_rows.append(pi)
         hit_lat.append(np.flatnonzero(geo)[li])
     if hit_rows:
@@ -707,6 +724,21 @@ def _connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]
         flag = flag.copy()
         flag[rows] = True
     return flag, by
+
+
+def _house_ends(town: Town, lines: np.ndarray) -> np.ndarray:
+    """The house end of each lateral: of its first and last points, the one
+    farther from the nearest main (any main of the mains layer)."""
+    starts = shapely.get_point(lines, 0)
+    ends = shapely.get_point(lines, -1)
+    mg = np.asarray(town.layers["mains"].geometry.values, dtype=object)
+    mg = mg[~(shapely.is_missing(mg) | shapely.is_empty(mg))]
+    if len(mg) == 0:
+        return starts
+    tree = STRtree(mg)
+    _, d_start = tree.query_nearest(starts, return_distance=True, all_matches=False)
+    _, d_end = tree.query_nearest(ends, return_distance=True, all_matches=False)
+    return np.where(d_end > d_start, ends, starts)
 
 
 def _septic(P: gpd.GeoDataFrame) -> pd.arrays.BooleanArray:
