@@ -36,6 +36,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from .capacity import exceeds
 from .errors import LayerError, SchemaError
 from .tracing import DownstreamIndex, _index, connection_points, control_manholes, trace_upstream
 
@@ -272,7 +273,7 @@ def sampling_plan(
         reasons = []
         if pd.notna(f) and f >= thr:
             reasons.append(f"process wastewater {_fmt_gpd(f)} >= {_fmt_gpd(thr)}")
-        if pd.notna(s) and s >= frac:
+        if pd.notna(s) and exceeds(s, frac, strict=False):
             reasons.append(
                 f"process wastewater {s:.1%} of plant {plant_id.iloc[i]} design flow "
                 f"{design_mgd.iloc[i]:g} MGD (>= {frac:.0%})"
@@ -497,7 +498,7 @@ def check_samples(
       more than ``slug_minutes`` (first to last result of the run). The
       results of a slug are reported once, as the slug, with the section of
       the plain limit they also break.
-    - ``hourly``: a clock hour's mean above ``hourly_max_over_average`` x the
+    - ``hourly``: a clock hour's mean at or above ``hourly_max_over_average`` x the
       mean of all results of the file for that manhole and parameter (only
       for parameters limited in the same section as the hourly rule, the
       metals table in Poughkeepsie; all concentrations if none is).
@@ -627,7 +628,7 @@ def check_samples(
             hmean = hours.mean()
             unit = CANONICAL_UNIT[lim_dim[param]]
             for h, m in hmean.items():
-                if avg > 0 and m >= float(hourly_x) * avg:
+                if avg > 0 and exceeds(m, float(hourly_x) * avg, strict=False):
                     sel = pd.to_datetime(times).floor("h") == h
                     msg = (f"hourly: {param} mean {m:g} {unit} in the hour from {h} is "
                            f"{m / avg:.2f} x the average {avg:g} {unit} (limit "

@@ -409,3 +409,61 @@ def test_slug_needs_more_than_15_minutes_over_5x_normal(tmp_path):
     exc = _check(tmp_path, "berlin-nh", ["MH1,2026-05-01T10:00,BOD,1250,mg/L",
                                          "MH1,2026-05-01T10:30,BOD,1250,mg/L"])
     assert "slug" not in set(exc["rule"])  # 1,250 is not more than 5 x 250
+
+
+def test_siu_five_percent_uses_the_plant_the_user_drains_to():
+    # Two separate sewers: y = 0 drains to PLA (0.1 MGD), y = 1000 to PLB (10 MGD).
+    # 40 CFR 403.3(v): >= 5 % of the POTW's design flow. 6,000 gpd is 6 % of PLA
+    # but 0.06 % of PLB; 5,000 gpd is exactly 5 % of PLA (>=), 4,999 gpd is not.
+    from gisnet.report import Report
+    from gisnet.sampling import sampling_plan
+
+    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=["PLA", "PLB"], report=Report(),
+                        snap_tolerance_ft=1.0)
+    for nid, x, y, kind in (("MA", 0, 0, "manhole"), ("PLA", 400, 0, "plant"),
+                            ("MB", 0, 1000, "manhole"), ("PLB", 400, 1000, "plant")):
+        G.add_node(nid, kind=kind, x=float(x), y=float(y), public=True, active=True,
+                   is_manhole=kind == "manhole", outlet=kind == "plant")
+    for key, u, v, y in (("SA", "MA", "PLA", 0), ("SB", "MB", "PLB", 1000)):
+        G.add_edge(u, v, key=key, main_id=key, length_ft=400.0, diameter_in=8.0,
+                   kind="sanitary", public=True, active=True, gravity=True, eligible=True,
+                   geometry=LineString([(0, y), (400, y)]), slope=0.01)
+    xs = {"A1": (100, 0), "A2": (200, 0), "A3": (300, 0), "B1": (100, 1000)}
+    prc = gpd.GeoDataFrame({"parcel_id": list(xs)}, geometry=[
+        box(x - 40, y + 20, x + 40, y + 100) for x, y in xs.values()], crs=CRS)
+    bld = gpd.GeoDataFrame({"building_id": [f"b{p}" for p in xs], "parcel_id": list(xs)},
+                           geometry=[Point(x, y + 60) for x, y in xs.values()], crs=CRS)
+    users = gpd.GeoDataFrame({
+        "user_id": ["U1", "U2", "U3", "U4"], "parcel_id": ["A1", "B1", "A2", "A3"],
+        "building_id": ["bA1", "bB1", "bA2", "bA3"],
+        "process_flow_gpd": [6_000.0, 6_000.0, 5_000.0, 4_999.0],
+        "categorical": False, "industrial": True,
+    }, geometry=gpd.GeoSeries([None] * 4, crs=CRS), crs=CRS)
+    plants = gpd.GeoDataFrame({"plant_id": ["PLA", "PLB"], "node_id": ["PLA", "PLB"],
+                               "design_flow_mgd": [0.1, 10.0]},
+                              geometry=[Point(400, 0), Point(400, 1000)], crs=CRS)
+    t = Town(name="two", crs=CRS, ft_per_unit=1.0, profile=load_profile("berlin-nh"),
+             layers={"parcels": prc, "buildings": bld, "users": users, "plants": plants,
+                     "mains": gpd.GeoDataFrame(geometry=gpd.GeoSeries([], crs=CRS))})
+    plan = sampling_plan(t, G).set_index("user_id")
+    assert dict(plan["plant_id"]) == {"U1": "PLA", "U2": "PLB", "U3": "PLA", "U4": "PLA"}
+    assert dict(plan["siu"]) == {"U1": True, "U2": False, "U3": True, "U4": False}
+    assert plan.loc["U1", "plant_share_pct"] == pytest.approx(6.0)
+    assert plan.loc["U2", "plant_share_pct"] == pytest.approx(0.06)
+
+
+def test_hourly_concentration_at_exactly_three_times_the_average(tmp_path):
+    # § 168-22.5C(9): "At no time shall the hourly concentration be three times
+    # the average": 3 x is already a violation. Zinc 0.2, 0.1, 0.3 and 1.8 ppm
+    # in four hours: average (0.2 + 0.1 + 0.3 + 1.8) / 4 = 0.6, 3 x 0.6 = 1.8.
+    # Bug: in binary 3 x mean = 1.8000000000000003 > 1.8 and the hour was missed
+    # (about one exactly-3x case in six was).
+    base = ["0.2", "0.1", "0.3"]
+    lines = [f"MH1,2026-05-01 {8 + i:02d}:00,zinc,{v},ppm" for i, v in enumerate(base)]
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward",
+                 [*lines, "MH1,2026-05-01 11:10,zinc,1.8,ppm"])
+    assert list(exc["rule"]) == ["hourly"]
+    assert exc.iloc[0]["value"] == 1.8 and exc.iloc[0]["limit"] == pytest.approx(1.8)
+    # 1.79: average 0.5975, 3 x = 1.7925 > 1.79: no exceedance
+    assert _check(tmp_path, "poughkeepsie-fourth-ward",
+                  [*lines, "MH1,2026-05-01 11:10,zinc,1.79,ppm"]).empty
