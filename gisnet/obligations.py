@@ -14,8 +14,8 @@ Each parcel is measured the way the town's profile (``[connection]``) says:
     ``review`` only when those two bounds fall either side of the limit.
     With several buildings on a parcel the nearest is measured; where the rule
     covers newly constructed buildings only, the newest building within the
-    limit is measured instead (an old house near the street does not hide a
-    new building behind it).
+    limit of the sewer in the street the parcel abuts is measured instead (an
+    old house near the street does not hide a new building behind it).
 
 Only eligible mains count: public, active, gravity (kind != force) mains of a
 kind in the profile's ``eligible_kinds``. Storm, private, inactive, abandoned,
@@ -517,20 +517,11 @@ def compute_obligations(
     meta["j"] = j
     meta["distance_ft"] = d_u * fpu
     meta["geom_pos"] = np.arange(len(meta))
+    all_geoms, all_meta = geoms, meta
     if measure == "building":  # one row per parcel: its nearest building (then lowest id)
         bid = meta["building_id"].astype(object).fillna("").astype(str).to_numpy()
-        dist_b = np.nan_to_num(meta["distance_ft"].to_numpy(), nan=np.inf)
-        keys = [bid, dist_b]
-        if con.applies_to == "new_buildings":
-            # the rule covers each newly constructed building within the distance: a
-            # parcel's newest building within it decides, not an older one nearer the
-            # sewer (unknown built dates rank as the profile's unknown_age treats them)
-            bd = meta["built_date"].astype("datetime64[ms]").to_numpy().astype(np.int64)
-            nat = pd.isna(meta["built_date"]).to_numpy()
-            age = np.where(nat, np.iinfo(np.int64).min if con.unknown_age == "existing"
-                           else np.iinfo(np.int64).max, bd).astype(float)
-            keys += [-age, ~(dist_b <= limit_ft + DISTANCE_TOLERANCE_FT)]
-        order = np.lexsort((*keys, meta["row"].to_numpy()))
+        order = np.lexsort((bid, np.nan_to_num(meta["distance_ft"].to_numpy(), nan=np.inf),
+                            meta["row"].to_numpy()))
         meta = meta.iloc[order]
         meta = meta[~meta["row"].duplicated()]
     else:
@@ -544,32 +535,6 @@ def compute_obligations(
     found = j >= 0
 
     clock.lap("nearest")
-    # ---- evidence: the two nearest points
-    lines = np.full(n, None, dtype=object)
-    if found.any():
-        lines[found] = _threaded_pairs(shapely.shortest_line, geoms[found], mgeom[j[found]],
-                                       threads)
-    coords = np.full((n, 4), np.nan)
-    if found.any():  # shortest lines are two-point LineStrings: (from, to)
-        coords[found] = shapely.get_coordinates(lines[found]).reshape(-1, 4)
-
-    clock.lap("evidence")
-    # ---- within the distance (with the approximate-measure bounds)
-    approx = meta["approximate"].to_numpy(dtype=bool)
-    lim = limit_ft + DISTANCE_TOLERANCE_FT
-    within_lo = found & (dist_ft <= lim)            # lower bound within
-    upper_ft = dist_ft.copy()
-    if approx.any():
-        b = shapely.bounds(pgeom[approx])
-        diag = np.hypot(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * fpu
-        upper_ft[approx] = dist_ft[approx] + diag
-    within_hi = found & (upper_ft <= lim)           # surely within
-    uncertain = within_lo & ~within_hi               # approximate, straddles the limit
-    within = pd.array(within_lo, dtype="boolean")
-    within[uncertain] = pd.NA
-    within[~found] = pd.NA
-
-    clock.lap("within")
     # ---- connected: parcels.connected, or a lateral serves the parcel
     connected, connected_by = _connected(town, P)
     clock.lap("connected")
@@ -612,6 +577,37 @@ def compute_obligations(
             abut_d[pp[first]] = dd[first]
 
     clock.lap("abutting")
+    if measure == "building" and con.applies_to == "new_buildings" and len(all_meta) > n:
+        meta, geoms, abut_d = _newest_building(meta, geoms, all_meta, all_geoms, abut_j,
+                                               mgeom, fpu, limit_ft, con.unknown_age)
+        j = meta["j"].to_numpy()
+        dist_ft = meta["distance_ft"].to_numpy()
+        found = j >= 0
+    # ---- evidence: the two nearest points
+    lines = np.full(n, None, dtype=object)
+    if found.any():
+        lines[found] = _threaded_pairs(shapely.shortest_line, geoms[found], mgeom[j[found]],
+                                       threads)
+    coords = np.full((n, 4), np.nan)
+    if found.any():  # shortest lines are two-point LineStrings: (from, to)
+        coords[found] = shapely.get_coordinates(lines[found]).reshape(-1, 4)
+
+    clock.lap("evidence")
+    # ---- within the distance (with the approximate-measure bounds)
+    approx = meta["approximate"].to_numpy(dtype=bool)
+    lim = limit_ft + DISTANCE_TOLERANCE_FT
+    within_lo = found & (dist_ft <= lim)            # lower bound within
+    upper_ft = dist_ft.copy()
+    if approx.any():
+        b = shapely.bounds(pgeom[approx])
+        diag = np.hypot(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * fpu
+        upper_ft[approx] = dist_ft[approx] + diag
+    within_hi = found & (upper_ft <= lim)           # surely within
+    uncertain = within_lo & ~within_hi               # approximate, straddles the limit
+    within = pd.array(within_lo, dtype="boolean")
+    within[uncertain] = pd.NA
+    within[~found] = pd.NA
+
     # ---- age of the building (Berlin: newly constructed buildings)
     built = pd.to_datetime(meta["built_date"]).to_numpy()
     avail = _availability(P, M, j, abut_j)
@@ -679,6 +675,45 @@ def compute_obligations(
     counts = ob["status"].value_counts().to_dict()
     log.info("obligations: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return {"obligations": ob, "obligation_evidence": ev}
+
+
+def _newest_building(meta: pd.DataFrame, geoms: np.ndarray, all_meta: pd.DataFrame,
+                     all_geoms: np.ndarray, abut_j: np.ndarray, mgeom: np.ndarray,
+                     fpu: float, limit_ft: float, unknown_age: str | None
+                     ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Under a rule for newly constructed buildings, the building each parcel is
+    judged by: its newest building within the limit of the sewer in the street it
+    abuts (of its nearest sewer when it abuts none), not an older one nearer.
+
+    ``meta``/``geoms`` hold one row per parcel (its nearest building); ``all_*``
+    every measured building. Unknown built dates rank as ``unknown_age`` treats
+    them (newest unless "existing"). Returns the chosen rows, their geometries and
+    their distances (ft) to the abutting main (NaN where the parcel abuts none).
+    """
+    rows = all_meta["row"].to_numpy()
+    aj = abut_j[rows]
+    d_sel = all_meta["distance_ft"].to_numpy(dtype=float).copy()
+    has = aj >= 0
+    d_ab = np.full(len(rows), np.nan)
+    if has.any():
+        d_ab[has] = shapely.distance(all_geoms[has], mgeom[aj[has]]) * fpu
+        d_sel[has] = d_ab[has]
+    d_sel = np.nan_to_num(d_sel, nan=np.inf)
+    inside = d_sel <= limit_ft + DISTANCE_TOLERANCE_FT
+    bd = all_meta["built_date"].astype("datetime64[ms]").to_numpy()
+    nat = pd.isna(bd)
+    age = np.where(nat, -np.inf if unknown_age == "existing" else np.inf,
+                   bd.astype("datetime64[ms]").astype(np.int64).astype(float))
+    age = np.where(inside, age, 0.0)  # beyond the limit: the nearest one, as before
+    bid = all_meta["building_id"].astype(object).fillna("").astype(str).to_numpy()
+    order = np.lexsort((bid, d_sel, -age, ~inside, rows))
+    first = order[np.r_[True, rows[order][1:] != rows[order][:-1]]]
+    first = first[np.argsort(rows[first], kind="stable")]
+    out = all_meta.iloc[first].reset_index(drop=True)
+    for c in meta.columns:  # columns added after the nearest search (no_building ...)
+        if c not in out.columns:
+            out[c] = meta[c].to_numpy()
+    return out[meta.columns], all_geoms[first], d_ab[first]
 
 
 def _connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:

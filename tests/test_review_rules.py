@@ -133,6 +133,26 @@ def test_berlin_new_building_behind_an_old_one_is_newly_constructed():
     assert r["distance_ft"] <= 200.0
 
 
+def test_berlin_new_building_counts_only_within_the_abutting_sewers_reach():
+    """The new building is 100 ft from a sewer in a street the lot does not abut and
+    250 ft from the sewer in the street it abuts: it is not covered; the old house,
+    50 ft from the abutting sewer, keeps the existing-plumbing date."""
+    s2 = {"street_id": "S2", "geometry": box(400, -200, 450, 600), "width_ft": 50.0}
+    mains = [_main("M1", [(-100, 0), (300, 0)]), _main("M2", [(425, -200), (425, 600)])]
+    bl = [{"building_id": "old", "parcel_id": "C", "geometry": box(50, 75, 90, 100),
+           "built_date": "1950-01-01"},
+          {"building_id": "new", "parcel_id": "C", "geometry": box(285, 250, 325, 280),
+           "built_date": "2020-01-01"}]
+    parcel = {"parcel_id": "C", "geometry": box(0, 25, 330, 300), "septic": True,
+              "sewer_available_date": "2010-01-01"}
+    town = _town([parcel], mains, profile=BERLIN, streets=[STREET, s2], buildings=bl)
+    r = _row(compute_obligations(town)["obligations"], "C")
+    assert r["abutting_main_id"] == "M1"
+    assert r["building_id"] == "old" and r["distance_ft"] == pytest.approx(75.0)
+    assert r["abutting_distance_ft"] == pytest.approx(75.0)
+    assert r["status"] == "required" and r["septic_deadline"] == pd.Timestamp("2025-01-01")
+
+
 # --------------------------------------------------------------------------- edge semantics
 
 
