@@ -153,18 +153,18 @@ def test_pipe_laid_exactly_at_min_slope_is_not_below_it():
 
 def test_parcel_without_any_flow_basis_is_reported_not_silently_zero():
     # Bug: a sewered parcel with no meter, bedrooms, dwelling units or a land use
-    # in [flow.land_use_gpd] (here "residential_single", not in the table)
+    # in [flow.land_use_gpd] (here "agricultural", not in the table)
     # added 0 gpd to its pipe and the run said nothing: utilization understated.
     nodes = {"A": (0, 0, "manhole"), "PL": (300, 0, "plant")}
     G = graph(nodes, [("M1", "A", "PL", 8, {})], "PL")
     t = town("poughkeepsie-fourth-ward", {"a": np.nan, "b": np.nan, "c": np.nan, "d": 700.0})
-    t.layers["parcels"]["land_use"] = ["residential_single", "vacant", None, "residential"]
+    t.layers["parcels"]["land_use"] = ["agricultural", "vacant", None, "residential"]
     res = cap.compute_capacity(t, G, points=points([(p, None, "M1") for p in "abcd"]))
     assert list(res.flows["basis"]) == ["none", "land_use", "none", "metered"]
     assert res.pipes.iloc[0]["avg_flow_gpd"] == 700.0  # vacant is 0 gpd by the table
     found = [f for f in res.report.findings if f.kind == "parcel_flow_unknown"]
     assert len(found) == 1
-    assert found[0].feature_id == "a,c" and "residential_single" in found[0].message
+    assert found[0].feature_id == "a,c" and "agricultural" in found[0].message
 
 
 # --------------------------------------------------------------------------- plants
