@@ -583,6 +583,7 @@ def compute_obligations(
         j = meta["j"].to_numpy()
         dist_ft = meta["distance_ft"].to_numpy()
         found = j >= 0
+        clock.lap("newest building")
     # ---- evidence: the two nearest points
     lines = np.full(n, None, dtype=object)
     if found.any():
