@@ -926,19 +926,32 @@ def _decide(**k: Any) -> dict[str, Any]:
         R.case(~found, "not_required", "No eligible public sanitary gravity main in the town, "
                f"so nothing requires a connection under {sec}.")
     R.case(~found, "review", "The parcel has no usable geometry, so it could not be measured.")
-    if con.measure == "building":
-        R.case(k["no_building"], "not_required", f"No building on the parcel; {sec} measures "
-               "from the building (the parcel is ", d_s, " from main ", m_s, ").")
     unoccupied = tuple(con.unoccupied_land_uses or ())
+    idle = k["no_building"] & np.isin(k["land_use"], unoccupied)
     if unoccupied:
-        idle = k["no_building"] & np.isin(k["land_use"], unoccupied)
         R.case(idle, "not_required", "No building on the parcel and its land use is ",
                part(k["land_use"][ix]), f": {sec} applies to property used for human "
                "occupancy, employment or recreation (main ", m_s, " is ", d_s, " from the "
                "parcel).")
+    if con.measure == "building":
+        # an occupied land use with no footprint: more likely a gap in the buildings
+        # layer than an empty lot, so a person checks it
+        occupied = k["no_building"] & ~idle & ~pd.isna(k["land_use"])
+        R.case(occupied, "review", "Land use is ", part(k["land_use"][ix]), " but the "
+               f"buildings layer shows no building on the parcel; {sec} measures from the "
+               "building: check the buildings layer (the parcel is ", d_s, " from main ",
+               m_s, ").")
+        R.case(k["no_building"], "not_required", f"No building on the parcel; {sec} measures "
+               "from the building (the parcel is ", d_s, " from main ", m_s, ").")
     R.case(~within_lo, "not_required", "Nearest eligible main ", m_s, " is ", d_s,
            " from ", from_txt, f", beyond the {L} of {sec}", approx_note, ".")
     if have_streets:
+        # a main across the lot itself (an easement) may be a right-of-way in the
+        # ordinance's sense: not for gisnet to decide
+        R.case(~abut_np & (dist <= 0.01), "review", "Main ", m_s, " runs through or along "
+               "the parcel (0 ft), but the parcel abuts no street holding a public sanitary "
+               f"sewer: if the main lies in an easement or right-of-way across the lot, {sec} "
+               "applies; check.")
         R.case(~abut_np, "not_required", f"Within {L} (", where, "), but the parcel abuts no "
                f"street or right-of-way holding a public sanitary sewer ({sec}).")
         R.case(~(abut_d <= lim), "not_required", f"Within {L} (", where, "), but the sewer in "

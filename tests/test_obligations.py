@@ -793,3 +793,38 @@ def test_vacant_lot_without_building_is_not_required_under_poughkeepsie():
     assert v["distance_ft"] == pytest.approx(25.0)
     assert vb["status"] == "required" and vb["building_id"] == "B9", vb["reason"]
     assert pk["status"] == "required", pk["reason"]
+
+
+def test_main_through_a_lot_that_abuts_no_sewered_street_is_review():
+    """A main crossing the lot (an easement) while the lot's own street has no
+    sewer: whether the easement is a right-of-way is a person's call."""
+    lot = box(0, 100, 200, 300)  # street S1 (y -25..25) is 75 ft away: not abutting
+    town = make_town(
+        parcels=[{"parcel_id": "E", "land_use": "residential", "geometry": lot},
+                 {"parcel_id": "N", "land_use": "residential",
+                  "geometry": box(300, 100, 500, 300)}],
+        mains=[main("M1", [(100, 0), (100, 400)])],  # crosses E, not N
+        streets=[STREET],
+    )
+    ob = compute_obligations(town)["obligations"]
+    e, n = row(ob, "E"), row(ob, "N")
+    assert e["distance_ft"] == 0.0
+    assert e["status"] == "review" and "easement" in e["reason"], e["reason"]
+    assert n["status"] == "not_required", n["reason"]  # 200 ft away, abuts no sewer
+
+
+def test_berlin_occupied_lot_without_footprint_is_review_vacant_is_not():
+    """Berlin measures from the building: a commercial lot with no footprint in the
+    buildings layer is checked by a person; a vacant lot with none is not required."""
+    town = make_town(
+        parcels=[{"parcel_id": "C", "land_use": "commercial", "geometry": box(0, 25, 100, 125)},
+                 {"parcel_id": "V", "land_use": "vacant", "geometry": box(150, 25, 250, 125)}],
+        mains=[main("M1", [(0, 0), (500, 0)])],
+        streets=[STREET],
+        buildings=[{"building_id": "B1", "parcel_id": "X", "geometry": box(900, 900, 910, 910)}],
+        profile="berlin-nh",
+    )
+    ob = compute_obligations(town)["obligations"]
+    c, v = row(ob, "C"), row(ob, "V")
+    assert c["status"] == "review" and "buildings layer" in c["reason"], c["reason"]
+    assert v["status"] == "not_required" and "vacant" in v["reason"], v["reason"]
