@@ -156,6 +156,8 @@ CASES = [
     ("profile-binary", "validate --layers {T} --profile {B}/binary.csv",
      ["binary.csv", "UTF-8"]),
     ("profile-folder", "validate --layers {T} --profile {B}", ["profile is a folder"]),
+    ("serve-out-file", "serve --layers {T} --out {B}/binary.csv --port 0",
+     ["existing file", "binary.csv"]),
     ("profile-invalid-toml", "obligations --layers {T} --profile {B}/bad.toml --out {O}",
      ["bad.toml", "TOML"]),
     # outputs that cannot be written

@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port {args.port} is not a TCP port (0-65535)")
     if args.max_body_mb <= 0 or args.max_batch <= 0:
         raise ConfigError("--max-body-mb and --max-batch must be positive")
+    if args.out.exists() and not args.out.is_dir():
+        raise ConfigError("the maps folder to serve is an existing file, not a folder",
+                          path=args.out)
     t0 = time.perf_counter()
     town = load_town(args)
     state = TownState.from_town(town, out_dir=args.out)
