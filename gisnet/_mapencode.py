@@ -134,29 +134,27 @@ def _label(name: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _is_true(s: pd.Series) -> np.ndarray:
-    """Boolean column (bool, 0/1, yes/no text) as a numpy bool array; missing -> False."""
+_WORDS = {True: ("1", "true", "yes", "y", "t"), False: ("0", "false", "no", "n", "f")}
+
+
+def _is(s: pd.Series, value: bool) -> np.ndarray:
+    """Where a boolean column (bool, 0/1, yes/no text) holds ``value``; missing -> False."""
     out = np.zeros(len(s), dtype=bool)
     for i, v in enumerate(s.tolist()):
         if _missing(v):
             continue
-        if isinstance(v, str):
-            out[i] = v.strip().lower() in ("1", "true", "yes", "y", "t")
-        else:
-            out[i] = bool(v)
+        out[i] = (v.strip().lower() in _WORDS[value]) if isinstance(v, str) else bool(v) == value
     return out
+
+
+def _is_true(s: pd.Series) -> np.ndarray:
+    """Boolean column (bool, 0/1, yes/no text) as a numpy bool array; missing -> False."""
+    return _is(s, True)
 
 
 def _is_false(s: pd.Series) -> np.ndarray:
-    out = np.zeros(len(s), dtype=bool)
-    for i, v in enumerate(s.tolist()):
-        if _missing(v):
-            continue
-        if isinstance(v, str):
-            out[i] = v.strip().lower() in ("0", "false", "no", "n", "f")
-        else:
-            out[i] = not bool(v)
-    return out
+    """Where a boolean column is explicitly false; missing -> False."""
+    return _is(s, False)
 
 
 # ---------------------------------------------------------------------------------------------

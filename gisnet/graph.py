@@ -328,6 +328,18 @@ def build_sewer_graph(
     return _Builder(inp, plant_tolerance_ft).build()
 
 
+def _point_geoms(df: gpd.GeoDataFrame, layer: str, id_col: str, what: str) -> np.ndarray:
+    """The geometries of a node layer as an object array; a missing or empty one
+    is a :class:`LayerError` naming the feature."""
+    g = np.asarray(df.geometry.values, dtype=object)
+    bad = shapely.is_missing(g) | shapely.is_empty(g)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise LayerError(f"{what} has no geometry", layer=layer,
+                         feature=df[id_col].iloc[i] if id_col in df else i)
+    return g
+
+
 class _Builder:
     """One graph build; attributes hold the intermediate numpy arrays."""
 
@@ -428,12 +440,7 @@ class _Builder:
         plant_ids: list[Any] = []
         mh = self.inp.manholes
         if mh is not None:
-            g = np.asarray(mh.geometry.values, dtype=object)
-            ok = ~(shapely.is_missing(g) | shapely.is_empty(g))
-            if not ok.all():
-                i = int(np.flatnonzero(~ok)[0])
-                raise LayerError("a manhole has no geometry", layer="manholes",
-                                 feature=mh["node_id"].iloc[i] if "node_id" in mh else i)
+            g = _point_geoms(mh, "manholes", "node_id", "a manhole")
             if "node_id" not in mh.columns:
                 mh = mh.assign(node_id=None)
             mid = _unique_ids(mh["node_id"], "manholes", self.findings,
@@ -457,12 +464,7 @@ class _Builder:
         pl = self.inp.plants
         self.plant_named_node: list[tuple[int, str]] = []
         if pl is not None:
-            g = np.asarray(pl.geometry.values, dtype=object)
-            ok = ~(shapely.is_missing(g) | shapely.is_empty(g))
-            if not ok.all():
-                i = int(np.flatnonzero(~ok)[0])
-                raise LayerError("a plant has no geometry", layer="plants",
-                                 feature=pl["plant_id"].iloc[i] if "plant_id" in pl else i)
+            g = _point_geoms(pl, "plants", "plant_id", "a plant")
             if "plant_id" not in pl.columns:
                 pl = pl.assign(plant_id=None)
             pid = _unique_ids(pl["plant_id"], "plants", self.findings,
