@@ -96,22 +96,18 @@ def _fmt_text(s: pd.Series) -> list[str | None]:
     return [None if _missing(v) else str(v) for v in s.tolist()]
 
 
+#: Column-name unit suffix -> (decimals shown, unit label).
+_UNIT_FORMATS: dict[str, tuple[int, str]] = {
+    "_ft": (1, "ft"), "_in": (0, "in"), "_gpd": (0, "gpd"), "_mgd": (3, "MGD"),
+    "_cfs": (3, "cfs"), "_fps": (2, "ft/s"), "_days": (0, "days"),
+}
+
+
 def _fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
     """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...)."""
-    if name.endswith("_ft"):
-        return _fmt_number(s, 1, "ft")
-    if name.endswith("_in"):
-        return _fmt_number(s, 0, "in")
-    if name.endswith("_gpd"):
-        return _fmt_number(s, 0, "gpd")
-    if name.endswith("_mgd"):
-        return _fmt_number(s, 3, "MGD")
-    if name.endswith("_cfs"):
-        return _fmt_number(s, 3, "cfs")
-    if name.endswith("_fps"):
-        return _fmt_number(s, 2, "ft/s")
-    if name.endswith("_days"):
-        return _fmt_number(s, 0, "days")
+    for suffix, (digits, unit) in _UNIT_FORMATS.items():
+        if name.endswith(suffix):
+            return _fmt_number(s, digits, unit)
     if name in ("utilization", "ratio", "threshold") or name.startswith(
             ("utilization_", "ratio_")):
         return _fmt_pct(s)

@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
     from ..capacity import compute_capacity
     from ..io import write_results
 
-    progress(args, "loading town")
     town = load_town(args)
     G = build_graph(args, town)
     progress(args, "accumulating flows")

@@ -46,6 +46,7 @@ def load_town(args: argparse.Namespace):  # -> Town
     from ..io import RESULTS_FILE, refuse_input_as_output
     from ..io import load_town as _load
 
+    progress(args, f"loading town from {args.layers}")
     town = _load(
         args.layers,
         profile=args.profile,
@@ -99,7 +100,6 @@ def load_town_for_point(args: argparse.Namespace):  # -> (Town, point | None, cr
         point_crs = args.crs
         town_args = copy.copy(args)
         town_args.crs = None
-    progress(args, "loading town")
     return load_town(town_args), point, point_crs
 
 

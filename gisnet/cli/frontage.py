@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from ..errors import ConfigError
-from .common import add_town_options, load_town, progress, say
+from .common import add_town_options, load_town, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give --main and --cost together")
     if args.cost is not None and (not math.isfinite(args.cost) or args.cost < 0):
         raise ConfigError(f"--cost must be a non-negative number of dollars, not {args.cost}")
-    progress(args, "loading town")
     town = load_town(args)
     if args.csv:
         from ..io import refuse_input_as_output

@@ -134,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
     id_path = _id_list_path(args)
     if id_path is not None and args.parcel is not None:
         raise ConfigError("give either --parcel or a parcel-id list, not both")
-    progress(args, "loading town")
     town = load_town(args)
     if args.parcel is not None:
         res = compute_obligations(town, parcels=[args.parcel],

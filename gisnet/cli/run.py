@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from ..pipeline import run as run_pipeline
     from ..pipeline import summary
 
-    common.progress(args, f"reading {args.layers}")
     town = common.load_town(args)
     res = run_pipeline(town, args.out, self_contained=args.self_contained,
                        maps=not args.no_maps, tables=tuple(args.tables),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_town_options, build_graph, load_town, progress, say
+from .common import add_town_options, build_graph, load_town, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -28,7 +28,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from ..sampling import check_samples
 
-    progress(args, "loading town")
     town = load_town(args)
     if args.csv_out:
         from ..io import refuse_input_as_output

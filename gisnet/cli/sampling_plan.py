@@ -28,7 +28,6 @@ def run(args: argparse.Namespace) -> int:
     from ..sampling import sampling_plan
     from ..tracing import DownstreamIndex, connection_points, control_manholes
 
-    progress(args, "loading town")
     town = load_town(args)
     G = build_graph(args, town)
     progress(args, "control manholes")
