@@ -1,6 +1,6 @@
 """Jurisdiction profiles: a sewer-use ordinance's numbers and sections as data.
 
-A profile is a TOML file (two ship in ``gisnet/rules/``; a town may write its
+A profile is a TOML file (two ship in ``gisnet/profiles/``; a town may write its
 own). Its sections follow docs/architecture.md, "Profiles"; every rule carries
 the ``section`` of the ordinance (or the standard) it comes from, so that every
 result gisnet produces can cite it.
@@ -42,7 +42,7 @@ from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-RULES_DIR = Path(__file__).with_name("rules")
+RULES_DIR = Path(__file__).with_name("profiles")
 #: The profile used when neither the town file nor the command line names one.
 DEFAULT_PROFILE = "poughkeepsie-fourth-ward"
 

@@ -51,7 +51,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory, town_dir: Path) -> Path:
     (d / "corrupt_out").mkdir()
     (d / "corrupt_out" / "gisnet-results.gpkg").write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)
     (d / "bad.toml").write_text("not = valid = toml\n", encoding="utf-8")
-    prof = (REPO / "gisnet" / "rules" / "berlin-nh.toml").read_text(encoding="utf-8")
+    prof = (REPO / "gisnet" / "profiles" / "berlin-nh.toml").read_text(encoding="utf-8")
     (d / "unknown_key.toml").write_text(
         prof.replace("[connection]\n", "[connection]\nbogus_key = 1\n", 1), encoding="utf-8")
     # a town whose mains.shp was cut short (GDAL reads the features before the cut)

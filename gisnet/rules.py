@@ -1,0 +1,205 @@
+"""Shared predicates: the one place each rule about mains, limits and distances lives.
+
+Every analysis (graph, obligations, tracing, capacity), the loader and the map
+styling decide these questions through this module and nowhere else:
+
+==============================  ==================================================
+question                        predicate
+==============================  ==================================================
+public sewer?                   :func:`is_public` (owner is not ``private``)
+in service?                     :func:`is_active` (status ``active`` or unknown)
+gravity main?                   :func:`is_gravity` (kind is not ``force``)
+counts for "must connect"?      :func:`is_eligible_for_connection`
+carries sanitary flow?          :func:`carries_sanitary_flow`
+a main's kind for the rules     :func:`effective_kind` (unknown -> sanitary)
+"in excess of" / "at least"     :func:`exceeds`
+"within N ft"                   :func:`within`
+==============================  ==================================================
+
+A main whose kind is not known (no kind column, or a value gisnet cannot map)
+is treated as :data:`UNKNOWN_KIND_TREATED_AS` by *every* analysis; the loader
+reports that assumption once, as the ``kind_assumed`` finding (see
+:func:`unknown_kind_message`).
+
+All predicates take a canonical layer (a DataFrame with the columns of
+:mod:`gisnet.schema`) and return a numpy boolean array aligned with its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: The kinds a canonical main may have (``kind`` column; null reads as unknown).
+MAIN_KINDS = ("sanitary", "storm", "combined", "force", "unknown")
+#: What a main of unknown kind is taken to be, by every analysis.
+UNKNOWN_KIND_TREATED_AS = "sanitary"
+#: Kinds whose mains carry sanitary sewage (accumulated by capacity, followed by
+#: control-manhole and upstream traces). Storm mains carry none.
+SANITARY_FLOW_KINDS = ("sanitary", "combined", "force")
+#: Kinds that count for a connection obligation when a profile does not say
+#: (both shipped profiles say the same: a public sanitary or combined sewer).
+DEFAULT_ELIGIBLE_KINDS = ("sanitary", "combined")
+#: Kinds that flow under gravity (force mains are pressurised; nobody taps one).
+NON_GRAVITY_KINDS = ("force",)
+#: ``status`` values (after value mapping) that mean "in service"; null counts too.
+ACTIVE_STATUSES = ("active",)
+
+#: Relative tolerance within which a computed ratio equals its limit: decimal
+#: inputs do not divide exactly in binary (1.712 / 2.14 MGD gives
+#: 0.8000000000000002, (100.28 - 100.00) / 100 ft gives 0.0027999999999997).
+LIMIT_RTOL = 1e-9
+#: Absolute tolerance, in feet, of "within N ft": a distance that prints as
+#: 300.00 ft is within 300 ft whatever the binary rounding of the geometry.
+DISTANCE_TOLERANCE_FT = 0.005
+#: Default snap tolerance (feet) when neither the town file nor the command
+#: line gives one.
+DEFAULT_SNAP_TOLERANCE_FT = 1.0
+
+
+def _text(df: pd.DataFrame, col: str) -> pd.Series | None:
+    if col not in df.columns:
+        return None
+    s = df[col]
+    return s.astype(object).where(s.notna(), None).map(
+        lambda v: v.strip().lower() if isinstance(v, str) else v
+    )
+
+
+def _bool(df: pd.DataFrame, col: str, default: bool) -> np.ndarray:
+    return df[col].astype("boolean").fillna(default).to_numpy(dtype=bool)
+
+
+def is_public(df: pd.DataFrame) -> np.ndarray:
+    """Rows owned by the public: ``owner`` is not ``private`` (unknown owner is public).
+
+    The loader's ``public`` column is used when present (it is this same rule,
+    applied once at load time).
+    """
+    if "public" in df.columns:
+        return _bool(df, "public", True)
+    owner = _text(df, "owner")
+    if owner is None:
+        return np.ones(len(df), dtype=bool)
+    return (owner != "private").to_numpy(dtype=bool)
+
+
+def is_active(df: pd.DataFrame) -> np.ndarray:
+    """Rows in service: ``status`` is ``active`` or unknown (null/empty).
+
+    Inactive, abandoned and proposed features are not. The loader's ``active``
+    column is used when present.
+    """
+    if "active" in df.columns:
+        return _bool(df, "active", True)
+    status = _text(df, "status")
+    if status is None:
+        return np.ones(len(df), dtype=bool)
+    return (status.isna() | status.isin(("",) + ACTIVE_STATUSES)).to_numpy(dtype=bool)
+
+
+def kind_is_unknown(df: pd.DataFrame) -> np.ndarray:
+    """Mains whose kind is unknown (null, empty or ``unknown``)."""
+    kind = _text(df, "kind")
+    if kind is None:
+        return np.ones(len(df), dtype=bool)
+    return (kind.isna() | kind.isin(("", "unknown"))).to_numpy(dtype=bool)
+
+
+def effective_kind(df: pd.DataFrame) -> np.ndarray:
+    """Each main's kind as the rules read it: unknown -> :data:`UNKNOWN_KIND_TREATED_AS`."""
+    kind = _text(df, "kind")
+    if kind is None:
+        return np.full(len(df), UNKNOWN_KIND_TREATED_AS, dtype=object)
+    out = kind.to_numpy(dtype=object).copy()
+    out[kind_is_unknown(df)] = UNKNOWN_KIND_TREATED_AS
+    return out
+
+
+def is_gravity(df: pd.DataFrame) -> np.ndarray:
+    """Gravity mains: every kind but ``force`` (an unknown kind counts as gravity)."""
+    return ~np.isin(effective_kind(df), NON_GRAVITY_KINDS)
+
+
+def carries_sanitary_flow(df: pd.DataFrame) -> np.ndarray:
+    """Active mains that carry sanitary flow (sanitary, combined, force; unknown -> sanitary).
+
+    Ownership does not matter: a private main still carries its users' flow
+    into the public sewer.
+    """
+    return is_active(df) & np.isin(effective_kind(df), SANITARY_FLOW_KINDS)
+
+
+def is_eligible_for_connection(
+    df: pd.DataFrame, eligible_kinds: Iterable[str] | None = None
+) -> np.ndarray:
+    """Mains a connection obligation can be measured to.
+
+    Public, active, gravity mains of an eligible kind (the profile's
+    ``connection.eligible_kinds``, default :data:`DEFAULT_ELIGIBLE_KINDS`);
+    a main of unknown kind counts as :data:`UNKNOWN_KIND_TREATED_AS`.
+    Geometry is not looked at here.
+    """
+    kinds = tuple(DEFAULT_ELIGIBLE_KINDS if eligible_kinds is None else eligible_kinds)
+    kinds = tuple(k for k in kinds if k not in NON_GRAVITY_KINDS)
+    return is_public(df) & is_active(df) & is_gravity(df) & np.isin(effective_kind(df), kinds)
+
+
+def unknown_kind_message(n: int) -> str:
+    """The one ``kind_assumed`` message, for ``n`` mains of unknown kind."""
+    return (f"{n} main(s) have no sewer kind (sanitary/storm/...); every analysis treats "
+            f"them as {UNKNOWN_KIND_TREATED_AS} mains (connection obligations, control "
+            "manholes and capacity alike)")
+
+
+def exceeds(value: Any, limit: Any, strict: bool = True, rtol: float = LIMIT_RTOL) -> Any:
+    """``value > limit`` ("in excess of", ``strict``) or ``value >= limit`` ("at least").
+
+    A value within ``rtol`` (relative) of the limit counts as equal to it; NaN
+    never exceeds. Scalars give a bool, arrays an array of bool (broadcast).
+    """
+    xa = np.asarray(value, dtype="float64")
+    la = np.asarray(limit, dtype="float64")
+    with np.errstate(invalid="ignore"):
+        close = np.abs(xa - la) <= rtol * np.abs(la)
+        out = ((xa > la) & ~close) if strict else ((xa >= la) | close)
+    return bool(out) if out.ndim == 0 else out
+
+
+def within(distance_ft: Any, limit_ft: Any, tol_ft: float = DISTANCE_TOLERANCE_FT) -> Any:
+    """``distance_ft <= limit_ft`` ("within N feet"), to :data:`DISTANCE_TOLERANCE_FT`.
+
+    NaN (no distance) is never within. Scalars give a bool, arrays an array.
+    """
+    da = np.asarray(distance_ft, dtype="float64")
+    la = np.asarray(limit_ft, dtype="float64")
+    with np.errstate(invalid="ignore"):
+        out = da <= la + tol_ft
+    return bool(out) if out.ndim == 0 else out
+
+
+def utilization_class(utilization: Any, capacity_gpd: Any, threshold: float, deficient: float,
+                      surcharged: float, no_capacity: Any = None) -> np.ndarray:
+    """Class of each pipe: ``ok``, ``threshold``, ``deficient``, ``surcharged``,
+    ``nocapacity`` (capacity 0 or not computable from a flat/adverse slope) or
+    ``unknown`` (no utilization), judged with :func:`exceeds` (strictly over).
+
+    ``no_capacity`` (optional boolean mask) marks pipes known to have no
+    capacity (adverse or flat slope) whose utilization is NaN.
+    Used by capacity's flags and the maps' colours alike.
+    """
+    u = np.asarray(utilization, dtype="float64")
+    cap = np.asarray(capacity_gpd, dtype="float64")
+    out = np.full(u.shape, "ok", dtype=object)
+    out[exceeds(u, threshold)] = "threshold"
+    out[exceeds(u, deficient)] = "deficient"
+    out[exceeds(u, surcharged)] = "surcharged"
+    out[np.isnan(u)] = "unknown"
+    if no_capacity is not None:
+        out[np.asarray(no_capacity, dtype=bool) & np.isnan(u)] = "nocapacity"
+    with np.errstate(invalid="ignore"):
+        out[cap <= 0] = "nocapacity"
+    return out
