@@ -21,7 +21,7 @@ from pyproj import CRS
 from gisnet import capacity as cap
 from gisnet.graph import build_sewer_graph
 from gisnet.profile import load_profile
-from gisnet.synthetic import make_town
+from gisnet.testing.synthetic import make_town
 from gisnet.town import Town
 from gisnet.tracing import DownstreamIndex, connection_points
 from gisnet.units import feet_per_unit

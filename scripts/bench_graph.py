@@ -1,6 +1,6 @@
 """Benchmark gisnet.graph.build_sewer_graph on generated networks.
 
-Generates synthetic towns with ``gisnet.synthetic.make_town`` (cached as
+Generates synthetic towns with ``gisnet.testing.synthetic.make_town`` (cached as
 GeoParquet under ``bench-data/graph_<n>/``), then builds the sewer graph of
 each in a fresh child process and reports wall time and peak resident memory
 of that process during the build (sampled every 5 ms from /proc), with the
@@ -36,7 +36,7 @@ def generate(n_mains: int, *, irregular: bool, seed: int) -> Path:
     folder = DATA / tag
     if all((folder / f"{r}.parquet").exists() for r in ROLES):
         return folder
-    from gisnet.synthetic import make_town
+    from gisnet.testing.synthetic import make_town
 
     t = time.perf_counter()
     layers = make_town(3 * n_mains, n_mains, seed=seed, irregular=irregular)

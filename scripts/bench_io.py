@@ -2,7 +2,7 @@
 """Time reading a synthetic town's shapefiles with both engines.
 
 Writes (once) a 50,000-parcel / 20,000-main town as shapefiles under
-``bench-data/io-city-<parcels>-<mains>/`` with :func:`gisnet.synthetic.make_town`,
+``bench-data/io-city-<parcels>-<mains>/`` with :func:`gisnet.testing.synthetic.make_town`,
 then times, for ``pyogrio`` (Arrow) and ``fiona``:
 
 * the raw read of the parcels and mains files (:func:`gisnet.io.read_layer`);
@@ -29,7 +29,7 @@ import pyogrio
 from geopandas.testing import assert_geodataframe_equal
 
 from gisnet.io import load_town, read_layer
-from gisnet.synthetic import make_town, write_town
+from gisnet.testing.synthetic import make_town, write_town
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 """Benchmark the web maps: page sizes, build time and browser load time.
 
 Scales: ``sample`` (layers/sample, the full pipeline) and ``city`` (a synthetic
-town of 50,000 parcels and 20,000 mains from gisnet.synthetic.make_town, the
+town of 50,000 parcels and 20,000 mains from gisnet.testing.synthetic.make_town, the
 full pipeline). Pages are written self-contained under bench-data/maps-<scale>/
 and opened from disk in headless Chromium (Debian's chromium + chromium-driver);
 load time = from navigation start until gisnet's layers are on the map
@@ -39,7 +39,7 @@ def build(scale: str, out: Path) -> tuple[list[Path], float, float]:
         town = load_town(ROOT / "layers" / "sample")
     else:
         from gisnet.profile import load_profile
-        from gisnet.synthetic import make_town
+        from gisnet.testing.synthetic import make_town
         from gisnet.town import Town
         from gisnet.units import feet_per_unit
 

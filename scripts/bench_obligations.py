@@ -6,7 +6,7 @@ Usage (run under the shared benchmark lock)::
     flock /tmp/gisnet-bench.lock python scripts/bench_obligations.py \
         [--parcels 1000000] [--mains 300000] [--threads 2] [--profile poughkeepsie-fourth-ward]
 
-Builds a synthetic town with :func:`gisnet.synthetic.make_town` (streets,
+Builds a synthetic town with :func:`gisnet.testing.synthetic.make_town` (streets,
 buildings, mains), then times in the same run:
 
 * ``compute_obligations`` - the whole answer: nearest eligible main of every
@@ -37,7 +37,7 @@ from pyproj import CRS
 
 from gisnet.obligations import compute_obligations, eligible_mask
 from gisnet.profile import load_profile
-from gisnet.synthetic import make_town
+from gisnet.testing.synthetic import make_town
 from gisnet.town import Town
 from gisnet.units import feet_per_unit
 

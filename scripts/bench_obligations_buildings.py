@@ -12,7 +12,7 @@ from pyproj import CRS
 
 from gisnet.obligations import compute_obligations
 from gisnet.profile import load_profile
-from gisnet.synthetic import make_town
+from gisnet.testing.synthetic import make_town
 from gisnet.town import Town
 from gisnet.units import feet_per_unit
 

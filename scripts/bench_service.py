@@ -1,7 +1,7 @@
 """Benchmark the HTTP service on a city-scale town, on 127.0.0.1 only.
 
 Starts a server in a subprocess (``gisnet serve --layers DIR``, or by default
-a synthetic city built in memory with :func:`gisnet.synthetic.make_town`),
+a synthetic city built in memory with :func:`gisnet.testing.synthetic.make_town`),
 then:
 
 1. single-parcel ``GET /parcels/{id}/obligation`` and ``GET
@@ -58,7 +58,7 @@ def serve_synthetic(args: argparse.Namespace) -> None:
 
     from gisnet.profile import load_profile
     from gisnet.service import ServiceLimits, TownState, create_app
-    from gisnet.synthetic import make_town
+    from gisnet.testing.synthetic import make_town
     from gisnet.town import Town
     from gisnet.units import feet_per_unit
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: control manholes for every building of a large synthetic town.
 
-Builds a synthetic town (:func:`gisnet.synthetic.make_town`; default about
+Builds a synthetic town (:func:`gisnet.testing.synthetic.make_town`; default about
 1,000,000 buildings on 300,000 mains), its sewer graph, then times
 
 1. ``DownstreamIndex(G)`` (one vectorised pass, pointer jumping),
@@ -34,7 +34,7 @@ from pyproj import CRS
 
 from gisnet.graph import build_sewer_graph
 from gisnet.profile import load_profile
-from gisnet.synthetic import make_town
+from gisnet.testing.synthetic import make_town
 from gisnet.town import Town
 from gisnet.tracing import DownstreamIndex, connection_points, control_manholes
 from gisnet.units import feet_per_unit

@@ -6,7 +6,7 @@ Examples
 python scripts/make_city.py --parcels 50000 --mains 20000 --name city
 python scripts/make_city.py --parcels 1000000 --mains 300000 --format gpkg --name county
 
-The layers come from :func:`gisnet.synthetic.make_town` (deterministic for a
+The layers come from :func:`gisnet.testing.synthetic.make_town` (deterministic for a
 seed); ``bench-data/`` is git-ignored.
 """
 
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from gisnet.synthetic import make_town, write_town
+from gisnet.testing.synthetic import make_town, write_town
 
 ROOT = Path(__file__).resolve().parents[1]
 

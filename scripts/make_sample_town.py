@@ -22,7 +22,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from gisnet.synthetic import (
+from gisnet.testing.synthetic import (
     SOURCE_COLUMNS,
     SampleTown,
     make_sample_town,

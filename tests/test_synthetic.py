@@ -1,4 +1,4 @@
-"""Synthetic towns (gisnet.synthetic) and the bundled sample town (layers/sample).
+"""Synthetic towns (gisnet.testing.synthetic) and the bundled sample town (layers/sample).
 
 Numbers are checked against independent computations: brute-force walks of
 the pipe table, shapely lengths and distances, Manning by hand.
@@ -19,8 +19,8 @@ import pyogrio
 import pytest
 import shapely
 
-from gisnet import synthetic
-from gisnet.synthetic import accumulate, make_town, path_sums, write_town
+from gisnet.testing import synthetic
+from gisnet.testing.synthetic import accumulate, make_town, path_sums, write_town
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "layers" / "sample"
