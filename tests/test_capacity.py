@@ -453,8 +453,8 @@ def test_lancaster_every_pipe_matches_manning(shared_data):
 
 @pytest.fixture(scope="module")
 def small_town_dir(tmp_path_factory):
-    from gisnet.synthetic import make_town as synth
-    from gisnet.synthetic import write_town
+    from gisnet.testing.synthetic import make_town as synth
+    from gisnet.testing.synthetic import write_town
 
     d = tmp_path_factory.mktemp("captown")
     write_town(synth(400, seed=3), d, fmt="gpkg", profile="berlin-nh")

@@ -23,7 +23,7 @@ from gisnet.cli import main
 from gisnet.errors import ConfigError
 from gisnet.io import atomic_path, atomic_write_text, load_town
 from gisnet.obligations import frontage_shares
-from gisnet.synthetic import make_town, write_town
+from gisnet.testing.synthetic import make_town, write_town
 
 REPO = Path(__file__).resolve().parents[1]
 

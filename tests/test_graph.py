@@ -479,7 +479,7 @@ def test_bulk_filled_graph_equals_one_built_with_the_public_api() -> None:
 
 
 def test_clean_synthetic_town_has_no_findings() -> None:
-    synthetic = pytest.importorskip("gisnet.synthetic")
+    from gisnet.testing import synthetic
     layers = synthetic.make_town(600, seed=2, irregular=True)
     G = build_sewer_graph(layers)
     assert G.graph["report"].counts() == {}

@@ -711,7 +711,7 @@ def test_cli_frontage_shares(town_files, capsys):
 def test_brute_force_synthetic_town(profile):
     """A street-grid town with buildings, streets, storm mains: every measured
     distance equals the brute-force minimum over all eligible mains."""
-    synthetic = pytest.importorskip("gisnet.synthetic")
+    from gisnet.testing import synthetic
     layers = synthetic.make_town(1500, seed=4, irregular=True)
     crs = layers["parcels"].crs
     mains = layers["mains"]

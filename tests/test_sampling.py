@@ -267,8 +267,8 @@ def test_cli_sampling_plan_and_samples(tmp_path, capsys):
     import pyogrio
 
     from gisnet.cli import main
-    from gisnet.synthetic import make_town as synth
-    from gisnet.synthetic import write_town
+    from gisnet.testing.synthetic import make_town as synth
+    from gisnet.testing.synthetic import write_town
 
     write_town(synth(300, seed=2), tmp_path / "t", fmt="gpkg")
     out = tmp_path / "out"

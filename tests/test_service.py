@@ -558,7 +558,7 @@ def test_bad_result_layer_requests(client, path, params, status, field):
 
 def _synthetic_town(n: int = 200) -> Town:
     from gisnet.profile import load_profile
-    from gisnet.synthetic import make_town
+    from gisnet.testing.synthetic import make_town
 
     crs = CRS.from_user_input(CRS_FT)
     return Town(name="synthetic", crs=crs, ft_per_unit=1200 / 3937 / 0.3048,

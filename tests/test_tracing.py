@@ -466,8 +466,8 @@ def _check_every_building(town, G):
 def test_synthetic_town_control_manholes_match_plain_walk(tmp_path, laterals):
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
-    from gisnet.synthetic import make_town as synth
-    from gisnet.synthetic import write_town
+    from gisnet.testing.synthetic import make_town as synth
+    from gisnet.testing.synthetic import write_town
 
     layers = synth(360, seed=11, irregular=True, laterals=laterals)
     mh = layers["manholes"].copy()
