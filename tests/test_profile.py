@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import pickle
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from gisnet.errors import ConfigError
 from gisnet.profile import (
+    PEAKING_FORMULAS,
     RULES_DIR,
+    SECTIONS,
+    Connection,
+    FrozenMap,
+    LimitParameter,
     Profile,
+    ProfileTable,
     builtin_profiles,
     load_profile,
     profile_from_dict,
@@ -189,6 +198,84 @@ def test_profile_is_frozen_and_copyable():
     assert copy.deepcopy(p).capacity.min_slope_pct == p.capacity.min_slope_pct
     p.raw["connection"]["distance_ft"] = 1.0  # a copy: the profile does not change
     assert load_profile("berlin-nh").connection.distance_ft == 200.0
+    assert p.raw["connection"]["distance_ft"] == 200.0
+    assert hash(copy.deepcopy(p)) == hash(p)
+
+
+def test_tables_are_read_by_attribute_only():
+    p = load_profile("poughkeepsie-fourth-ward")
+    tables = [getattr(p, name) for name in SECTIONS if name != "approvals"]
+    for t in [*tables, *p.approvals, *p.limits.parameter]:
+        assert isinstance(t, ProfileTable) and dataclasses.is_dataclass(t)
+        assert not isinstance(t, Mapping)
+        assert not hasattr(t, "get")
+        with pytest.raises(TypeError):
+            t["section"]  # noqa: B018
+    assert isinstance(p.approvals, tuple) and isinstance(p.limits.parameter, tuple)
+    assert isinstance(p.connection.eligible_kinds, tuple)
+    for sub in (p.flow.land_use_gpd, p.flow.sources, p.capacity.min_slope_pct,
+                p.capacity.manning_n_material, p.limits.sections):
+        assert isinstance(sub, FrozenMap)
+    # optional keys the file leaves out read as None
+    assert p.connection.new_construction_from is None
+    assert p.limit("ph").text is None and p.limit("nonesuch") is None
+
+
+def test_schema_is_the_dataclass_fields():
+    for name in builtin_profiles():
+        data = _raw(name)
+        for table, cls in SECTIONS.items():
+            entries = data[table] if isinstance(data[table], list) else [data[table]]
+            for entry in entries:
+                assert set(entry) <= set(cls.keys()), (name, table)
+                assert set(cls.required_keys()) <= set(entry), (name, table)
+        for entry in data["limits"]["parameter"]:
+            assert set(LimitParameter.required_keys()) <= set(entry) <= set(
+                LimitParameter.keys())
+    assert Connection.keys()[0] == "distance_ft"
+    assert "distance_ft" in Connection.required_keys()
+    assert "septic_max_years" not in Connection.required_keys()
+    for cls in (*SECTIONS.values(), LimitParameter):
+        for f in dataclasses.fields(cls):
+            assert f.metadata["doc"], (cls.__name__, f.name)
+            if f.name.endswith("_ft"):
+                assert f.metadata["unit"] == "ft", f.name
+            if f.name.endswith("_gpd"):
+                assert f.metadata["unit"].startswith("gpd"), f.name
+        assert "Attributes" in cls.__doc__
+
+
+def test_tables_built_directly_are_checked():
+    c = load_profile("berlin-nh").connection
+    with pytest.raises(ConfigError, match=r"key connection\.distance_ft must be > 0"):
+        dataclasses.replace(c, distance_ft=-1.0)
+    assert dataclasses.replace(c, distance_ft=250.0).distance_ft == 250.0
+    p = load_profile("berlin-nh").limit("bod")
+    with pytest.raises(ConfigError, match="needs max or min"):
+        dataclasses.replace(p, max=None)
+
+
+def test_peaking_formulas_are_those_capacity_implements():
+    assert PEAKING_FORMULAS == ("harmon", "none")
+    data = _raw("berlin-nh")
+    data["flow"]["peaking_formula"] = "none"
+    assert profile_from_dict(data).flow.peaking_formula == "none"
+    data["flow"]["peaking_formula"] = "ten_states"
+    with pytest.raises(ConfigError, match=r"flow\.peaking_formula must be one of harmon, none"):
+        profile_from_dict(data)
+
+
+def test_to_dict_is_plain_data():
+    p = load_profile("poughkeepsie-fourth-ward")
+    d = p.to_dict()
+    assert list(d) == list(SECTIONS)
+    assert d["connection"]["distance_ft"] == 300.0
+    assert d["connection"]["eligible_kinds"] == ["sanitary", "combined"]
+    assert d["connection"]["septic_max_years"] is None
+    assert d["limits"]["parameter"][0] == p.limits.parameter[0].to_dict()
+    assert d["approvals"][0]["id"] == p.approvals[0].id
+    assert type(d["capacity"]["min_slope_pct"]) is dict
+    json.dumps(d)
 
 
 def test_name_variants_and_default():
