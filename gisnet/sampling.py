@@ -38,7 +38,7 @@ import pandas as pd
 
 from .capacity import exceeds
 from .errors import LayerError, SchemaError
-from .tracing import DownstreamIndex, _index, connection_points, control_manholes, trace_upstream
+from .tracing import DownstreamIndex, connection_points, control_manholes, trace_upstream
 
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
@@ -240,7 +240,7 @@ def sampling_plan(
         ``local_review_flow_gpd`` (strictly greater) to the user's average
         process flow, the only flow the users layer carries.
     """
-    idx = _index(G, index)
+    idx = DownstreamIndex.of(G, index)
     users = town.layer("users")
     crs = idx.crs
     if users is None or not len(users):
@@ -672,7 +672,7 @@ def _add_suspects(town: Town, G: nx.MultiDiGraph, events: list[dict[str, Any]], 
     mhs = {e["manhole_id"] for e in events if e["manhole_id"] in G}
     cache: dict[Any, tuple[str, str]] = {}
     if users is not None and len(users) and mhs:
-        idx = _index(G, index)
+        idx = DownstreamIndex.of(G, index)
         if points is None:
             points = connection_points(town, G, index=idx)
         for mh in sorted(mhs, key=str):
