@@ -103,13 +103,14 @@ def sampling_plan(
     for i in range(len(users)):
         f, s, c = flow.iloc[i], share.iloc[i], bool(categorical.iloc[i])
         reasons = []
-        if pd.notna(f) and f >= thr:
+        if pd.notna(f) and exceeds(f, thr, strict=False):
             reasons.append(f"process wastewater {fmt_gpd(f)} >= {fmt_gpd(thr)}")
         if pd.notna(s) and exceeds(s, frac, strict=False):
             reasons.append(
                 f"process wastewater {s:.1%} of plant {plant_id.iloc[i]} design flow "
                 f"{design_mgd.iloc[i]:g} MGD (>= {frac:.0%})"
             )
+        # a profile that leaves siu_categorical out (None) does not count categorical users
         if c and pre.siu_categorical:
             reasons.append("categorical industrial user")
         if pd.isna(f) and not reasons:
@@ -118,7 +119,7 @@ def sampling_plan(
         rows_reason.append("; ".join(reasons))
         rr = ""
         if local is not None:
-            if pd.notna(f) and f > float(local):
+            if pd.notna(f) and exceeds(f, float(local)):
                 review[i] = True
                 rr = f"average flow {fmt_gpd(f)} > {fmt_gpd(float(local))}"
             elif pd.isna(f):
