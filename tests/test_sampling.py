@@ -301,3 +301,39 @@ def test_cli_sampling_plan_and_samples(tmp_path, capsys):
     text = capsys.readouterr().out
     assert f"control manhole: {mh}" in text and "downstream to plant" in text
     assert main(["trace", "--layers", str(tmp_path / "t"), "--manhole", mh]) == 2
+
+
+# ---------------------------------------------------------------------------
+# the control analysis as a typed result
+# ---------------------------------------------------------------------------
+
+
+def test_analyse_control_bundles_points_control_manholes_and_plan():
+    from gisnet.results import ControlResult
+    from gisnet.sampling import analyse_control
+    from gisnet.tracing import DownstreamIndex, control_manholes
+
+    town, G = make_town("poughkeepsie-fourth-ward"), street_graph()
+    res = analyse_control(town, G)
+    assert isinstance(res, ControlResult) and isinstance(res.index, DownstreamIndex)
+    assert set(res.layers()) == {"control_manholes", "control_paths", "sampling_plan"}
+    direct = control_manholes(town, G)
+    pd.testing.assert_frame_equal(pd.DataFrame(res.control_manholes),
+                                  pd.DataFrame(direct["control_manholes"]))
+    assert len(res.points) == len(res.control_manholes) == len(res.control_paths)
+    pd.testing.assert_frame_equal(pd.DataFrame(res.sampling_plan),
+                                  pd.DataFrame(sampling_plan(town, G)))
+    assert res.totals["industrial_users"] == {"users": 5, "siu": 4}  # U1, U2, U3, U5
+    assert res.totals["control_manholes"]["connection_points"] == len(res.control_manholes)
+    # the index given is the index used
+    assert analyse_control(town, G, index=res.index).index is res.index
+
+
+def test_analyse_control_without_users_has_no_plan():
+    from gisnet.sampling import analyse_control
+
+    town = make_town("berlin-nh")
+    del town.layers["users"]
+    res = analyse_control(town, street_graph())
+    assert res.sampling_plan is None and "sampling_plan" not in res.layers()
+    assert "industrial_users" not in res.totals

@@ -19,6 +19,7 @@ from pyproj import CRS
 from shapely.geometry import LineString, Point, Polygon
 
 from gisnet.errors import ConfigError, NotFoundError
+from gisnet.profile import load_profile
 from gisnet.report import Report
 from gisnet.town import Town
 from gisnet.tracing import (
@@ -60,7 +61,8 @@ def make_graph(nodes: dict, edges: list, *, outlets=("PLANT",)) -> nx.MultiDiGra
     return G
 
 
-def make_town(parcels=(), buildings=(), users=(), laterals=None, profile=None) -> Town:
+def make_town(parcels=(), buildings=(), users=(), laterals=None,
+              profile="poughkeepsie-fourth-ward") -> Town:
     crs = CRS.from_user_input(CRS_FT)
     p = gpd.GeoDataFrame(
         {"parcel_id": [r[0] for r in parcels]},
@@ -79,7 +81,7 @@ def make_town(parcels=(), buildings=(), users=(), laterals=None, profile=None) -
             geometry=gpd.GeoSeries([None] * len(users), crs=crs), crs=crs)
     if laterals is not None:
         layers["laterals"] = laterals
-    return Town(name="t", crs=crs, ft_per_unit=FT, layers=layers, profile=profile)
+    return Town(name="t", crs=crs, ft_per_unit=FT, layers=layers, profile=load_profile(profile))
 
 
 def box(x0, y0, x1, y1):
@@ -561,3 +563,48 @@ def test_cli_upstream_of_storm_outfall_names_the_pipes_not_followed(sample_dir, 
     out = capsys.readouterr().out
     assert "0 pipes" in out
     assert "not followed" in out and "SD" in out
+
+
+# ---------------------------------------------------------------------------
+# the public pieces of the package: DownstreamIndex.of, carries_flow, sections
+# ---------------------------------------------------------------------------
+
+
+def test_index_of_reuses_the_given_index_and_refuses_another_graph(line_graph):
+    idx = DownstreamIndex.of(line_graph)
+    assert isinstance(idx, DownstreamIndex) and idx.G is line_graph
+    assert DownstreamIndex.of(line_graph, idx) is idx
+    with pytest.raises(ConfigError):
+        DownstreamIndex.of(make_graph(LINE_NODES, LINE_EDGES), idx)
+
+
+def test_carries_flow_is_the_rules_predicate():
+    from gisnet.tracing import carries_flow
+
+    got = carries_flow([{"kind": "sanitary", "active": True}, {"kind": "storm", "active": True},
+                        {"kind": "unknown", "active": True}, {"kind": None},
+                        {"kind": "combined", "active": False}, {"kind": "force", "active": None}])
+    # unknown kind is sanitary; a missing active flag is active
+    assert got.tolist() == [True, False, True, True, False, True]
+    assert carries_flow([]).tolist() == []
+
+
+def test_unknown_kind_main_is_followed_like_a_sanitary_one():
+    nodes = {"J": (0, 0, "junction", True, True), "M": (100, 0, "manhole", True, True)}
+    G = make_graph(nodes, [("J", "M", "U", 8.0, {"kind": "unknown"})], outlets=())
+    assert DownstreamIndex(G).first_manhole("J") == "M"
+    assert [k for _, _, k in upstream_edges(G, "M")] == ["U"]
+
+
+def test_upstream_edges_same_with_and_without_index():
+    G = _loop_graph()
+    assert upstream_edges(G, "M", index=DownstreamIndex(G)) == upstream_edges(G, "M")
+
+
+def test_control_manholes_cite_the_profile_section(line_graph):
+    town = make_town(parcels=[("PA", box(120, 40, 180, 100))])
+    cm = control_manholes(town, line_graph)["control_manholes"]
+    assert set(cm["section"]) == {town.profile.control_manhole.section}
+    # without a town there is no profile to cite
+    bare = control_manholes(None, line_graph, points=connection_points(town, line_graph))
+    assert bare["control_manholes"]["section"].isna().all()

@@ -1,0 +1,58 @@
+"""The control analysis: connection points, control manholes and the sampling plan.
+
+:func:`analyse_control` is the step :mod:`gisnet.pipeline` runs after the
+graph. It lives here, above :mod:`gisnet.tracing`, because the sampling plan
+builds on the tracing answers (the tracing package never imports sampling).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from ..results import ControlResult
+from ..tracing import DownstreamIndex, connection_points, control_manholes
+from .plan import sampling_plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..town import Town
+
+
+def analyse_control(
+    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None
+) -> ControlResult:
+    """Connection points, control manholes and paths, and the sampling plan of a town.
+
+    Parameters
+    ----------
+    town
+        Loaded town.
+    G
+        Its sewer graph (:func:`gisnet.graph.build_sewer_graph`).
+    index
+        A :class:`~gisnet.tracing.DownstreamIndex` of ``G`` to reuse (built if None).
+
+    Returns
+    -------
+    ControlResult
+        ``control_manholes`` and ``control_paths`` (one row per connection
+        point, :func:`gisnet.tracing.control_manholes`), ``points``
+        (:func:`gisnet.tracing.connection_points`), the ``index`` used, and
+        ``sampling_plan`` (:func:`sampling_plan`) when the town has a non-empty
+        users layer, else None.
+    """
+    idx = DownstreamIndex.of(G, index)
+    points = connection_points(town, G, index=idx)
+    layers = control_manholes(town, G, points=points, index=idx)
+    users = town.layer("users")
+    plan = None
+    if users is not None and len(users):
+        plan = sampling_plan(town, G, index=idx, points=points)
+    return ControlResult(
+        control_manholes=layers["control_manholes"],
+        control_paths=layers["control_paths"],
+        points=points,
+        index=idx,
+        sampling_plan=plan,
+    )

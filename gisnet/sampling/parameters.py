@@ -1,0 +1,143 @@
+"""Parameters, units and the profile's limits, for checks of sample results.
+
+Units: concentrations in mg/L (ppm is taken as equal to mg/L, as the ordinances
+use it for dilute wastewater), µg/L and ppb as 0.001 mg/L, pH in standard
+units, temperature in °F (°C converted exactly). No other conversion is
+guessed: an unknown unit or parameter is reported as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..profile import Profile
+
+log = logging.getLogger(__name__)
+
+#: Canonical parameter name -> spellings accepted in a results file.
+PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
+    "bod": ("bod", "bod5", "bod 5", "biochemical oxygen demand", "5 day bod"),
+    "ss": ("ss", "tss", "suspended solids", "total suspended solids"),
+    "ph": ("ph",),
+    "temperature": ("temperature", "temp"),
+    "cyanide": ("cyanide", "cn", "total cyanide", "cyanide total"),
+    "iron": ("iron", "fe"),
+    "chromium": ("chromium", "cr", "total chromium"),
+    "nickel": ("nickel", "ni"),
+    "copper": ("copper", "cu"),
+    "cadmium": ("cadmium", "cd"),
+    "zinc": ("zinc", "zn"),
+    "h2s": ("h2s", "hydrogen sulfide", "hydrogen sulphide"),
+    "so2": ("so2", "sulfur dioxide", "sulphur dioxide"),
+    "nox": ("nox", "oxides of nitrogen", "nitrogen oxides"),
+    "emulsified_oil_grease": ("emulsified oil grease", "oil and grease", "o&g", "fog",
+                              "emulsified oil and grease"),
+}
+
+#: Unit spelling -> (dimension, factor to the canonical unit). Canonical units:
+#: concentration mg/L, pH standard units, temperature °F (handled apart).
+UNITS: dict[str, tuple[str, float]] = {
+    "mg/l": ("concentration", 1.0),
+    "ppm": ("concentration", 1.0),
+    "mg l": ("concentration", 1.0),
+    "ug/l": ("concentration", 0.001),
+    "µg/l": ("concentration", 0.001),
+    "μg/l": ("concentration", 0.001),
+    "ppb": ("concentration", 0.001),
+    "ph": ("ph", 1.0),
+    "su": ("ph", 1.0),
+    "s.u.": ("ph", 1.0),
+    "std units": ("ph", 1.0),
+    "standard units": ("ph", 1.0),
+    "degf": ("temperature_f", 1.0),
+    "°f": ("temperature_f", 1.0),
+    "f": ("temperature_f", 1.0),
+    "deg f": ("temperature_f", 1.0),
+    "fahrenheit": ("temperature_f", 1.0),
+    "degc": ("temperature_c", 1.0),
+    "°c": ("temperature_c", 1.0),
+    "c": ("temperature_c", 1.0),
+    "deg c": ("temperature_c", 1.0),
+    "celsius": ("temperature_c", 1.0),
+}
+CANONICAL_UNIT = {"concentration": "mg/L", "ph": "pH", "temperature": "degF"}
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", str(text).strip().lower().replace("_", " ").replace("-", " "))
+
+
+_ALIAS = {_norm(a): k for k, names in PARAMETER_ALIASES.items() for a in names}
+
+
+def canonical_parameter(name: str, known: set[str] | None = None) -> str | None:
+    """Canonical parameter name of a spelling, or None if unknown.
+
+    ``known`` adds the profile's own parameter names.
+    """
+    n = _norm(name)
+    if n in _ALIAS:
+        return _ALIAS[n]
+    for k in known or ():
+        if _norm(k) == n:
+            return k
+    return None
+
+
+def to_canonical(value: float, unit: str) -> tuple[str, float] | None:
+    """``(dimension, value in canonical unit)``; None if the unit is unknown.
+
+    Dimensions: ``concentration`` (mg/L), ``ph``, ``temperature`` (°F).
+    """
+    u = UNITS.get(str(unit).strip().lower().replace("º", "°"))
+    if u is None:
+        u = UNITS.get(_norm(unit))
+    if u is None:
+        return None
+    dim, factor = u
+    if dim == "temperature_c":
+        return "temperature", value * 9.0 / 5.0 + 32.0
+    if dim == "temperature_f":
+        return "temperature", value
+    return dim, value * factor
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One ``[[limits.parameter]]`` entry of the profile, in canonical units."""
+
+    parameter: str
+    dimension: str
+    max: float | None
+    min: float | None
+    unit: str
+    section: str
+    basis: str | None
+    where: str | None
+
+
+def profile_limits(profile: Profile) -> dict[str, list[Limit]]:
+    """The profile's ``[[limits.parameter]]`` entries by parameter name.
+
+    Limits are converted to the canonical unit of their dimension; an entry in
+    a unit gisnet does not know is logged and left out (not checked).
+    """
+    out: dict[str, list[Limit]] = {}
+    for p in profile.limits.parameter:
+        dim_src = to_canonical(0.0, p.unit)
+        if dim_src is None:
+            log.warning("profile limit %s has unit %r gisnet does not know; not checked",
+                        p.name, p.unit)
+            continue
+        conv_max = None if p.max is None else to_canonical(p.max, p.unit)
+        conv_min = None if p.min is None else to_canonical(p.min, p.unit)
+        out.setdefault(p.name, []).append(
+            Limit(p.name, dim_src[0], None if conv_max is None else conv_max[1],
+                  None if conv_min is None else conv_min[1],
+                  CANONICAL_UNIT[dim_src[0]], p.section, p.basis, p.where)
+        )
+    return out

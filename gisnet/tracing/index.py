@@ -1,0 +1,334 @@
+"""The downstream index: first manhole, plant served and path lengths of every node.
+
+The graph follows ``docs/architecture.md`` ("Sewer graph"): edges
+``(u, v, key=main_id)`` in flow direction, node attribute ``is_manhole``
+(public, active manhole structure) and ``outlet``. The **primary out-edge** of
+a node (where its flow is followed downstream) is, among its out-edges that
+carry sanitary flow (:func:`gisnet.rules.carries_sanitary_flow`: active and not
+storm; a main of unknown kind counts as sanitary), the one of largest diameter
+(unknown diameter counts as smallest); ties go to the smallest edge key. Outlet
+nodes have no out-edge. A node with no such out-edge is terminal.
+
+Lengths are in feet (``*_ft``), converted with ``G.graph["ft_per_unit"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import shapely
+
+from .. import rules
+from ..errors import ConfigError, NotFoundError, TopologyError
+
+log = logging.getLogger(__name__)
+
+
+def carries_flow(attrs: Iterable[Mapping[str, Any]]) -> np.ndarray:
+    """Whether each edge, given by its attribute dict, carries sanitary flow.
+
+    The rule is :func:`gisnet.rules.carries_sanitary_flow` (active, and of a
+    kind other than storm; an unknown kind counts as sanitary) applied to the
+    edges' ``kind`` and ``active`` attributes.
+    """
+    kind: list[Any] = []
+    active: list[Any] = []
+    for a in attrs:
+        kind.append(a.get("kind"))
+        active.append(a.get("active"))
+    df = pd.DataFrame({"kind": pd.Series(kind, dtype=object),
+                       "active": pd.Series(active, dtype=object)})
+    return np.asarray(rules.carries_sanitary_flow(df), dtype=bool)
+
+
+
+def _resolve(next_node: np.ndarray, step_ft: np.ndarray, stop: np.ndarray):
+    """Follow ``next_node`` pointers from every node to the first ``stop`` node.
+
+    Pointer jumping (doubling) over int indices: O(n log d) numpy work where d
+    is the longest chain, no Python loop over nodes.
+
+    Parameters
+    ----------
+    next_node
+        int array, next hop of each node, -1 for terminal nodes.
+    step_ft
+        float array, length (ft) of the hop from each node to its next.
+    stop
+        bool array, nodes where the walk stops (the node itself counts).
+
+    Returns
+    -------
+    target : int array
+        The first stop node at or after each node, -1 if the chain ends at a
+        terminal non-stop node or runs into a cycle with no stop node.
+    dist_ft : float array
+        Chain length (ft) from each node to its target, NaN where no target.
+    cyclic : bool array
+        True where the chain never ends (enters a cycle with no stop node).
+    """
+    n = len(next_node)
+    ar = np.arange(n)
+    fixed = stop | (next_node < 0)
+    ptr = np.where(fixed, ar, next_node)
+    w = np.where(fixed, 0.0, step_ft).astype(float)
+    for _ in range(max(1, math.ceil(math.log2(n + 1)) + 1)):
+        nptr = ptr[ptr]
+        if np.array_equal(nptr, ptr):
+            break
+        w = w + w[ptr]
+        ptr = nptr
+    ended = fixed[ptr]
+    found = ended & stop[ptr]
+    target = np.where(found, ptr, -1)
+    dist = np.where(found, w, np.nan)
+    return target, dist, ~ended
+
+
+@dataclass
+class EdgeArrays:
+    """The graph's edges as parallel arrays (edge index = position)."""
+
+    u: np.ndarray  # int node index
+    v: np.ndarray  # int node index
+    key: np.ndarray  # object: edge key
+    main_id: np.ndarray  # object
+    length_ft: np.ndarray  # float
+    diameter_in: np.ndarray  # float (NaN unknown)
+    eligible: np.ndarray  # bool: the graph's ``eligible`` attribute (tappable)
+    flowing: np.ndarray  # bool: carries sanitary flow (:func:`carries_flow`)
+    geometry: np.ndarray  # shapely LineStrings, working CRS
+
+
+class DownstreamIndex:
+    """First manhole, plant served and path lengths downstream of every node.
+
+    Built in one vectorised pass: each node's primary out-edge (see module
+    notes) becomes an int pointer, and pointer jumping resolves, for every
+    node at once, the first public active manhole and the outlet reached along
+    the primary-outflow chain, with chain lengths in feet. Nodes whose chain
+    runs into a cycle without a manhole (or outlet) get none and are flagged
+    in ``manhole_cyclic`` / ``outlet_cyclic``; nothing is dropped.
+
+    Parameters
+    ----------
+    G
+        Sewer graph per ``docs/architecture.md`` (MultiDiGraph, flow u -> v).
+
+    Attributes
+    ----------
+    nodes
+        Node ids (object array); a node's int index is its position.
+    next_edge, next_node
+        Primary out-edge index and its downstream node index (-1: terminal).
+    manhole
+        For each node, index of the first manhole at or after it (the node
+        itself if it is one), -1 if none.
+    manhole_ft
+        Chain length in feet from the node to that manhole (NaN if none).
+    outlet, outlet_ft
+        Same for the outlet (plant/outfall) the chain ends at.
+    manhole_cyclic, outlet_cyclic
+        Chain enters a cycle with no manhole / no outlet on it.
+
+    Examples
+    --------
+    >>> idx = DownstreamIndex(G)                       # doctest: +SKIP
+    >>> idx.first_manhole("J000012")                   # doctest: +SKIP
+    'MH-0042'
+    """
+
+    def __init__(self, G: nx.MultiDiGraph) -> None:
+        if not isinstance(G, nx.MultiDiGraph):
+            raise TopologyError("the sewer graph must be a networkx MultiDiGraph")
+        self.G = G
+        self.crs = G.graph.get("crs")
+        self.ft_per_unit = float(G.graph.get("ft_per_unit", 1.0))
+        tol = G.graph.get("snap_tolerance_ft")
+        self.snap_tolerance_ft = (rules.DEFAULT_SNAP_TOLERANCE_FT if tol is None
+                                  else float(tol))
+        nodes = list(G.nodes)
+        self.nodes = np.empty(len(nodes), dtype=object)
+        self.nodes[:] = nodes
+        self.node_index: dict[Any, int] = {n: i for i, n in enumerate(nodes)}
+        outlets = set(G.graph.get("outlets") or ())
+        ndata = G.nodes
+        self.is_manhole = np.fromiter(
+            (bool(ndata[n].get("is_manhole", False)) for n in nodes), bool, len(nodes)
+        )
+        self.is_outlet = np.fromiter(
+            (bool(ndata[n].get("outlet", False)) or n in outlets for n in nodes), bool, len(nodes)
+        )
+        self.edges = self._edge_arrays(G)
+        self.edge_index: dict[tuple[Any, Any, Any], int] = {
+            (nodes[a], nodes[b], k): i
+            for i, (a, b, k) in enumerate(
+                zip(self.edges.u, self.edges.v, self.edges.key, strict=True))
+        }
+        self.next_edge, self.next_node = self._primary_out_edges()
+        step = np.zeros(len(nodes))
+        has = self.next_edge >= 0
+        step[has] = self.edges.length_ft[self.next_edge[has]]
+        self.manhole, self.manhole_ft, self.manhole_cyclic = _resolve(
+            self.next_node, step, self.is_manhole
+        )
+        self.outlet, self.outlet_ft, self.outlet_cyclic = _resolve(
+            self.next_node, step, self.is_outlet
+        )
+        log.debug(
+            "downstream index: %d nodes, %d edges, %d without a manhole downstream",
+            len(nodes), len(self.edges.u), int((self.manhole < 0).sum()),
+        )
+
+    # -- construction -----------------------------------------------------
+
+    def _edge_arrays(self, G: nx.MultiDiGraph) -> EdgeArrays:
+        idx = self.node_index
+        rows = list(G.edges(keys=True, data=True))
+        m = len(rows)
+        u = np.fromiter((idx[r[0]] for r in rows), np.int64, m)
+        v = np.fromiter((idx[r[1]] for r in rows), np.int64, m)
+        key = np.empty(m, dtype=object)
+        key[:] = [r[2] for r in rows]
+        main_id = np.empty(m, dtype=object)
+        main_id[:] = [r[3].get("main_id", r[2]) for r in rows]
+        geom = np.empty(m, dtype=object)
+        geom[:] = [r[3].get("geometry") for r in rows]
+        length = np.array([r[3].get("length_ft", np.nan) for r in rows], dtype=float)
+        missing = ~np.isfinite(length)
+        if missing.any():
+            length[missing] = shapely.length(geom[missing].astype(object)) * self.ft_per_unit
+        diam = np.array(
+            [np.nan if r[3].get("diameter_in") is None else r[3]["diameter_in"] for r in rows],
+            dtype=float,
+        )
+        eligible = np.fromiter((bool(r[3].get("eligible", False)) for r in rows), bool, m)
+        flowing = carries_flow(r[3] for r in rows)
+        return EdgeArrays(u, v, key, main_id, length, diam, eligible, flowing, geom)
+
+    def _primary_out_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        e = self.edges
+        n = len(self.nodes)
+        next_edge = np.full(n, -1, dtype=np.int64)
+        cand = np.flatnonzero(e.flowing & ~self.is_outlet[e.u])
+        if len(cand):
+            df = pd.DataFrame(
+                {
+                    "e": cand,
+                    "u": e.u[cand],
+                    "d": np.nan_to_num(e.diameter_in[cand], nan=-np.inf),
+                    "k": [str(k) for k in e.key[cand]],
+                }
+            )
+            df = df.sort_values(["u", "d", "k"], ascending=[True, False, True], kind="stable")
+            first = df.drop_duplicates("u", keep="first")
+            next_edge[first["u"].to_numpy()] = first["e"].to_numpy()
+        next_node = np.where(next_edge >= 0, e.v[np.maximum(next_edge, 0)], -1)
+        return next_edge, next_node
+
+    @classmethod
+    def of(cls, G: nx.MultiDiGraph, index: DownstreamIndex | None = None) -> DownstreamIndex:
+        """``index`` if given (it must have been built for ``G``), else a new index of ``G``.
+
+        Raises
+        ------
+        ConfigError
+            If ``index`` was built for another graph.
+        """
+        if index is None:
+            return cls(G)
+        if index.G is not G:
+            raise ConfigError("the DownstreamIndex given was built for another graph")
+        return index
+
+    # -- lookups ----------------------------------------------------------
+
+    def _node(self, node_id: Any) -> int:
+        try:
+            return self.node_index[node_id]
+        except KeyError:
+            raise NotFoundError(f"node {node_id!r} is not in the sewer graph", layer="graph",
+                                feature=node_id) from None
+
+    def first_manhole(self, node_id: Any, *, include_self: bool = False) -> Any:
+        """Id of the first public active manhole downstream of a node.
+
+        ``include_self=False`` (the default) starts from the node's primary
+        out-edge; ``True`` returns the node itself if it is a manhole.
+        None if the chain reaches no manhole.
+        """
+        i = self._node(node_id)
+        if not include_self:
+            i = self.next_node[i]
+            if i < 0:
+                return None
+        m = self.manhole[i]
+        return None if m < 0 else self.nodes[m]
+
+    def outlet_of(self, node_id: Any) -> Any:
+        """Id of the outlet (plant/outfall) the node's chain reaches, or None."""
+        o = self.outlet[self._node(node_id)]
+        return None if o < 0 else self.nodes[o]
+
+    def edge_of(self, u: Any, v: Any, key: Any) -> int:
+        """Edge index of ``(u, v, key)``."""
+        try:
+            return self.edge_index[(u, v, key)]
+        except KeyError:
+            raise NotFoundError(f"edge {u}->{v} ({key}) is not in the sewer graph",
+                                layer="graph", feature=key) from None
+
+    def chain_edges(self, start: int, stop: int = -1) -> list[int]:
+        """Edge indices along the primary chain from node index ``start`` until
+        node index ``stop`` (or the end of the chain; a cycle ends it)."""
+        out: list[int] = []
+        seen = set()
+        i = start
+        while i >= 0 and i != stop and i not in seen:
+            seen.add(i)
+            e = self.next_edge[i]
+            if e < 0:
+                break
+            out.append(int(e))
+            i = int(self.next_node[i])
+        return out
+
+    def tap_targets(
+        self, edge: np.ndarray, tap_ft: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Control manhole and outlet of taps, vectorised.
+
+        Parameters
+        ----------
+        edge
+            Edge index of each tap (-1 for none).
+        tap_ft
+            Distance (ft) of each tap along its edge from the upstream end.
+
+        Returns
+        -------
+        manhole, manhole_ft, outlet, outlet_ft
+            Node indices (-1 none) and path lengths in feet from the tap.
+        """
+        edge = np.asarray(edge, dtype=np.int64)
+        ok = edge >= 0
+        e = np.maximum(edge, 0)
+        e_arr = self.edges
+        v = e_arr.v[e]
+        u = e_arr.u[e]
+        rest = np.maximum(e_arr.length_ft[e] - np.asarray(tap_ft, dtype=float), 0.0)
+        at_u = ok & (np.asarray(tap_ft, dtype=float) <= 0.0) & self.is_manhole[u]
+        mh = np.where(ok, self.manhole[v], -1)
+        mh_ft = np.where(ok, rest + self.manhole_ft[v], np.nan)
+        mh = np.where(at_u, u, mh)
+        mh_ft = np.where(at_u, 0.0, mh_ft)
+        out = np.where(ok, self.outlet[v], -1)
+        out_ft = np.where(ok, rest + self.outlet_ft[v], np.nan)
+        return mh, mh_ft, out, out_ft

@@ -1,0 +1,390 @@
+"""Connection points: where each building sewer joins the public sewer (the *tap*).
+
+A building's tap is the end of its lateral lying on an eligible main, else its
+centroid (a parcel's representative point) projected onto the nearest eligible
+main. *Eligible* is the graph's ``eligible`` edge attribute, set by
+:mod:`gisnet.graph` with :func:`gisnet.rules.is_eligible_for_connection`
+(public, active, gravity, of a kind the profile's ``connection.eligible_kinds``
+names); storm, private, inactive and force mains are never tapped. Geometry is
+in the graph's working CRS, lengths in feet.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import shapely
+
+from .index import DownstreamIndex
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..town import Town
+
+log = logging.getLogger(__name__)
+
+#: Columns of :func:`connection_points`.
+POINT_COLUMNS = [
+    "building_id",
+    "parcel_id",
+    "user_id",
+    "main_id",
+    "edge_u",
+    "edge_v",
+    "edge_key",
+    "tap_distance_ft",
+    "offset_ft",
+    "source",
+]
+
+
+def _as_points(geoms: np.ndarray, *, polygon_point: str) -> np.ndarray:
+    """Points for features: points as they are, lines/polygons by centroid or
+    representative point (``polygon_point``)."""
+    geoms = np.asarray(geoms, dtype=object)
+    out = np.empty(len(geoms), dtype=object)
+    if not len(geoms):
+        return out
+    missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+    tid = shapely.get_type_id(geoms)
+    pts = tid == 0
+    out[pts] = geoms[pts]
+    other = ~pts & ~missing
+    if other.any():
+        fn = shapely.centroid if polygon_point == "centroid" else shapely.point_on_surface
+        out[other] = fn(geoms[other])
+    out[missing] = None
+    return out
+
+
+def _project(index: DownstreamIndex, points: np.ndarray):
+    """Project points onto their nearest eligible edge.
+
+    Returns edge index (-1 where no point or no eligible edge), fraction along
+    the edge (0..1 from its upstream end), tap point and offset (ft) from the
+    point to its tap. Ties between equidistant edges go to the lowest edge
+    index (deterministic).
+    """
+    n = len(points)
+    edge = np.full(n, -1, dtype=np.int64)
+    frac = np.full(n, np.nan)
+    taps = np.empty(n, dtype=object)
+    offset = np.full(n, np.nan)
+    elig = np.flatnonzero(index.edges.eligible)
+    has = np.flatnonzero(~shapely.is_missing(points.astype(object)))
+    if not len(elig) or not len(has):
+        return edge, frac, taps, offset
+    geoms = index.edges.geometry[elig]
+    tree = shapely.STRtree(geoms)
+    (qi, ti), dist = _query_nearest(tree, points[has])
+    order = np.lexsort((ti, qi))  # per query the lowest tree index first
+    qi, ti, dist = qi[order], ti[order], dist[order]
+    first = np.ones(len(qi), bool)
+    first[1:] = qi[1:] != qi[:-1]
+    rows = has[qi[first]]
+    e = elig[ti[first]]
+    edge[rows] = e
+    g = index.edges.geometry[e]
+    f = shapely.line_locate_point(g, points[rows], normalized=True)
+    frac[rows] = f
+    taps[rows] = shapely.line_interpolate_point(g, f, normalized=True)
+    offset[rows] = dist[first] * index.ft_per_unit
+    return edge, frac, taps, offset
+
+
+#: Above this many points the nearest-main query is split over two threads
+#: (shapely releases the GIL; measured about 2x on 2 cores).
+THREADED_QUERY_MIN = 100_000
+
+
+def _query_nearest(tree: shapely.STRtree, pts: np.ndarray):
+    """``tree.query_nearest(pts, all_matches=True, return_distance=True)``,
+    in two threads for large inputs. Returns ((query idx, tree idx), dist)."""
+    if len(pts) < THREADED_QUERY_MIN:
+        return tree.query_nearest(pts, all_matches=True, return_distance=True)
+    half = len(pts) // 2
+    chunks = [(0, pts[:half]), (half, pts[half:])]
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        parts = list(ex.map(
+            lambda c: tree.query_nearest(c[1], all_matches=True, return_distance=True), chunks))
+    qi = np.concatenate([p[0][0] + off for p, (off, _) in zip(parts, chunks, strict=True)])
+    ti = np.concatenate([p[0][1] for p in parts])
+    dist = np.concatenate([p[1] for p in parts])
+    return (qi, ti), dist
+
+
+def _lateral_taps(index: DownstreamIndex, laterals: gpd.GeoDataFrame):
+    """Tap of each lateral: of its two ends, the one nearer an eligible edge,
+    projected onto that edge. Returns (edge, frac, taps, offset_ft, house_end)."""
+    geoms = laterals.geometry.to_numpy()
+    n = len(geoms)
+    starts = shapely.get_point(geoms, 0)
+    ends = shapely.get_point(geoms, -1)
+    both = np.concatenate([starts, ends])
+    edge, frac, taps, offset = _project(index, both)
+    off = np.where(np.isnan(offset), np.inf, offset)
+    use_end = off[n:] < off[:n]
+    pick = np.where(use_end, np.arange(n) + n, np.arange(n))
+    house = np.where(use_end, starts, ends)
+    return edge[pick], frac[pick], taps[pick], offset[pick], house
+
+
+def _id_series(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
+    if gdf is None or col not in gdf:
+        return pd.Series([None] * (0 if gdf is None else len(gdf)), dtype=object)
+    s = gdf[col].astype(object)
+    return s.where(s.notna(), None).reset_index(drop=True)
+
+
+def features_to_connect(town: Town) -> pd.DataFrame:
+    """Rows to connect: each building, each parcel without a building."""
+    parcels = town.layers["parcels"]
+    buildings = town.layer("buildings")
+    frames = []
+    b_parcel = pd.Series([], dtype=object)
+    if buildings is not None and len(buildings):
+        pts = _as_points(buildings.geometry.to_numpy(), polygon_point="centroid")
+        b_parcel = _id_series(buildings, "parcel_id")
+        missing = b_parcel.isna().to_numpy() & ~shapely.is_missing(pts.astype(object))
+        if missing.any() and len(parcels):
+            # building without a parcel id: the parcel its point lies in
+            qi, pi = parcels.sindex.query(pts[missing], predicate="intersects")
+            fill = pd.Series(parcels["parcel_id"].to_numpy()[pi], index=qi)
+            fill = fill[~fill.index.duplicated()]
+            idx = np.flatnonzero(missing)
+            b_parcel = b_parcel.copy()
+            b_parcel.iloc[idx[fill.index.to_numpy()]] = fill.to_numpy()
+        frames.append(
+            pd.DataFrame(
+                {
+                    "building_id": _id_series(buildings, "building_id"),
+                    "parcel_id": b_parcel,
+                    "user_id": None,
+                    "point": pts,
+                }
+            )
+        )
+    with_bldg = set(b_parcel.dropna())
+    p_ids = _id_series(parcels, "parcel_id")
+    lone = ~p_ids.isin(with_bldg).to_numpy()
+    if lone.any():
+        pts = _as_points(parcels.geometry.to_numpy()[lone], polygon_point="representative")
+        frames.append(
+            pd.DataFrame(
+                {"building_id": None, "parcel_id": p_ids[lone].to_numpy(), "user_id": None,
+                 "point": pts}
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=["building_id", "parcel_id", "user_id", "point"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _empty_points(crs: Any) -> gpd.GeoDataFrame:
+    df = pd.DataFrame({c: pd.Series([], dtype=object) for c in POINT_COLUMNS})
+    return gpd.GeoDataFrame(df, geometry=gpd.GeoSeries([], crs=crs), crs=crs)
+
+
+def locate_taps(
+    index: DownstreamIndex, feats: pd.DataFrame, laterals: gpd.GeoDataFrame | None
+) -> tuple[gpd.GeoDataFrame, list[Any]]:
+    """Taps for feature rows (``building_id, parcel_id, user_id, point``).
+
+    Returns the points and the ids of laterals that do not end on an eligible
+    main (not used)."""
+    n = len(feats)
+    edge = np.full(n, -1, dtype=np.int64)
+    frac = np.full(n, np.nan)
+    taps = np.empty(n, dtype=object)
+    offset = np.full(n, np.nan)
+    source = np.full(n, None, dtype=object)
+    off_main: list[Any] = []
+    if laterals is not None and len(laterals) and n:
+        le, lf, lt, lo, house = _lateral_taps(index, laterals)
+        lat = pd.DataFrame(
+            {
+                "building_id": _id_series(laterals, "building_id"),
+                "parcel_id": _id_series(laterals, "parcel_id"),
+                "i": np.arange(len(laterals)),
+            }
+        )
+        # a lateral gives the tap only if its main end lies on an eligible
+        # main (within the snap tolerance); one drawn to a storm, private or
+        # inactive main does not, and its building is projected instead
+        on_main = (le >= 0) & (np.nan_to_num(lo, nan=np.inf) <= index.snap_tolerance_ft)
+        off_main = _id_series(laterals, "lateral_id")[~on_main].tolist() \
+            if "lateral_id" in laterals else [str(i) for i in np.flatnonzero(~on_main)]
+        lat = lat[on_main]
+        assigned = np.full(n, -1, dtype=np.int64)
+        # 1. by building id; 2. by parcel id (a rear building shares the front
+        # building's sewer); first lateral in layer order wins.
+        for col in ("building_id", "parcel_id"):
+            look = lat.dropna(subset=[col]).drop_duplicates(col).set_index(col)["i"]
+            if not len(look):
+                continue
+            keys = feats[col].to_numpy()
+            hit = pd.Series(keys).map(look).to_numpy()
+            take = (assigned < 0) & pd.notna(hit)
+            assigned[take] = hit[take].astype(np.int64)
+        got = assigned >= 0
+        a = assigned[got]
+        edge[got], frac[got], taps[got], offset[got] = le[a], lf[a], lt[a], lo[a]
+        # offset of a lateral tap: from the feature point along the lateral's
+        # straight line is not meaningful; report the tap's distance from the
+        # lateral's house end instead.
+        offset[got] = shapely.distance(house[a], lt[a]) * index.ft_per_unit
+        source[got] = "lateral"
+    todo = np.flatnonzero(edge < 0)
+    if len(todo):
+        pe, pf, pt, po = _project(index, feats["point"].to_numpy()[todo])
+        edge[todo], frac[todo], taps[todo], offset[todo] = pe, pf, pt, po
+        source[todo[pe >= 0]] = "projected"
+    ok = edge >= 0
+    e = np.maximum(edge, 0)
+    E = index.edges
+    nodes = index.nodes
+
+    def _col(values: np.ndarray) -> np.ndarray:
+        out = np.empty(n, dtype=object)
+        out[:] = None
+        out[ok] = values[ok]
+        return out
+
+    gdf = gpd.GeoDataFrame(
+        {
+            "building_id": feats["building_id"].to_numpy(dtype=object),
+            "parcel_id": feats["parcel_id"].to_numpy(dtype=object),
+            "user_id": feats["user_id"].to_numpy(dtype=object),
+            "main_id": _col(E.main_id[e]),
+            "edge_u": _col(nodes[E.u[e]]),
+            "edge_v": _col(nodes[E.v[e]]),
+            "edge_key": _col(E.key[e]),
+            "tap_distance_ft": np.where(ok, frac * E.length_ft[e], np.nan),
+            "offset_ft": offset,
+            "source": source,
+        },
+        geometry=gpd.GeoSeries(taps, crs=index.crs),
+        crs=index.crs,
+    )
+    return gdf, off_main
+
+
+def connection_points(
+    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None
+) -> gpd.GeoDataFrame:
+    """The point where each building sewer joins the public sewer (the tap).
+
+    One row per building, one per parcel without a building, and one per
+    industrial user. With a laterals layer, a building's tap is the end of its
+    lateral (matched by ``building_id``, else by ``parcel_id``) lying on an
+    eligible main, within the graph's snap tolerance, projected onto that
+    main; a lateral ending elsewhere (on a storm, private or inactive main) is
+    not used and reported (``lateral_off_main``). Otherwise the
+    building's centroid (a parcel's representative point) is projected onto
+    the nearest eligible main (``STRtree.query_nearest``, vectorised;
+    equidistant mains: the first in graph edge order). Storm, private,
+    inactive and force mains are never tapped. A user takes its building's tap
+    (by ``building_id``), else its parcel's first, else its own geometry's.
+
+    Parameters
+    ----------
+    town
+        Loaded town (layers in the working CRS).
+    G
+        Sewer graph of the town.
+    index
+        A :class:`DownstreamIndex` of ``G`` to reuse.
+
+    Returns
+    -------
+    GeoDataFrame
+        ``building_id, parcel_id, user_id, main_id, edge_u, edge_v, edge_key,
+        tap_distance_ft`` (ft along the edge from its upstream end),
+        ``offset_ft`` (ft from the feature point, or lateral house end, to the
+        tap), ``source`` (``lateral`` | ``projected`` | null when nothing is
+        tappable) and the tap point geometry (working CRS).
+    """
+    idx = DownstreamIndex.of(G, index)
+    feats = features_to_connect(town)
+    laterals = town.layer("laterals")
+    pts, off_main = locate_taps(idx, feats, laterals)
+    if off_main:
+        town.report.add(
+            "lateral_off_main", "warning",
+            f"{len(off_main)} lateral(s) do not end on an eligible public sanitary main "
+            f"(within {idx.snap_tolerance_ft:g} ft; e.g. drawn to a storm, private or inactive "
+            "main); their buildings were projected onto the nearest eligible main instead",
+            layer="laterals", feature_id=",".join(str(x) for x in off_main[:50]),
+        )
+    users = town.layer("users")
+    if users is not None and len(users):
+        pts = pd.concat([pts, _user_points(idx, users, pts, laterals, town)], ignore_index=True)
+    if not len(pts):
+        return _empty_points(idx.crs)
+    out = gpd.GeoDataFrame(pts, geometry="geometry", crs=idx.crs)
+    none = out["source"].isna()
+    if none.any():
+        town.report.add(
+            "no_connection_point", "warning",
+            f"{int(none.sum())} building(s)/parcel(s)/user(s) could not be given a connection "
+            "point (no geometry or no eligible public sanitary main)",
+            layer="buildings",
+        )
+    log.info("connection points: %d (%d by lateral)", len(out),
+             int((out["source"] == "lateral").sum()))
+    return out
+
+
+def _user_points(
+    idx: DownstreamIndex,
+    users: gpd.GeoDataFrame,
+    pts: gpd.GeoDataFrame,
+    laterals: gpd.GeoDataFrame | None,
+    town: Town,
+) -> gpd.GeoDataFrame:
+    uid = _id_series(users, "user_id")
+    ub = _id_series(users, "building_id")
+    up = _id_series(users, "parcel_id")
+    cols = [*POINT_COLUMNS, "geometry"]
+    by_b = pts.dropna(subset=["building_id"]).drop_duplicates("building_id").set_index(
+        "building_id")[cols[1:]] if len(pts) else None
+    by_p = pts.dropna(subset=["parcel_id"]).drop_duplicates("parcel_id").set_index(
+        "parcel_id")[cols[2:]] if len(pts) else None
+    rows: list[dict[str, Any]] = []
+    own: list[int] = []
+    for i in range(len(users)):
+        b, p = ub.iloc[i], up.iloc[i]
+        if b is not None and by_b is not None and b in by_b.index:
+            r = by_b.loc[b].to_dict()
+            r["building_id"] = b
+        elif p is not None and by_p is not None and p in by_p.index:
+            r = by_p.loc[p].to_dict()
+            r["building_id"] = b
+            r["parcel_id"] = p
+        else:
+            own.append(i)
+            r = {"building_id": b, "parcel_id": p}
+        r["user_id"] = uid.iloc[i]
+        rows.append(r)
+    out = gpd.GeoDataFrame(pd.DataFrame(rows, columns=cols), geometry="geometry", crs=idx.crs)
+    if own:
+        geoms = users.geometry.to_numpy() if users.geometry is not None else None
+        if geoms is not None:
+            feats = pd.DataFrame(
+                {"building_id": ub.iloc[own].to_numpy(dtype=object),
+                 "parcel_id": up.iloc[own].to_numpy(dtype=object),
+                 "user_id": uid.iloc[own].to_numpy(dtype=object),
+                 "point": _as_points(geoms[own], polygon_point="representative")}
+            )
+            located, _ = locate_taps(idx, feats, laterals)
+            for j, i in enumerate(own):
+                for c in cols:
+                    out.at[i, c] = located.iloc[j][c]
+    for c in ("tap_distance_ft", "offset_ft"):
+        out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    return out
