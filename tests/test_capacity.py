@@ -310,6 +310,96 @@ def test_cycle_reported_not_computed_and_downstream_still_computed():
     assert len(G.edges) == 5  # nothing dropped
 
 
+def test_unknown_kind_carries_flow_storm_and_inactive_do_not():
+    # gisnet.rules: a main of unknown kind is sanitary; storm mains and inactive
+    # mains carry none. One chain A -> B -> C -> D -> E, 1,000 gpd tapped at the top.
+    nodes = {n: (100 * i, 0, "manhole") for i, n in enumerate("ABCDE")}
+    G = make_graph(nodes, [("S", "A", "B", 8, {}), ("U", "B", "C", 8, {"kind": "unknown"}),
+                           ("W", "C", "D", 8, {"kind": "storm"}),
+                           ("X", "D", "E", 8, {"active": False})])
+    town = make_town(parcels=metered_parcels({"p": 1000}))
+    res = cap.compute_capacity(town, G, points=points_for([("p", None, "S")]))
+    p = res.pipes.set_index("main_id")
+    assert p.loc["U", "computed"] and p.loc["U", "avg_flow_gpd"] == pytest.approx(1000)
+    assert not p.loc["W", "computed"] and np.isnan(p.loc["W", "avg_flow_gpd"])
+    assert "no_sanitary_flow" in p.loc["W", "flags"].split(";")
+    assert "inactive" in p.loc["X", "flags"].split(";")
+    assert cap.sanitary_flow_edges(res.network).tolist() == [True, True, False, False]
+
+
+def test_totals_and_layers(five):
+    town, G, pts = five
+    res = cap.compute_capacity(town, G, points=pts)
+    p = res.pipes
+    # as gisnet run's summary: counts of the pipes_capacity layer, each plant's row
+    assert res.totals["pipes"] == {
+        "pipes": 5, "over_threshold": int(p["over_threshold"].sum()),
+        "surcharged": int(p["surcharged"].sum()), "no_capacity": 0}
+    (plant,) = res.totals["plants"]
+    assert plant["plant_id"] == "P1" and plant["basis"] == "accumulated"
+    assert plant["ratio"] == pytest.approx(0.69) and plant["over_threshold"] is False
+    assert set(res.layers()) == {"pipes_capacity", "plants"}
+    # no plants layer: no "plants" key, as gisnet run leaves it out
+    bare = cap.compute_capacity(make_town(parcels=town.layers["parcels"]), G, points=pts)
+    assert set(bare.totals) == {"pipes"}
+
+
+def test_peaking_none_and_unimplemented_formula(five):
+    from types import SimpleNamespace
+
+    from gisnet.profile import profile_from_dict
+
+    town, G, pts = five
+    raw = load_profile("berlin-nh").raw
+    raw["flow"]["peaking_formula"] = "none"
+    flat = Town(name="t", crs=CRS, ft_per_unit=1.0, layers=town.layers,
+                profile=profile_from_dict(raw), settings=TownSettings())
+    p = cap.compute_capacity(flat, G, points=pts).pipes.set_index("main_id")
+    # no peaking: peak = average (domestic 325,000 + industrial 20,000 on M5)
+    assert p["peaking_factor"].tolist() == [1.0] * 5
+    assert p.loc["M5", "peak_flow_gpd"] == pytest.approx(345_000)
+    # the profile is the authority: only what it accepts is implemented
+    assert cap.PEAKING_FORMULAS == ("harmon", "none")
+    with pytest.raises(ConfigError, match="ten_states"):
+        cap.peaking_factor(np.array([100.0]), SimpleNamespace(
+            peaking_formula="ten_states", peaking_cap=4.0, peaking_min=1.0))
+
+
+def test_index_is_explicit_and_of_the_same_graph(five):
+    from gisnet.tracing import DownstreamIndex
+
+    town, G, pts = five
+    index = DownstreamIndex(G)
+    res = cap.compute_capacity(town, G, points=pts, index=index)
+    assert res.index is index
+    other = make_graph(FIVE_NODES, FIVE_PIPES, outlets=("P1",))
+    with pytest.raises(ConfigError):
+        cap.compute_capacity(town, G, points=pts, index=DownstreamIndex(other))
+    with pytest.raises(ConfigError):
+        cap.whatif(town, G, res, parcel_id="p1", flow_gpd=100, index=DownstreamIndex(other))
+    # the what-if reuses the result without changing it
+    before = res.pipes.copy()
+    w = cap.whatif(town, G, res, parcel_id="p1", flow_gpd=100, index=index)
+    assert w.control_manhole == "B"
+    pd.testing.assert_frame_equal(res.pipes, before)
+    # without an index one is built for the graph
+    assert isinstance(cap.compute_capacity(town, G, points=pts).index, DownstreamIndex)
+
+
+def test_parcel_flows_module_imports_neither_capacity_nor_tracing():
+    import subprocess
+    import sys
+
+    code = ("import sys, gisnet.flows as f; "
+            "print(sorted(m for m in sys.modules if m in ('gisnet.capacity', 'gisnet.tracing')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
+    from gisnet.flows import parcel_flows
+
+    assert cap.parcel_flows is parcel_flows
+
+
 # --------------------------------------------------------------------------- plants
 
 
