@@ -60,13 +60,27 @@ DISTANCE_TOLERANCE_FT = 0.005
 DEFAULT_SNAP_TOLERANCE_FT = 1.0
 
 
-def _text(df: pd.DataFrame, col: str) -> pd.Series | None:
+def _coded(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]] | None:
+    """A coded text column as (codes, distinct values stripped and lower-cased).
+
+    Missing values get the last code, whose value is ``""``. Coded columns hold a
+    handful of values over hundreds of thousands of rows, so every predicate is
+    decided once per distinct value and spread back with the codes.
+    """
     if col not in df.columns:
         return None
-    s = df[col]
-    return s.astype(object).where(s.notna(), None).map(
-        lambda v: v.strip().lower() if isinstance(v, str) else v
-    )
+    codes, uniques = pd.factorize(df[col], use_na_sentinel=True)
+    values = [str(u).strip().lower() for u in uniques] + [""]
+    codes = np.where(codes < 0, len(values) - 1, codes)
+    return codes, values
+
+
+def _decide(df: pd.DataFrame, col: str, test: Any, missing_column: bool) -> np.ndarray:
+    coded = _coded(df, col)
+    if coded is None:
+        return np.full(len(df), missing_column, dtype=bool)
+    codes, values = coded
+    return np.array([bool(test(v)) for v in values], dtype=bool)[codes]
 
 
 def _bool(df: pd.DataFrame, col: str, default: bool) -> np.ndarray:
@@ -81,10 +95,7 @@ def is_public(df: pd.DataFrame) -> np.ndarray:
     """
     if "public" in df.columns:
         return _bool(df, "public", True)
-    owner = _text(df, "owner")
-    if owner is None:
-        return np.ones(len(df), dtype=bool)
-    return (owner != "private").to_numpy(dtype=bool)
+    return _decide(df, "owner", lambda v: v != "private", True)
 
 
 def is_active(df: pd.DataFrame) -> np.ndarray:
@@ -95,33 +106,31 @@ def is_active(df: pd.DataFrame) -> np.ndarray:
     """
     if "active" in df.columns:
         return _bool(df, "active", True)
-    status = _text(df, "status")
-    if status is None:
-        return np.ones(len(df), dtype=bool)
-    return (status.isna() | status.isin(("",) + ACTIVE_STATUSES)).to_numpy(dtype=bool)
+    return _decide(df, "status", lambda v: v in ("",) + ACTIVE_STATUSES, True)
+
+
+def _effective(value: str) -> str:
+    return UNKNOWN_KIND_TREATED_AS if value in ("", "unknown") else value
 
 
 def kind_is_unknown(df: pd.DataFrame) -> np.ndarray:
     """Mains whose kind is unknown (null, empty or ``unknown``)."""
-    kind = _text(df, "kind")
-    if kind is None:
-        return np.ones(len(df), dtype=bool)
-    return (kind.isna() | kind.isin(("", "unknown"))).to_numpy(dtype=bool)
+    return _decide(df, "kind", lambda v: v in ("", "unknown"), True)
 
 
 def effective_kind(df: pd.DataFrame) -> np.ndarray:
     """Each main's kind as the rules read it: unknown -> :data:`UNKNOWN_KIND_TREATED_AS`."""
-    kind = _text(df, "kind")
-    if kind is None:
+    coded = _coded(df, "kind")
+    if coded is None:
         return np.full(len(df), UNKNOWN_KIND_TREATED_AS, dtype=object)
-    out = kind.to_numpy(dtype=object).copy()
-    out[kind_is_unknown(df)] = UNKNOWN_KIND_TREATED_AS
-    return out
+    codes, values = coded
+    return np.array([_effective(v) for v in values], dtype=object)[codes]
 
 
 def is_gravity(df: pd.DataFrame) -> np.ndarray:
     """Gravity mains: every kind but ``force`` (an unknown kind counts as gravity)."""
-    return ~np.isin(effective_kind(df), NON_GRAVITY_KINDS)
+    return _decide(df, "kind", lambda v: _effective(v) not in NON_GRAVITY_KINDS,
+                   _effective("") not in NON_GRAVITY_KINDS)
 
 
 def carries_sanitary_flow(df: pd.DataFrame) -> np.ndarray:
@@ -130,7 +139,9 @@ def carries_sanitary_flow(df: pd.DataFrame) -> np.ndarray:
     Ownership does not matter: a private main still carries its users' flow
     into the public sewer.
     """
-    return is_active(df) & np.isin(effective_kind(df), SANITARY_FLOW_KINDS)
+    kind_ok = _decide(df, "kind", lambda v: _effective(v) in SANITARY_FLOW_KINDS,
+                      _effective("") in SANITARY_FLOW_KINDS)
+    return is_active(df) & kind_ok
 
 
 def is_eligible_for_connection(
@@ -145,7 +156,8 @@ def is_eligible_for_connection(
     """
     kinds = tuple(DEFAULT_ELIGIBLE_KINDS if eligible_kinds is None else eligible_kinds)
     kinds = tuple(k for k in kinds if k not in NON_GRAVITY_KINDS)
-    return is_public(df) & is_active(df) & is_gravity(df) & np.isin(effective_kind(df), kinds)
+    kind_ok = _decide(df, "kind", lambda v: _effective(v) in kinds, _effective("") in kinds)
+    return is_public(df) & is_active(df) & kind_ok
 
 
 def unknown_kind_message(n: int) -> str:

@@ -29,7 +29,7 @@ of :mod:`gisnet.rules`; the thresholds and unit flows are the profile's
 from __future__ import annotations
 
 from ..flows import parcel_flows
-from ..rules import exceeds  # re-exported for gisnet.sampling until it imports gisnet.rules
+
 from .formulas import (MANNING_K, PEAKING_FORMULAS, harmon_peaking_factor, manning_full_flow_cfs,
                        min_slope_ft_per_ft, peaking_factor)
 from .network import (Accumulation, Network, accumulate, edge_inflows, graph_arrays,
@@ -41,7 +41,7 @@ from .whatif import WhatIfResult, approvals, whatif
 __all__ = [
     "MANNING_K", "PEAKING_FORMULAS", "PIPE_FLAGS", "PLANT_COLUMNS", "Accumulation",
     "CapacityResult", "Network", "WhatIfResult", "accumulate", "approvals", "compute_capacity",
-    "edge_inflows", "exceeds", "graph_arrays", "harmon_peaking_factor", "manning_full_flow_cfs",
+    "edge_inflows", "graph_arrays", "harmon_peaking_factor", "manning_full_flow_cfs",
     "min_slope_ft_per_ft", "parcel_flows", "peaking_factor", "plant_layer", "plant_window",
     "sanitary_flow_edges", "whatif",
 ]
