@@ -206,7 +206,8 @@ def test_eligible_mask_reads_loader_columns():
          main("c", [(0, 0), (1, 0)], kind="storm"), main("d", [(0, 0), (1, 0)], owner=None),
          main("e", [(0, 0), (1, 0)], status=None), main("f", [(0, 0), (1, 0)], kind=None),
          main("g", [(0, 0), (1, 0)], kind="unknown"), main("h", [(0, 0), (1, 0)], owner="private"),
-         main("i", [(0, 0), (1, 0)], status="abandoned"), main("j", [(0, 0), (1, 0)], kind="force")],
+         main("i", [(0, 0), (1, 0)], status="abandoned"),
+         main("j", [(0, 0), (1, 0)], kind="force")],
     )
     # a main of unknown kind is a sanitary main (gisnet.rules.effective_kind), as for the graph
     assert eligible_mask(town.layers["mains"], town.profile).tolist() == [

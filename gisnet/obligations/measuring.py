@@ -23,6 +23,7 @@ available (:func:`availability`) and whether its building is new
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import geopandas as gpd
 import numpy as np
@@ -34,6 +35,9 @@ from ..errors import CRSError
 from ..rules import is_eligible_for_connection, within
 from ..town import Town
 from .spatial import flag_values, text_values
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..profile import Profile
 
 
 def check_town(town: Town) -> None:
@@ -49,7 +53,7 @@ def check_town(town: Town) -> None:
                        layer="parcels")
 
 
-def eligible_mask(mains: gpd.GeoDataFrame, profile: object) -> np.ndarray:
+def eligible_mask(mains: gpd.GeoDataFrame, profile: Profile) -> np.ndarray:
     """Mains an obligation is measured to: eligible for connection and with a geometry.
 
     Eligibility is :func:`gisnet.rules.is_eligible_for_connection` with the
@@ -60,8 +64,7 @@ def eligible_mask(mains: gpd.GeoDataFrame, profile: object) -> np.ndarray:
     """
     g = mains.geometry.values
     has_geometry = ~(shapely.is_missing(g) | shapely.is_empty(g))
-    kinds = profile.connection.eligible_kinds  # type: ignore[attr-defined]
-    return is_eligible_for_connection(mains, kinds) & has_geometry
+    return is_eligible_for_connection(mains, profile.connection.eligible_kinds) & has_geometry
 
 
 @dataclass
