@@ -204,10 +204,21 @@ def test_eligible_mask_reads_loader_columns():
         [{"parcel_id": "P", "geometry": box(0, 0, 1, 1)}],
         [main("a", [(0, 0), (1, 0)]), main("b", [(0, 0), (1, 0)], kind="combined"),
          main("c", [(0, 0), (1, 0)], kind="storm"), main("d", [(0, 0), (1, 0)], owner=None),
-         main("e", [(0, 0), (1, 0)], status=None), main("f", [(0, 0), (1, 0)], kind=None)],
+         main("e", [(0, 0), (1, 0)], status=None), main("f", [(0, 0), (1, 0)], kind=None),
+         main("g", [(0, 0), (1, 0)], kind="unknown"), main("h", [(0, 0), (1, 0)], owner="private"),
+         main("i", [(0, 0), (1, 0)], status="abandoned"),
+         main("j", [(0, 0), (1, 0)], kind="force")],
     )
+    # a main of unknown kind is a sanitary main (gisnet.rules.effective_kind), as for the graph
     assert eligible_mask(town.layers["mains"], town.profile).tolist() == [
-        True, True, False, True, True, False]
+        True, True, False, True, True, True, True, False, False, False]
+
+
+def test_eligible_mask_needs_a_geometry():
+    mains = [main("a", [(0, 0), (1, 0)]), main("b", [(0, 0), (1, 0)])]
+    town = make_town([{"parcel_id": "P", "geometry": box(0, 0, 1, 1)}], mains)
+    town.layers["mains"].loc[1, "geometry"] = None
+    assert eligible_mask(town.layers["mains"], town.profile).tolist() == [True, False]
 
 
 def test_ties_resolved_by_lowest_main_id():
@@ -492,7 +503,8 @@ def test_lonlat_input_gives_the_same_feet(cambridge, tmp_path):
 
 
 def test_lonlat_files_through_the_loader(cambridge, tmp_path):
-    io = pytest.importorskip("gisnet.io")
+    from gisnet import io
+
     sub = cambridge.iloc[::80].reset_index(drop=True)[["ML", "geometry"]]
     sub = sub.rename(columns={"ML": "PARCEL_ID"})
     mains_sp = gpd.GeoDataFrame(
@@ -503,10 +515,12 @@ def test_lonlat_files_through_the_loader(cambridge, tmp_path):
     mains_sp.to_crs("EPSG:4326").to_file(tmp_path / "mains_ll.geojson")
     sub.to_crs("EPSG:2249").to_file(tmp_path / "parcels_sp.gpkg")
     mains_sp.to_file(tmp_path / "mains_sp.gpkg")
-    ll = io.load_town(tmp_path, overrides={"parcels": tmp_path / "parcels_ll.geojson",
-                                           "mains": tmp_path / "mains_ll.geojson"})
-    sp = io.load_town(tmp_path, overrides={"parcels": tmp_path / "parcels_sp.gpkg",
-                                           "mains": tmp_path / "mains_sp.gpkg"})
+    ll = io.load_town(tmp_path, profile="poughkeepsie-fourth-ward",
+                      overrides={"parcels": tmp_path / "parcels_ll.geojson",
+                                 "mains": tmp_path / "mains_ll.geojson"})
+    sp = io.load_town(tmp_path, profile="poughkeepsie-fourth-ward",
+                      overrides={"parcels": tmp_path / "parcels_sp.gpkg",
+                                 "mains": tmp_path / "mains_sp.gpkg"})
     assert ll.crs.is_projected and ll.crs != sp.crs
     a = compute_obligations(ll, assume_abutting=True)["obligations"].set_index("parcel_id")
     b = compute_obligations(sp, assume_abutting=True)["obligations"].set_index("parcel_id")
@@ -518,7 +532,8 @@ def test_lonlat_files_through_the_loader(cambridge, tmp_path):
 
 @pytest.mark.slow
 def test_brute_force_sample_town(sample_dir):
-    io = pytest.importorskip("gisnet.io")
+    from gisnet import io
+
     town = io.load_town(sample_dir)
     ob = compute_obligations(town)["obligations"]
     mains = town.layers["mains"]
@@ -629,7 +644,8 @@ def town_files(tmp_path):
 def _cli(tmp_path, paths, *extra):
     from gisnet.cli import main as cli_main
 
-    args = ["obligations", "--layers", str(tmp_path), "--out", str(tmp_path / "out"), "-q"]
+    args = ["obligations", "--layers", str(tmp_path), "--out", str(tmp_path / "out"), "-q",
+            "--profile", "poughkeepsie-fourth-ward"]
     for role, p in paths.items():
         args += [f"--{role}", str(p)]
     return cli_main(args + list(extra))
@@ -663,7 +679,7 @@ def test_cli_parcel_id_list(town_files, capsys):
     from gisnet.cli import main as cli_main
 
     args = ["obligations", "--layers", str(tmp_path), "--out", str(tmp_path / "out2"), "-q",
-            "--parcels", str(ids)]
+            "--parcels", str(ids), "--profile", "poughkeepsie-fourth-ward"]
     for role, p in paths.items():
         if role != "parcels":
             args += [f"--{role}", str(p)]
@@ -679,6 +695,7 @@ def test_cli_one_parcel_printed(town_files, capsys):
     args = ["obligations", "--layers", str(tmp_path), "--parcel", "S1"]
     for role, p in paths.items():
         args += [f"--{role}", str(p)]
+    args += ["--profile", "poughkeepsie-fourth-ward"]
     assert cli_main(args) == 0
     out = capsys.readouterr().out
     assert "parcel            S1" in out
@@ -712,6 +729,7 @@ def test_brute_force_synthetic_town(profile):
     """A street-grid town with buildings, streets, storm mains: every measured
     distance equals the brute-force minimum over all eligible mains."""
     from gisnet.testing import synthetic
+
     layers = synthetic.make_town(1500, seed=4, irregular=True)
     crs = layers["parcels"].crs
     mains = layers["mains"]
@@ -737,7 +755,7 @@ def test_brute_force_synthetic_town(profile):
 
 
 def test_expand_pairs_is_the_street_join():
-    from gisnet.obligations import _expand_pairs
+    from gisnet.obligations.spatial import expand_pairs as _expand_pairs
 
     rng = np.random.default_rng(2)
     p, s = rng.integers(0, 50, 400), rng.integers(0, 30, 400)
@@ -828,3 +846,117 @@ def test_berlin_occupied_lot_without_footprint_is_review_vacant_is_not():
     c, v = row(ob, "C"), row(ob, "V")
     assert c["status"] == "review" and "buildings layer" in c["reason"], c["reason"]
     assert v["status"] == "not_required" and "vacant" in v["reason"], v["reason"]
+
+
+# --------------------------------------------------------------------------- unknown kind
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unknown", [None, "unknown"])
+def test_mains_of_unknown_kind_count_as_sanitary(sample_dir, unknown):
+    """A mains layer without kinds: every main is sanitary for the obligations, as it is
+    for the graph (its ``eligible`` edges), and the assumption is reported once."""
+    from gisnet.graph import build_sewer_graph, graph_to_gdfs, quality_gdf
+    from gisnet.io import load_town
+
+    town = load_town(sample_dir)
+    mains = town.layers["mains"]
+    assert mains["kind"].notna().all() and (mains["kind"] != "unknown").all()
+    sanitary = load_town(sample_dir)
+    sanitary.layers["mains"] = mains.assign(kind="sanitary")
+    town.layers["mains"] = mains.assign(kind=unknown)
+    got = compute_obligations(town)
+    want = compute_obligations(sanitary)
+    for name in ("obligations", "obligation_evidence"):
+        pd.testing.assert_frame_equal(got[name], want[name])
+    ob = got["obligations"]
+    assert ob["main_id"].notna().any() and (ob["status"] == "required").any()
+    assert not ob["reason"].str.startswith("No eligible").any()
+    # the same mains as the graph's eligible edges
+    G = build_sewer_graph(town)
+    _, edges = graph_to_gdfs(G)
+    elig_graph = set(edges.loc[edges["eligible"].astype(bool), "main_id"])
+    assert set(ob["main_id"].dropna()) <= elig_graph
+    assert set(mains["main_id"][eligible_mask(town.layers["mains"], town.profile)]) == elig_graph
+    # the assumption is reported exactly once, by the graph
+    q = quality_gdf(G, extra=town.report)
+    assert (q["kind"] == "kind_assumed").sum() == 1
+    pd.testing.assert_frame_equal(connection_zone(town).drop(columns="geometry"),
+                                  connection_zone(sanitary).drop(columns="geometry"))
+
+
+def test_no_kind_column_counts_as_sanitary():
+    parcels = [{"parcel_id": "P", "geometry": box(0, 10, 10, 20)}]
+    town = make_town(parcels, [main("M", [(0, 0), (10, 0)])])
+    town.layers["mains"] = town.layers["mains"].drop(columns="kind")
+    r = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
+    assert r["status"] == "required" and r["main_id"] == "M", r["reason"]
+
+
+# --------------------------------------------------------------------------- rule table
+
+
+def test_rule_table_reads_as_the_law():
+    from gisnet.obligations import RULES, STATUSES
+
+    names = [r.name for r in RULES]
+    assert len(set(names)) == len(names)
+    assert names[0] == "connected" and names[-1] == "within_and_abutting"
+    for r in RULES:
+        assert r.status in STATUSES
+        assert r.cites in ("section", "septic_section")
+        assert len(r.law) > 20, r.name
+    # the order is the ordinance's: exemptions before obligations
+    assert names.index("beyond_distance") < names.index("not_abutting") \
+        < names.index("new_building")
+    assert [r.name for r in RULES if r.status == "required"] == [
+        "new_building", "existing_building_dated", "within_and_abutting"]
+
+
+def test_decide_first_match_wins():
+    from gisnet.obligations import Ordinance, ParcelFacts, decide
+
+    con = load_profile("poughkeepsie-fourth-ward").connection
+    n = 4
+    f = ParcelFacts(
+        connected=np.array([True, False, False, False]),
+        connected_by=np.array(["Already connected: x.", None, None, None], dtype=object),
+        measured=np.array([True, True, True, True]), eligible_mains=1,
+        main_ids=np.array(["M1"], dtype=object), main=np.zeros(n, dtype=np.int64),
+        distance_ft=np.array([0.0, 400.0, 100.0, 100.0]), approximate=np.zeros(n, bool),
+        upper_ft=np.array([0.0, 400.0, 100.0, 100.0]),
+        within=np.array([True, False, True, True]), uncertain=np.zeros(n, bool),
+        abutting_tested=True, assume_abutting=False,
+        abuts=np.array([False, False, False, True]),
+        abutting_main=np.array([-1, -1, -1, 0]),
+        abutting_distance_ft=np.array([np.nan, np.nan, np.nan, 100.0]),
+        no_building=np.zeros(n, bool), land_use=np.array([None] * n, dtype=object),
+        is_new=np.zeros(n, bool), age_known=np.zeros(n, bool),
+        sewer_available=np.full(n, np.datetime64("NaT", "ms")), septic=np.zeros(n, bool),
+    )
+    d = decide(f, Ordinance.of(con))
+    assert d.rule.tolist() == ["connected", "beyond_distance", "not_abutting",
+                               "within_and_abutting"]
+    assert d.status.tolist() == ["connected", "not_required", "not_required", "required"]
+    assert d.reason[1] == ("Nearest eligible main M1 is 400.0 ft from the property line, "
+                           "beyond the 300 ft of § 168-22.2G.")
+    assert d.deadline_days.tolist() == [pd.NA, pd.NA, pd.NA, 30]
+
+
+def test_analyse_obligations_is_typed():
+    from gisnet.obligations import analyse_obligations
+    from gisnet.results import ObligationsResult
+
+    parcels = [{"parcel_id": "P1", "geometry": box(0, 30, 100, 130)},
+               {"parcel_id": "P2", "geometry": box(0, 1000, 100, 1100)}]
+    town = make_town(parcels, [main("M1", [(-100, 0), (500, 0)])], streets=[STREET])
+    res = analyse_obligations(town)
+    assert isinstance(res, ObligationsResult)
+    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
+                                 "frontage"}
+    assert res.totals == {"not_required": 1, "required": 1}
+    pd.testing.assert_frame_equal(res.obligations, compute_obligations(town)["obligations"])
+    bare = analyse_obligations(town, parcels=["P1"], zone=False, frontage=False)
+    assert bare.connection_zone is None and bare.frontage is None
+    assert set(bare.layers()) == {"obligations", "obligation_evidence"}
+    assert bare.totals == {"required": 1}

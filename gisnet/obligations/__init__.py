@@ -1,0 +1,104 @@
+"""Who must connect: connection-distance obligations, connection zone, frontage.
+
+Each parcel is measured the way the town's profile (``[connection]``) says:
+
+``property_line``
+    planar distance from the parcel polygon to the nearest eligible main's
+    centreline (0 when they touch), as Poughkeepsie § 168-22.2G measures.
+``building``
+    straight-line distance from the building footprint (or point) to the
+    centreline, as Berlin sec. 16-50 measures. Without a buildings layer the
+    parcel stands in for its building and the result is ``approximate``; the
+    building is then at least as far as the parcel, and at most the parcel
+    distance plus the parcel's bounding-box diagonal, so a result is left to
+    ``review`` only when those two bounds fall either side of the limit.
+    With several buildings on a parcel the nearest is measured; where the rule
+    covers newly constructed buildings only, the newest building within the
+    limit of the sewer in the street the parcel abuts is measured instead (an
+    old house near the street does not hide a new building behind it).
+
+Only eligible mains count: :func:`gisnet.rules.is_eligible_for_connection`
+with the profile's ``eligible_kinds`` (public, active, gravity mains of an
+eligible kind; a main of unknown kind is a sanitary main, as for the graph).
+Storm, private, inactive, abandoned, proposed and force mains never make a
+parcel ``required``.
+
+The abutting test (:mod:`gisnet.obligations.streets`): the parcel (within
+``abutting_tolerance_ft``) touches a street or right-of-way that holds an
+eligible main. The test is run for the parcels not already connected (for
+connected parcels ``abuts_sewered_street`` is null). Without a streets layer
+the test is skipped and each reason says so.
+
+"Within N ft" is :func:`gisnet.rules.within`: ``<=`` N ft, with a tolerance
+of :data:`DISTANCE_TOLERANCE_FT` (a distance that prints as 300.00 ft is
+within 300 ft, whatever the CRS's foot).
+
+The status, section, deadline and reason of each parcel come from one ordered
+table of rules, :data:`RULES` (:mod:`gisnet.obligations.deciding`), applied
+to the measured facts of each parcel: the first rule that holds decides.
+
+Units: every distance is in feet (``*_ft``), converted from the working CRS's
+unit with ``town.ft_per_unit``; coordinates (``nearest_x`` ...) are in the
+town's working CRS.
+
+Nearest mains are found for all parcels at once with
+:meth:`shapely.STRtree.query_nearest` (split over threads: shapely releases
+the GIL); ties are resolved by the lowest ``main_id`` so results are
+deterministic.
+
+Modules
+-------
+:mod:`~gisnet.obligations.spatial`
+    threaded STRtree helpers (nearest, pairwise functions, joins)
+:mod:`~gisnet.obligations.streets`
+    street areas, which street holds which main, the abutting test
+:mod:`~gisnet.obligations.measuring`
+    eligible mains, what is measured from, connected, sewer dates, building age
+:mod:`~gisnet.obligations.deciding`
+    the facts, the terms of the ordinance and the rule table
+:mod:`~gisnet.obligations.analysis`
+    :func:`compute_obligations` and :func:`analyse_obligations`
+:mod:`~gisnet.obligations.zone`, :mod:`~gisnet.obligations.street_frontage`
+    the connection zone; frontage and pro-rata shares
+"""
+
+from __future__ import annotations
+
+from ..rules import DISTANCE_TOLERANCE_FT
+from .analysis import (
+    EVIDENCE_COLUMNS,
+    OBLIGATION_COLUMNS,
+    analyse_obligations,
+    compute_obligations,
+    select_ids,
+)
+from .deciding import RULES, STATUSES, Decision, Ordinance, ParcelFacts, Rule, decide
+from .measuring import eligible_mask
+from .spatial import default_threads, nearest
+from .street_frontage import frontage, frontage_shares
+from .streets import HOLD_FRACTION, HOLD_WIDTHS
+from .zone import connection_zone
+
+__all__ = [
+    "DISTANCE_TOLERANCE_FT",
+    "EVIDENCE_COLUMNS",
+    "HOLD_FRACTION",
+    "HOLD_WIDTHS",
+    "OBLIGATION_COLUMNS",
+    "RULES",
+    "STATUSES",
+    "Decision",
+    "Ordinance",
+    "ParcelFacts",
+    "Rule",
+    "analyse_obligations",
+    "compute_obligations",
+    "connection_zone",
+    "decide",
+    "default_threads",
+    "eligible_mask",
+    "frontage",
+    "frontage_shares",
+    "nearest",
+    "select_ids",
+]

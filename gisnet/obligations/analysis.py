@@ -1,0 +1,298 @@
+"""Who must connect: measure every parcel, decide by the rule table, build the tables.
+
+:func:`compute_obligations` runs the stages in order:
+
+1. the eligible mains (:class:`~gisnet.obligations.measuring.EligibleMains`);
+2. one nearest search for every measured geometry (parcel or building,
+   :func:`~gisnet.obligations.spatial.nearest`);
+3. already connected parcels (:func:`~gisnet.obligations.measuring.connected`);
+4. the abutting test (:func:`~gisnet.obligations.streets.abutting`);
+5. under a rule for new buildings, the newest building within reach
+   (:func:`~gisnet.obligations.measuring.newest_building`);
+6. the evidence lines, the within-the-distance bounds and the building age;
+7. the decision (:func:`~gisnet.obligations.deciding.decide` over
+   :data:`~gisnet.obligations.deciding.RULES`).
+
+:func:`analyse_obligations` adds the connection zone and the frontage and
+returns a :class:`gisnet.results.ObligationsResult`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from ..errors import NotFoundError
+from ..results import ObligationsResult
+from ..rules import within
+from ..schema import column_names
+from ..town import Town
+from .deciding import Ordinance, ParcelFacts, decide
+from .measuring import (
+    EligibleMains,
+    availability,
+    building_age,
+    check_town,
+    connected,
+    measured_geometries,
+    nearest_per_parcel,
+    newest_building,
+    septic,
+)
+from .spatial import Clock, default_threads, nearest, text_values, threaded_pairs
+from .street_frontage import frontage as frontage_layer
+from .streets import abutting
+from .zone import connection_zone
+
+log = logging.getLogger(__name__)
+
+#: Columns of the ``obligations`` layer, in order (then the parcel geometry).
+OBLIGATION_COLUMNS = [
+    "parcel_id", "building_id", "main_id", "distance_ft", "within_distance",
+    "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
+    "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
+    "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
+    "sewer_available_date", "profile",
+]
+#: Columns of the ``obligation_evidence`` layer (then the measured line).
+EVIDENCE_COLUMNS = ["parcel_id", "building_id", "main_id", "distance_ft", "measure",
+                    "section", "status"]
+
+
+def select_ids(values: Iterable[Any]) -> list[str]:
+    """Parcel ids as strings, without blanks or repeats, in order."""
+    seen: dict[str, None] = {}
+    for v in values:
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            continue
+        s = str(v).strip()
+        if s:
+            seen.setdefault(s, None)
+    return list(seen)
+
+
+def select_parcels(town: Town, parcels: Any) -> gpd.GeoDataFrame:
+    """The parcels asked for: all (None), by id (unknown ids raise), or given as a
+    GeoDataFrame (reprojected to the town's CRS, missing canonical columns added)."""
+    base = town.layers["parcels"]
+    if parcels is None:
+        return base.reset_index(drop=True)
+    if isinstance(parcels, gpd.GeoDataFrame):
+        out = parcels
+        if out.crs is not None and town.crs is not None and not out.crs.equals(town.crs):
+            out = out.to_crs(town.crs)
+        for c in column_names("parcels"):
+            if c not in out.columns:
+                out = out.assign(**{c: None})
+        return out.reset_index(drop=True)
+    if isinstance(parcels, str):
+        parcels = [parcels]
+    ids = [str(p) for p in parcels]
+    have = base["parcel_id"].astype(str)
+    missing = sorted(set(ids) - set(have))
+    if missing:
+        shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise NotFoundError(f"{len(missing)} parcel id(s) not in the parcels layer: {shown}",
+                            layer="parcels", feature=missing[0])
+    return base[have.isin(ids).to_numpy()].reset_index(drop=True)
+
+
+def compute_obligations(
+    town: Town,
+    *,
+    parcels: Any = None,
+    assume_abutting: bool = False,
+    threads: int | None = None,
+) -> dict[str, gpd.GeoDataFrame]:
+    """Connection obligations of every parcel, by the town profile's measure.
+
+    Parameters
+    ----------
+    town
+        A loaded town (projected working CRS, profile with ``[connection]``).
+    parcels
+        None for every parcel; an iterable of parcel ids (unknown ids raise
+        :class:`NotFoundError`); or a canonical parcels GeoDataFrame (e.g.
+        geometry given to the HTTP service).
+    assume_abutting
+        Without a streets layer, treat parcels within the distance as
+        abutting (status ``required``) instead of ``review``.
+    threads
+        Threads for the nearest-main search (default :func:`default_threads`).
+
+    Returns
+    -------
+    dict
+        ``obligations``: one row per parcel (parcel polygon geometry) with the
+        columns of :data:`OBLIGATION_COLUMNS`; ``obligation_evidence``: one
+        LineString per measured parcel joining the two nearest points (from
+        the parcel/building to the main), with ``parcel_id``, ``building_id``,
+        ``main_id``, ``distance_ft``, ``measure``, ``section``, ``status``.
+
+    Raises
+    ------
+    CRSError
+        The town's working CRS is not projected.
+    NotFoundError
+        A parcel id asked for does not exist.
+    """
+    ob, ev = _obligations(town, parcels, assume_abutting, threads or default_threads())
+    return {"obligations": ob, "obligation_evidence": ev}
+
+
+def analyse_obligations(
+    town: Town,
+    *,
+    parcels: Any = None,
+    zone: bool = True,
+    frontage: bool = True,
+    assume_abutting: bool = False,
+    threads: int | None = None,
+) -> ObligationsResult:
+    """Obligations, evidence and (when asked) the connection zone and frontage.
+
+    Parameters
+    ----------
+    town, parcels, assume_abutting, threads
+        As for :func:`compute_obligations`.
+    zone
+        Compute the connection zone (:func:`connection_zone`, the whole town).
+    frontage
+        Compute the frontage of every parcel of the town
+        (:func:`gisnet.obligations.frontage`).
+
+    Returns
+    -------
+    gisnet.results.ObligationsResult
+    """
+    ob, ev = _obligations(town, parcels, assume_abutting, threads or default_threads())
+    return ObligationsResult(
+        obligations=ob, evidence=ev,
+        connection_zone=connection_zone(town) if zone else None,
+        frontage=frontage_layer(town) if frontage else None,
+    )
+
+
+def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
+                 ) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
+    check_town(town)
+    prof = town.profile
+    con = prof.connection
+    fpu = float(town.ft_per_unit)
+    limit_ft = float(con.distance_ft)
+    measure = con.measure
+    P = select_parcels(town, parcels)
+    n = len(P)
+    pgeom = np.asarray(P.geometry.values, dtype=object)
+    mains = EligibleMains.of(town)
+    mgeom = mains.geoms
+    log.info("obligations: %d parcels, %d of %d mains eligible (%s)", n, len(mains.ids),
+             mains.total, ", ".join(con.eligible_kinds))
+
+    clock = Clock()
+    # ---- distances: one nearest search for every measured geometry
+    all_geoms, all_meta = measured_geometries(town, P, measure)
+    j, d_u = nearest(all_geoms, mgeom, mains.rank, threads=threads)
+    all_meta["j"] = j
+    all_meta["distance_ft"] = d_u * fpu
+    all_meta["geom_pos"] = np.arange(len(all_meta))
+    meta, geoms = nearest_per_parcel(all_meta, all_geoms, measure)
+    found = meta["j"].to_numpy() >= 0
+    clock.lap("nearest")
+    # ---- connected: parcels.connected, or a lateral serves the parcel
+    is_connected, connected_by = connected(town, P)
+    clock.lap("connected")
+    # ---- abutting test, for the parcels not connected
+    ab = abutting(town, pgeom, geoms, mgeom, mains.rank,
+                  np.flatnonzero(~is_connected & found), threads=threads)
+    clock.lap("abutting")
+    if measure == "building" and con.applies_to == "new_buildings" and len(all_meta) > n:
+        meta, geoms, abut_d = newest_building(meta, all_meta, all_geoms, ab.main, mgeom, fpu,
+                                              limit_ft, con.unknown_age)
+        ab = replace(ab, distance_ft=abut_d)
+        clock.lap("newest building")
+    j = meta["j"].to_numpy()
+    dist_ft = meta["distance_ft"].to_numpy()
+    found = j >= 0
+    # ---- evidence: the two nearest points
+    lines = np.full(n, None, dtype=object)
+    coords = np.full((n, 4), np.nan)
+    if found.any():  # shortest lines are two-point LineStrings: (from, to)
+        lines[found] = threaded_pairs(shapely.shortest_line, geoms[found], mgeom[j[found]],
+                                      threads)
+        coords[found] = shapely.get_coordinates(lines[found]).reshape(-1, 4)
+    clock.lap("evidence")
+    # ---- within the distance (with the approximate-measure bounds)
+    approx = meta["approximate"].to_numpy(dtype=bool)
+    within_lo = found & within(dist_ft, limit_ft)   # lower bound within
+    upper_ft = dist_ft.copy()
+    if approx.any():
+        b = shapely.bounds(pgeom[approx])
+        diag = np.hypot(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]) * fpu
+        upper_ft[approx] = dist_ft[approx] + diag
+    within_hi = found & within(upper_ft, limit_ft)  # surely within
+    uncertain = within_lo & ~within_hi              # approximate, straddles the limit
+    within_col = pd.array(within_lo, dtype="boolean")
+    within_col[uncertain] = pd.NA
+    within_col[~found] = pd.NA
+    # ---- age of the building (Berlin: newly constructed buildings)
+    built = pd.to_datetime(meta["built_date"]).to_numpy()
+    avail = availability(P, mains.frame, j, ab.main)
+    is_new, age_known = building_age(built, avail, con.new_construction_from)
+
+    facts = ParcelFacts(
+        connected=is_connected, connected_by=np.asarray(connected_by, dtype=object),
+        measured=found, eligible_mains=len(mains.ids), main_ids=mains.ids, main=j,
+        distance_ft=dist_ft, approximate=approx, upper_ft=upper_ft, within=within_lo,
+        uncertain=uncertain, abutting_tested=ab.tested, assume_abutting=assume_abutting,
+        abuts=ab.abuts_mask, abutting_main=ab.main, abutting_distance_ft=ab.distance_ft,
+        no_building=meta["no_building"].to_numpy(dtype=bool),
+        land_use=text_values(P["land_use"]).to_numpy(dtype=object),
+        is_new=is_new, age_known=age_known, sewer_available=avail, septic=septic(P),
+    )
+    dec = decide(facts, Ordinance.of(con))
+
+    out = pd.DataFrame({
+        "parcel_id": text_values(P["parcel_id"]).to_numpy(),
+        "building_id": meta["building_id"].to_numpy(dtype=object),
+        "main_id": mains.id_at(np.where(found, j, -1)),
+        "distance_ft": dist_ft,
+        "within_distance": within_col,
+        "abuts_sewered_street": ab.abuts,
+        # (object dtype: no copy of a million reasons into Arrow strings)
+        "status": pd.Series(dec.status, dtype=object),
+        "deadline_days": dec.deadline_days,
+        "septic_deadline": dec.septic_deadline,
+        "measure": measure,
+        "section": pd.Series(dec.section, dtype=object),
+        "reason": pd.Series(dec.reason, dtype=object),
+        "approximate": approx,
+        "distance_limit_ft": limit_ft,
+        "abutting_main_id": mains.id_at(ab.main),
+        "abutting_distance_ft": ab.distance_ft,
+        "nearest_x": coords[:, 2],
+        "nearest_y": coords[:, 3],
+        "from_x": coords[:, 0],
+        "from_y": coords[:, 1],
+        "built_date": pd.to_datetime(meta["built_date"]).astype("datetime64[ms]").to_numpy(),
+        "sewer_available_date": avail,
+        "profile": prof.id,
+    })
+    out = out[OBLIGATION_COLUMNS]
+    ob = gpd.GeoDataFrame(out, geometry=gpd.GeoSeries(pgeom, crs=town.crs), crs=town.crs)
+    ev = gpd.GeoDataFrame(
+        out.loc[found, EVIDENCE_COLUMNS].reset_index(drop=True),
+        geometry=gpd.GeoSeries(lines[found], crs=town.crs), crs=town.crs,
+    )
+    clock.lap("age+decide+tables")
+    log.debug("obligations timings: %s", clock)
+    counts = ob["status"].value_counts().to_dict()
+    log.info("obligations: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return ob, ev

@@ -1,0 +1,201 @@
+"""The abutting test: does a parcel abut a street that holds an eligible main?
+
+Streets may be polygons or centrelines; centrelines are widened by
+``width_ft / 2`` (the profile's ``default_street_width_ft`` where the width is
+missing). A street *holds* a main that runs along it: it covers the main, or
+two of the main's points at 1/4, 1/2 and 3/4 of its length; where those points
+cannot settle it, the street holds the main if :data:`HOLD_FRACTION` of the
+main, or a stretch longer than :data:`HOLD_WIDTHS` street widths, lies in it
+(one long main through several street segments). A main merely crossing a
+street or ending in an intersection does not make that street sewered.
+
+A parcel abuts a sewered street when it lies within ``abutting_tolerance_ft``
+of a street that holds an eligible main.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import shapely
+from shapely import STRtree
+
+from ..town import Town
+from .spatial import chunked, expand_pairs, threaded_pairs, threaded_query
+
+#: A street "holds" a main when this fraction of the main lies in it ...
+HOLD_FRACTION = 0.5
+#: ... or a stretch longer than this many street widths does.
+HOLD_WIDTHS = 2.0
+
+
+def street_areas(town: Town, tol_units: float, *, near: STRtree | None = None,
+                 threads: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """Street areas (polygons; centrelines widened) and their width in CRS units.
+
+    With ``near`` (a tree of parcels), only the streets within reach of those
+    parcels are built; the others are None. None without a streets layer.
+    """
+    streets = town.layer("streets")
+    if streets is None or len(streets) == 0:
+        return None
+    con = town.profile.connection
+    width_ft = (streets["width_ft"].astype("float64") if "width_ft" in streets.columns
+                else pd.Series(np.nan, index=streets.index))
+    width_ft = width_ft.where(width_ft > 0, con.default_street_width_ft).to_numpy()
+    width_u = width_ft / town.ft_per_unit
+    g = np.asarray(streets.geometry.values, dtype=object)
+    keep = ~(shapely.is_missing(g) | shapely.is_empty(g))
+    if near is not None:
+        reach = float(np.max(width_u)) / 2.0 + tol_units * 2 + 1e-6
+        sk, _ = threaded_query(near, g, threads, distance=reach)
+        close = np.zeros(len(g), dtype=bool)
+        close[sk] = True
+        keep &= close
+    areas = np.full(len(g), None, dtype=object)
+    gt = shapely.get_type_id(g)
+    is_line = keep & np.isin(gt, (1, 2, 5))  # LineString, LinearRing, MultiLineString
+    areas[keep] = g[keep]
+    if is_line.any():
+        areas[is_line] = shapely.buffer(g[is_line], width_u[is_line] / 2.0, cap_style="flat")
+    ok = ~(shapely.is_missing(areas) | shapely.is_empty(areas))
+    return np.where(ok, areas, None), width_u
+
+
+def holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
+                  threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(street, main) index pairs where the street holds the main.
+
+    A street holds a main that it covers, or when two of the main's points at
+    1/4, 1/2 and 3/4 of its length lie in it (a main crossing the street, or
+    ending in an intersection, has at most one). Pairs the samples cannot
+    settle (one point inside; or none inside but a main longer than four times
+    :data:`HOLD_WIDTHS` street widths) are measured exactly: held when at least
+    half of the main, or a stretch longer than :data:`HOLD_WIDTHS` street
+    widths, lies in the street (e.g. a long main through several segments).
+    """
+    if len(areas) == 0 or len(mains) == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    si, mi = threaded_query(STRtree(mains), areas, threads)
+    shapely.prepare(areas)
+    held = shapely.covers(areas[si], mains[mi])
+    rest = np.flatnonzero(~held)
+    if len(rest):
+        um, inv = np.unique(mi[rest], return_inverse=True)
+        fr = np.array([0.25, 0.5, 0.75])
+        pts = chunked(len(um), threads, lambda lo, hi: shapely.get_coordinates(
+            shapely.line_interpolate_point(np.repeat(mains[um[lo:hi]], 3),
+                                           np.tile(fr, hi - lo), normalized=True)))
+        xy = np.concatenate(pts).reshape(len(um), 3, 2)[inv]  # per rest pair
+        ar = areas[si[rest]]
+        inside = sum(shapely.contains_xy(ar, xy[:, q, 0], xy[:, q, 1]).astype(int)
+                     for q in range(3))
+        held[rest] = inside >= 2
+        # measured exactly: pairs the samples cannot settle. With no sample inside,
+        # the part inside (a convex street) lies within a quarter of the main, too
+        # short to hold it unless the main is longer than 4 x HOLD_WIDTHS widths.
+        mlen = shapely.length(mains[mi[rest]])
+        w = width_u[si[rest]]
+        ex = rest[(inside == 1) | ((inside == 0) & (mlen > 4 * HOLD_WIDTHS * w))]
+        if len(ex):
+            r_m, r_s = mains[mi[ex]], areas[si[ex]]
+            inter = shapely.length(threaded_pairs(shapely.intersection, r_m, r_s, threads))
+            mlen = shapely.length(r_m)
+            held[ex] = (inter > 0) & (inter >= np.minimum(HOLD_FRACTION * mlen,
+                                                           HOLD_WIDTHS * width_u[si[ex]]))
+    return si[held], mi[held]
+
+
+@dataclass
+class Abutting:
+    """Result of the abutting test, one entry per parcel.
+
+    Attributes
+    ----------
+    tested
+        The test ran: the profile requires abutting and the town has streets.
+        (False: every parcel's ``abuts`` is NA.)
+    abuts
+        The parcel abuts a street holding an eligible main (NA where not tested:
+        connected or unmeasured parcels, or no test at all).
+    main
+        Position (among the eligible mains) of the nearest main held by a street
+        the parcel abuts, ties to the lowest id; -1 for none.
+    distance_ft
+        Distance (ft) from the measured geometry to that main; NaN for none.
+    """
+
+    tested: bool
+    abuts: pd.arrays.BooleanArray
+    main: np.ndarray
+    distance_ft: np.ndarray
+
+    @property
+    def abuts_mask(self) -> np.ndarray:
+        """``abuts`` with NA read as False."""
+        return self.abuts.fillna(False).to_numpy(dtype=bool)
+
+
+def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.ndarray,
+             main_rank: np.ndarray, candidates: np.ndarray, *, threads: int) -> Abutting:
+    """Run the abutting test for the parcels at positions ``candidates``.
+
+    Parameters
+    ----------
+    town
+        The town (its streets layer and the profile's ``[connection]``).
+    parcels
+        Parcel geometries (all parcels).
+    measured
+        The geometry measured for each parcel (parcel or building), aligned with
+        ``parcels``: distances to the abutting main are taken from it.
+    mains, main_rank
+        Eligible main geometries and the rank of their ids (ties: lowest).
+    candidates
+        Positions of the parcels to test (not connected, measured).
+    threads
+        Threads for the spatial queries.
+    """
+    con = town.profile.connection
+    fpu = float(town.ft_per_unit)
+    n = len(parcels)
+    abut = pd.array([pd.NA] * n, dtype="boolean")
+    abut_j = np.full(n, -1, dtype=np.int64)
+    abut_d = np.full(n, np.nan)
+    st = town.layer("streets")
+    tested = bool(con.require_abutting and st is not None and len(st) > 0)
+    cand = np.asarray(candidates, dtype=np.int64)
+    if not tested or not len(cand):
+        return Abutting(tested, abut, abut_j, abut_d)
+    tol_u = con.abutting_tolerance_ft / fpu
+    ctree = STRtree(parcels[cand])
+    # widen only the streets near the parcels tested, unless that is most of them
+    near = ctree if len(cand) < 0.2 * n else None
+    areas, width_u = street_areas(town, tol_u, near=near, threads=threads)  # type: ignore[misc]
+    # streets each candidate parcel touches (street -> parcels: only streets are
+    # prepared; a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
+    sk, pc = threaded_query(ctree, areas, threads, distance=tol_u * (1 + 1e-9) + 1e-9)
+    touched = np.unique(sk)
+    hs, mi = holding_pairs(areas[touched], width_u[touched], mains, threads)
+    si = touched[hs]
+    sewered = np.zeros(len(areas), dtype=bool)
+    sewered[si] = True
+    hit = sewered[sk]
+    abut_np = np.zeros(n, dtype=bool)
+    abut_np[cand[pc[hit]]] = True
+    abut = pd.array(abut_np, dtype="boolean")
+    untested = np.ones(n, dtype=bool)
+    untested[cand] = False
+    abut[untested] = pd.NA
+    # candidate mains: those held by a street the parcel abuts
+    pp, mm = expand_pairs(cand[pc[hit]], sk[hit], si, mi, len(areas))
+    if len(pp):
+        dd = threaded_pairs(shapely.distance, measured[pp], mains[mm], threads) * fpu
+        order = np.lexsort((main_rank[mm], dd, pp))  # per parcel: nearest, then lowest id
+        pp, mm, dd = pp[order], mm[order], dd[order]
+        first = np.r_[True, pp[1:] != pp[:-1]]
+        abut_j[pp[first]] = mm[first]
+        abut_d[pp[first]] = dd[first]
+    return Abutting(tested, abut, abut_j, abut_d)
