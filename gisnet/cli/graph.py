@@ -9,8 +9,8 @@ findings of each kind.
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..serialize import dumps_text
 from .common import add_town_options, load_town, progress, say
 
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
                                     "quality": quality})
     summary = graph_summary(G)
     if args.json:
-        say(args, json.dumps({"town": town.name, "results": str(path), **summary}, indent=2))
+        say(args, dumps_text({"town": town.name, "results": str(path), **summary}))
         return 0
     say(args, f"{town.name}: sewer graph at {summary['snap_tolerance_ft']:g} ft snap tolerance")
     outlets = ", ".join(map(str, G.graph["outlets"])) or "none"
