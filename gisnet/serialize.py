@@ -102,30 +102,34 @@ def to_jsonable(value: Any, *, crs: CRS | None = None, working_crs: Any = None) 
         NaN, NA, NaT and infinities are ``None``; numpy scalars are Python
         numbers; dates and times are ISO 8601 strings.
     """
-    out_crs = WGS84 if crs is None else crs
+    return _conv(value, WGS84 if crs is None else crs, working_crs)
 
-    def conv(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k): conv(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple, set, frozenset)):
-            return [conv(x) for x in v]
-        if isinstance(v, np.ndarray):
-            return [conv(x) for x in v.tolist()]
-        if isinstance(v, gpd.GeoDataFrame):
-            return json.loads(to_geojson(v, out_crs))
-        if isinstance(v, pd.DataFrame):
-            return [conv(r) for r in v.to_dict(orient="records")]
-        if isinstance(v, pd.Series):
-            return conv(v.to_dict())
-        if isinstance(v, BaseGeometry):
-            if working_crs is not None:
-                v = gpd.GeoSeries([v], crs=working_crs).to_crs(out_crs).iloc[0]
-            return json.loads(shapely.to_geojson(v))
-        if hasattr(v, "to_dict") and not isinstance(v, type):
-            return conv(v.to_dict())
-        return _scalar(v)
 
-    return conv(value)
+def _conv(v: Any, crs: CRS, working_crs: Any) -> Any:
+    t = type(v)
+    if t is str or t is bool or t is int or v is None:
+        return v
+    if t is float:
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {str(k): _conv(x, crs, working_crs) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [_conv(x, crs, working_crs) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_conv(x, crs, working_crs) for x in v.tolist()]
+    if isinstance(v, gpd.GeoDataFrame):
+        return json.loads(to_geojson(v, crs))
+    if isinstance(v, pd.DataFrame):
+        return [_conv(r, crs, working_crs) for r in v.to_dict(orient="records")]
+    if isinstance(v, pd.Series):
+        return _conv(v.to_dict(), crs, working_crs)
+    if isinstance(v, BaseGeometry):
+        if working_crs is not None:
+            v = gpd.GeoSeries([v], crs=working_crs).to_crs(crs).iloc[0]
+        return json.loads(shapely.to_geojson(v))
+    if hasattr(v, "to_dict") and not isinstance(v, type):
+        return _conv(v.to_dict(), crs, working_crs)
+    return _scalar(v)
 
 
 def dumps(value: Any) -> bytes:
