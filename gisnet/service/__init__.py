@@ -33,11 +33,16 @@ from __future__ import annotations
 
 from .app import create_app
 from .errors import RequestError, ServiceUnavailable, TooLargeError
+from .inputs import GEOJSON, JSON
 from .limits import ServiceLimits
 from .state import TownState
-from .tables import ResultTable
+from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
 
 __all__ = [
+    "GEOJSON",
+    "JSON",
+    "SERVED_EAGERLY",
+    "TABLE_KEYS",
     "RequestError",
     "ResultTable",
     "ServiceLimits",
