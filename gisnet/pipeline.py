@@ -1,14 +1,22 @@
 """The whole job on one town: graph, every analysis, the results GeoPackage, the maps.
 
-``gisnet run`` is :func:`run`; the HTTP service and tests use :func:`analyse`
-for the same tables without writing anything.
+:func:`analyse` is the one place that sequences the analyses::
+
+    graph -> obligations (+ connection zone, frontage)
+          -> control manholes (+ sampling plan when there are users)
+          -> capacity -> quality
+
+and returns them typed (:class:`Results`). ``gisnet run`` is :func:`run`
+(analyse, then write); the HTTP service and the other commands call
+:func:`analyse` (a command that needs part of the work passes ``only=``,
+which runs the needed steps in the same order).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +25,26 @@ import geopandas as gpd
 import networkx as nx
 import pandas as pd
 
+from .errors import GisnetError
+from .results import ControlResult, ObligationsResult, Unavailable
+from .serialize import to_jsonable
 from .town import Town
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+
+#: The steps of :func:`analyse`, in the order they run.
+STEPS = ("graph", "obligations", "tracing", "capacity", "quality")
+
+#: The steps each step needs before it.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "graph": (),
+    "obligations": (),
+    "tracing": ("graph",),
+    "capacity": ("graph", "tracing"),
+    "quality": ("graph",),
+}
 
 
 @dataclass
@@ -33,98 +56,287 @@ class Results:
     town
         The loaded town.
     graph
-        The directed sewer graph.
-    layers
-        Result layers by name, as written to ``gisnet-results.gpkg``.
+        The directed sewer graph (None when the graph step was not run).
+    graph_nodes, graph_edges
+        The graph as layers (:func:`gisnet.graph.graph_to_gdfs`).
+    obligations
+        Who must connect (:class:`gisnet.results.ObligationsResult`).
+    control
+        Connection points, control manholes, sampling plan
+        (:class:`gisnet.results.ControlResult`).
     capacity
-        The :class:`gisnet.capacity.CapacityResult` (reused by what-if).
-    index
-        The :class:`gisnet.tracing.DownstreamIndex` (reused by traces).
-    points
-        Connection points (taps) of every building, parcel and user.
+        Pipe and plant capacity (:class:`gisnet.capacity.CapacityResult`,
+        reused by what-if).
+    quality
+        The data-quality layer: the loader's, the graph's and the capacity
+        run's findings.
+    unavailable
+        What could not be answered, and why.
     timings_s
-        Seconds spent in each step.
+        Seconds spent in each step (and in writing, for :func:`run`).
+    files
+        Files written by :func:`run`.
     """
 
     town: Town
-    graph: nx.MultiDiGraph
-    layers: dict[str, pd.DataFrame]
-    capacity: Any
-    index: Any
-    points: gpd.GeoDataFrame
+    graph: nx.MultiDiGraph | None = None
+    graph_nodes: gpd.GeoDataFrame | None = None
+    graph_edges: gpd.GeoDataFrame | None = None
+    obligations: ObligationsResult | None = None
+    control: ControlResult | None = None
+    capacity: Any = None
+    quality: gpd.GeoDataFrame | None = None
+    unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+
+    def layers(self) -> dict[str, pd.DataFrame]:
+        """Every result layer by name, as written to ``gisnet-results.gpkg``."""
+        out: dict[str, pd.DataFrame] = {}
+        if self.graph_nodes is not None:
+            out["graph_nodes"] = self.graph_nodes
+        if self.graph_edges is not None:
+            out["graph_edges"] = self.graph_edges
+        for part in (self.obligations, self.control, self.capacity):
+            if part is not None:
+                out.update(part.layers())
+        if self.quality is not None:
+            out["quality"] = self.quality
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Headline figures, for ``gisnet run`` (plain JSON data)."""
+        from .graph import graph_summary
+        from .io import crs_label
+
+        town = self.town
+        out: dict[str, Any] = {
+            "town": town.name,
+            "profile": str(town.profile.profile.id),
+            "crs": crs_label(town.crs),
+            "layers": {role: len(gdf) for role, gdf in town.layers.items()},
+        }
+        if self.graph is not None:
+            out["graph"] = graph_summary(self.graph)
+        if self.quality is not None:
+            out["quality"] = quality_totals(self.quality)["by_severity"]
+        if self.obligations is not None and self.obligations.totals:
+            out["obligations"] = self.obligations.totals
+        if self.control is not None:
+            out.update(self.control.totals)
+        if self.capacity is not None:
+            out.update(_capacity_totals(self.capacity))
+        out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}
+        out["files"] = [str(p) for p in self.files]
+        return to_jsonable(out)
+
+
+def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
+    """Findings of a quality layer (columns ``kind``, ``severity``) counted.
+
+    Returns
+    -------
+    dict
+        ``findings`` (count), ``by_severity`` and ``by_kind`` (name -> count,
+        sorted by name).
+    """
+    n = len(quality)
+    if not n:
+        return {"findings": 0, "by_severity": {}, "by_kind": {}}
+    return {
+        "findings": n,
+        "by_severity": {str(k): int(v) for k, v in
+                        quality.groupby(quality["severity"].astype(str)).size().items()},
+        "by_kind": {str(k): int(v) for k, v in
+                    quality.groupby(quality["kind"].astype(str)).size().items()},
+    }
 
 
 def _noop(_: str) -> None:
     return None
 
 
-def analyse(town: Town, *, progress: Progress | None = None) -> Results:
-    """Run every analysis on a loaded town, in pipeline order.
+def _has_users(town: Town) -> bool:
+    users = town.layer("users")
+    return users is not None and len(users) > 0
+
+
+def _steps(only: Collection[str] | None) -> set[str]:
+    """The steps to run for ``only`` (None: all), with what they need."""
+    if only is None:
+        return set(STEPS)
+    unknown = set(only) - set(STEPS)
+    if unknown:
+        raise ValueError(f"unknown analysis step(s) {sorted(unknown)}; steps are {STEPS}")
+    todo: set[str] = set()
+    stack = list(only)
+    while stack:
+        s = stack.pop()
+        if s not in todo:
+            todo.add(s)
+            stack.extend(NEEDS[s])
+    return todo
+
+
+# ---------------------------------------------------------------------------
+# Adapters from today's analysis functions to the typed results
+# ---------------------------------------------------------------------------
+
+
+def _analyse_obligations(town: Town, *, parcels: Any = None,
+                         assume_abutting: bool = False) -> ObligationsResult:
+    """Obligations of the parcels, the connection zone and the frontage."""
+    from .obligations import compute_obligations, connection_zone, frontage
+
+    res = compute_obligations(town, parcels=parcels, assume_abutting=assume_abutting)
+    return ObligationsResult(res["obligations"], res["obligation_evidence"],
+                             connection_zone(town), frontage(town))
+
+
+def _analyse_control(town: Town, G: nx.MultiDiGraph, *, paths: bool = True) -> ControlResult:
+    """Connection points, control manholes and, with users, the sampling plan."""
+    from .sampling import sampling_plan
+    from .tracing import DownstreamIndex, connection_points, control_manholes
+
+    index = DownstreamIndex(G)
+    points = connection_points(town, G, index=index)
+    cm = control_manholes(town, G, points=points, index=index, paths=paths)
+    plan = sampling_plan(town, G, index=index, points=points) if _has_users(town) else None
+    return ControlResult(cm["control_manholes"], cm.get("control_paths"), points, index, plan)
+
+
+def _capacity_totals(capacity: Any) -> dict[str, Any]:
+    """Headline figures of a capacity result (``pipes``, ``plants``)."""
+    out: dict[str, Any] = {}
+    pc = capacity.pipes
+    if pc is not None and len(pc):
+        out["pipes"] = {
+            "pipes": len(pc),
+            "over_threshold": int(pc["over_threshold"].fillna(False).astype(bool).sum()),
+            "surcharged": int(pc["surcharged"].fillna(False).astype(bool).sum()),
+            "no_capacity": int(pc["capacity_gpd"].isna().sum()),
+        }
+    pl = capacity.plants
+    if pl is not None and len(pl):
+        out["plants"] = pl[["plant_id", "design_flow_mgd", "avg_flow_mgd", "ratio",
+                            "over_threshold", "basis"]].to_dict("records")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The sequence
+# ---------------------------------------------------------------------------
+
+
+def analyse(
+    town: Town,
+    *,
+    only: Collection[str] | None = None,
+    graph: nx.MultiDiGraph | None = None,
+    parcels: Any = None,
+    assume_abutting: bool = False,
+    control_paths: bool = True,
+    strict: bool = True,
+    progress: Progress | None = None,
+) -> Results:
+    """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
     Parameters
     ----------
     town
         A town from :func:`gisnet.io.load_town`.
+    only
+        Run only these steps (and the steps they need, :data:`NEEDS`), in
+        pipeline order; default every step.
+    graph
+        Use this sewer graph instead of building one.
+    parcels
+        Measure obligations of these parcels only (ids or a parcels layer; see
+        :func:`gisnet.obligations.compute_obligations`).
+    assume_abutting
+        Without a streets layer, treat parcels within the distance as abutting.
+    control_paths
+        Build the ``control_paths`` lines (skip for speed).
+    strict
+        True: an analysis that fails raises. False: its
+        :class:`~gisnet.errors.GisnetError` is recorded in ``unavailable``
+        and the others go on (the HTTP service); the graph must still build.
     progress
         Called with a short message before each step.
 
     Returns
     -------
     Results
-        Graph, result layers (``quality``, ``graph_nodes``, ``graph_edges``,
+        The typed results; ``layers()`` gives ``graph_nodes``, ``graph_edges``,
         ``obligations``, ``obligation_evidence``, ``connection_zone``,
         ``frontage``, ``control_manholes``, ``control_paths``,
-        ``sampling_plan`` when there are users, ``pipes_capacity``, ``plants``).
+        ``sampling_plan`` (when there are users), ``pipes_capacity``,
+        ``plants`` and ``quality``.
     """
     from .capacity import compute_capacity
     from .graph import build_sewer_graph, graph_to_gdfs, quality_gdf
-    from .obligations import compute_obligations, connection_zone, frontage
-    from .sampling import sampling_plan
-    from .tracing import DownstreamIndex, connection_points, control_manholes
 
+    todo = _steps(only)
     say = progress or _noop
-    timings: dict[str, float] = {}
-    layers: dict[str, pd.DataFrame] = {}
+    res = Results(town)
+    timings = res.timings_s
 
-    def step(name: str, message: str) -> float:
+    def step(name: str, message: str, fn: Callable[[], Any]) -> Any:
         say(message)
-        return time.perf_counter()
+        t = time.perf_counter()
+        try:
+            return fn()
+        except (GisnetError, ImportError) as exc:
+            if strict:
+                raise
+            log.warning("%s not available: %s", name, exc)
+            res.unavailable.append(Unavailable(name, str(exc)))
+            return None
+        finally:
+            timings[name] = time.perf_counter() - t
 
-    t = step("graph", "building the sewer graph")
-    G = build_sewer_graph(town)
-    nodes, edges = graph_to_gdfs(G)
-    layers["graph_nodes"], layers["graph_edges"] = nodes, edges
-    timings["graph"] = time.perf_counter() - t
+    if "graph" in todo:
+        say("building the sewer graph")
+        t = time.perf_counter()
+        res.graph = build_sewer_graph(town) if graph is None else graph
+        res.graph_nodes, res.graph_edges = graph_to_gdfs(res.graph)
+        timings["graph"] = time.perf_counter() - t
+    G = res.graph
 
-    t = step("obligations", "measuring connection obligations")
-    layers.update(compute_obligations(town))
-    layers["connection_zone"] = connection_zone(town)
-    layers["frontage"] = frontage(town)
-    timings["obligations"] = time.perf_counter() - t
+    if "obligations" in todo:
+        res.obligations = step("obligations", "measuring connection obligations",
+                               lambda: _analyse_obligations(town, parcels=parcels,
+                                                            assume_abutting=assume_abutting))
 
-    t = step("tracing", "finding connection points and control manholes")
-    index = DownstreamIndex(G)
-    points = connection_points(town, G, index=index)
-    layers.update(control_manholes(town, G, points=points, index=index))
-    if town.layer("users") is not None and len(town.layers["users"]):
-        layers["sampling_plan"] = sampling_plan(town, G, index=index, points=points)
-    timings["tracing"] = time.perf_counter() - t
+    if "tracing" in todo:
+        res.control = step("tracing", "finding connection points and control manholes",
+                           lambda: _analyse_control(town, G, paths=control_paths))
+        if res.control is not None and res.control.sampling_plan is None:
+            res.unavailable.append(Unavailable(
+                "sampling_plan", "the town has no industrial users (no users layer, or it "
+                                 "is empty)"))
 
-    t = step("capacity", "accumulating flows and checking capacity")
-    capacity = compute_capacity(town, G, points=points, index=index)
-    layers.update(capacity.layers())
-    timings["capacity"] = time.perf_counter() - t
+    if "capacity" in todo:
+        c = res.control
+        res.capacity = step("capacity", "accumulating flows and checking capacity",
+                            lambda: compute_capacity(town, G,
+                                                     points=None if c is None else c.points,
+                                                     index=None if c is None else c.index))
+        plants = town.layer("plants")
+        if res.capacity is not None and (plants is None or not len(plants)):
+            res.unavailable.append(Unavailable(
+                "plants", "the town has no plants layer: plant flows are not checked "
+                          "against design flows"))
 
-    extra = town.report
-    cap_report = getattr(capacity, "report", None)
-    if cap_report is not None and len(cap_report):
-        from .report import Report
+    if "quality" in todo:
+        extra = town.report
+        cap_report = None if res.capacity is None else res.capacity.report
+        if cap_report is not None and len(cap_report):
+            from .report import Report
 
-        extra = Report(list(town.report.findings) + list(cap_report.findings))
-    layers["quality"] = quality_gdf(G, extra=extra)
-    return Results(town, G, layers, capacity, index, points, timings)
+            extra = Report(list(town.report.findings) + list(cap_report.findings))
+        res.quality = quality_gdf(G, extra=extra)
+    return res
 
 
 def run(
@@ -158,69 +370,25 @@ def run(
 
     say = progress or _noop
     res = analyse(town, progress=progress)
+    layers = res.layers()
     out = Path(out_dir)
     say(f"writing {out / 'gisnet-results.gpkg'}")
     t = time.perf_counter()
-    res.files.append(write_results(out, res.layers))
+    res.files.append(write_results(out, layers))
     if tables:
         say(f"writing {', '.join(tables)} tables")
-        res.files.extend(write_tables(out, res.layers, tables))
+        res.files.extend(write_tables(out, layers, tables))
     res.timings_s["write"] = time.perf_counter() - t
     if maps:
         from .maps import write_maps
 
         say("writing web maps")
         t = time.perf_counter()
-        res.files.extend(write_maps(town, res.layers, out, self_contained=self_contained))
+        res.files.extend(write_maps(town, layers, out, self_contained=self_contained))
         res.timings_s["maps"] = time.perf_counter() - t
     return res
 
 
 def summary(res: Results) -> dict[str, Any]:
-    """Headline figures of a run, for ``gisnet run`` and ``GET /town``."""
-    from .graph import graph_summary
-    from .io import crs_label
-
-    town = res.town
-    L = res.layers
-    out: dict[str, Any] = {
-        "town": town.name,
-        "profile": getattr(town.profile, "id", str(town.profile)),
-        "crs": crs_label(town.crs),
-        "layers": {role: len(gdf) for role, gdf in town.layers.items()},
-        "graph": graph_summary(res.graph),
-    }
-    q = L.get("quality")
-    if q is not None:
-        out["quality"] = q.groupby("severity").size().to_dict() if len(q) else {}
-    ob = L.get("obligations")
-    if ob is not None and len(ob):
-        out["obligations"] = ob["status"].value_counts().sort_index().to_dict()
-    cm = L.get("control_manholes")
-    if cm is not None and len(cm):
-        out["control_manholes"] = {
-            "connection_points": len(cm),
-            "distinct_manholes": int(cm["control_manhole_id"].nunique()),
-            "unresolved": int(cm["control_manhole_id"].isna().sum()),
-        }
-    sp = L.get("sampling_plan")
-    if sp is not None and len(sp) and "siu" in sp:
-        out["industrial_users"] = {"users": len(sp), "siu": int(sp["siu"].sum())}
-    pc = L.get("pipes_capacity")
-    if pc is not None and len(pc):
-        out["pipes"] = {
-            "pipes": len(pc),
-            "over_threshold": int(pc["over_threshold"].fillna(False).astype(bool).sum()),
-            "surcharged": int(pc["surcharged"].fillna(False).astype(bool).sum()),
-            "no_capacity": int(pc["capacity_gpd"].isna().sum()),
-        }
-    pl = L.get("plants")
-    if pl is not None and len(pl):
-        out["plants"] = [
-            {k: (None if pd.isna(v) else v) for k, v in row.items()}
-            for row in pl[["plant_id", "design_flow_mgd", "avg_flow_mgd", "ratio",
-                           "over_threshold", "basis"]].to_dict("records")
-        ]
-    out["timings_s"] = {k: round(v, 3) for k, v in res.timings_s.items()}
-    out["files"] = [str(p) for p in res.files]
-    return out
+    """Headline figures of a run (:meth:`Results.summary`)."""
+    return res.summary()

@@ -71,7 +71,8 @@ class ControlResult:
     control_manholes
         One row per connection point: the control manhole, path length, outlet.
     control_paths
-        The path from each connection point to its control manhole.
+        The path from each connection point to its control manhole (None when
+        not built, e.g. ``gisnet sampling-plan --no-paths``).
     points
         The connection points (taps) of every building, parcel and user.
     index
@@ -83,7 +84,7 @@ class ControlResult:
     """
 
     control_manholes: gpd.GeoDataFrame
-    control_paths: gpd.GeoDataFrame
+    control_paths: gpd.GeoDataFrame | None
     points: gpd.GeoDataFrame
     index: Any
     sampling_plan: gpd.GeoDataFrame | None = None
@@ -114,7 +115,17 @@ class ControlResult:
 
 @dataclass
 class Unavailable:
-    """An analysis (or part of one) that could not be answered, and why."""
+    """An analysis (or part of one) that could not be answered, and why.
+
+    Attributes
+    ----------
+    analysis
+        The step or result concerned: ``obligations``, ``tracing``,
+        ``capacity`` (the step failed), ``sampling_plan`` (no industrial
+        users), ``plants`` (no plants to check).
+    reason
+        Why, in a sentence.
+    """
 
     analysis: str
     reason: str

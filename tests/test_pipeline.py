@@ -113,3 +113,114 @@ def test_unknown_table_format_is_a_config_error(tmp_path: Path):
 
     with pytest.raises(ConfigError, match="xlsx"):
         write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xlsx"])
+
+
+# ---------------------------------------------------------------------------
+# pipeline.analyse: typed results, partial runs, what could not be answered
+# ---------------------------------------------------------------------------
+
+
+def _synthetic_town(n: int = 120, **drop: bool):
+    from pyproj import CRS
+
+    from gisnet.profile import load_profile
+    from gisnet.synthetic import make_town
+    from gisnet.town import Town
+
+    layers = make_town(n, seed=3)
+    for role in drop:
+        layers.pop(role)
+    crs = CRS.from_user_input("EPSG:2260")
+    return Town(name="synthetic", crs=crs, ft_per_unit=1200 / 3937 / 0.3048, layers=layers,
+                profile=load_profile("poughkeepsie-fourth-ward"))
+
+
+def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
+    from gisnet.pipeline import analyse
+    from gisnet.results import ControlResult, ObligationsResult
+
+    res = analyse(_synthetic_town())
+    assert isinstance(res.obligations, ObligationsResult)
+    assert isinstance(res.control, ControlResult)
+    assert res.unavailable == []
+    layers = res.layers()
+    assert list(layers) == ["graph_nodes", "graph_edges", "obligations", "obligation_evidence",
+                            "connection_zone", "frontage", "control_manholes", "control_paths",
+                            "sampling_plan", "pipes_capacity", "plants", "quality"]
+    s = res.summary()
+    assert s["obligations"] == res.obligations.totals
+    assert s["control_manholes"]["connection_points"] == len(layers["control_manholes"])
+    assert s["pipes"]["pipes"] == len(layers["pipes_capacity"])
+    json.dumps(s, allow_nan=False)  # plain JSON data
+
+
+def test_analyse_only_runs_the_needed_steps_in_order():
+    from gisnet.pipeline import analyse
+
+    res = analyse(_synthetic_town(), only={"obligations"})
+    assert res.graph is None and res.control is None and res.capacity is None
+    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
+                                 "frontage"}
+    res = analyse(_synthetic_town(), only={"capacity"})
+    assert res.obligations is None and res.graph is not None and res.control is not None
+    assert list(res.timings_s) == ["graph", "tracing", "capacity"]
+    with pytest.raises(ValueError, match="steps"):
+        analyse(_synthetic_town(), only={"maps"})
+
+
+def test_analyse_says_what_it_could_not_answer():
+    from gisnet.pipeline import analyse
+
+    res = analyse(_synthetic_town(users=True, plants=True))
+    assert {u.analysis for u in res.unavailable} == {"sampling_plan", "plants"}
+    assert "sampling_plan" not in res.layers()
+    assert "industrial_users" not in res.summary()
+
+
+def test_analyse_not_strict_records_a_failing_analysis_and_goes_on(monkeypatch):
+    import gisnet.capacity
+    from gisnet.errors import TopologyError
+    from gisnet.pipeline import analyse
+
+    def fail(*args, **kwargs):
+        raise TopologyError("no outlet reachable", layer="mains")
+
+    monkeypatch.setattr(gisnet.capacity, "compute_capacity", fail)
+    with pytest.raises(TopologyError):
+        analyse(_synthetic_town())
+    res = analyse(_synthetic_town(), strict=False)
+    assert [(u.analysis, u.reason) for u in res.unavailable] == \
+        [("capacity", "layer 'mains': no outlet reachable")]
+    assert res.obligations is not None and res.control is not None
+    assert res.quality is not None and "pipes_capacity" not in res.layers()
+
+
+def test_to_jsonable_makes_plain_json_data():
+    import datetime as dt
+
+    import geopandas as gpd
+    import numpy as np
+    import pandas as pd
+    from shapely.geometry import Point
+
+    from gisnet.serialize import dumps, dumps_text, to_jsonable
+
+    df = pd.DataFrame({"a": [1, np.nan], "d": pd.to_datetime(["2031-05-01", None]),
+                       "b": pd.array([True, pd.NA], dtype="boolean")})
+    got = to_jsonable({"n": np.int64(3), "x": np.float64("inf"), "na": pd.NA,
+                       "day": dt.date(2030, 1, 2), "frame": df, "arr": np.array([1.5, np.nan]),
+                       "t": (1, 2), "p": Point(1, 2)})
+    assert got == {"n": 3, "x": None, "na": None, "day": "2030-01-02",
+                   "frame": [{"a": 1.0, "d": "2031-05-01T00:00:00", "b": True},
+                             {"a": None, "d": None, "b": None}],
+                   "arr": [1.5, None], "t": [1, 2],
+                   "p": {"type": "Point", "coordinates": [1.0, 2.0]}}
+    assert type(got["n"]) is int
+    assert json.loads(dumps(got)) == got == json.loads(dumps_text(got))
+    gdf = gpd.GeoDataFrame({"id": ["A"], "v": [np.nan]}, geometry=[Point(656_000, 1_033_800)],
+                           crs="EPSG:2260")
+    fc = to_jsonable(gdf)
+    assert fc["type"] == "FeatureCollection" and "crs" not in fc  # EPSG:4326, RFC 7946
+    lon, lat = fc["features"][0]["geometry"]["coordinates"]
+    assert -74 < lon < -73.8 and 41.6 < lat < 41.8
+    assert fc["features"][0]["properties"] == {"id": "A", "v": None}

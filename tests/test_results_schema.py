@@ -210,15 +210,15 @@ def _type_ok(s: pd.Series, typ: str) -> bool:
 
 @pytest.mark.slow
 def test_layers_have_exactly_the_documented_columns(res, columns: dict) -> None:
-    assert set(res.layers) == set(columns), "the sample town yields every layer"
-    for layer, df in res.layers.items():
+    assert set(res.layers()) == set(columns), "the sample town yields every layer"
+    for layer, df in res.layers().items():
         assert list(df.columns) == [c for c, _, _ in columns[layer]], layer
 
 
 @pytest.mark.slow
 def test_columns_have_the_documented_types(res, columns: dict) -> None:
     bad = []
-    for layer, df in res.layers.items():
+    for layer, df in res.layers().items():
         for name, typ, _ in columns[layer][:-1]:
             s = df[name]
             if s.notna().any() and not _type_ok(s, typ):
@@ -230,7 +230,7 @@ def test_columns_have_the_documented_types(res, columns: dict) -> None:
 def test_geometry_in_the_working_crs(res, columns: dict) -> None:
     crs = res.town.crs
     assert crs.is_projected
-    for layer, df in res.layers.items():
+    for layer, df in res.layers().items():
         assert df.crs == crs, layer
         allowed = {t.strip() for t in columns[layer][-1][1].split(",")}
         kinds = set(df.geometry.geom_type.dropna())
@@ -245,13 +245,13 @@ def test_written_geopackage_matches(res, columns: dict, tmp_path: Path) -> None:
 
     from gisnet.io import write_results
 
-    path = write_results(tmp_path, res.layers)
-    assert {n for n, _ in pyogrio.list_layers(path)} == set(res.layers)
-    for layer in res.layers:
+    path = write_results(tmp_path, res.layers())
+    assert {n for n, _ in pyogrio.list_layers(path)} == set(res.layers())
+    for layer in res.layers():
         back = pyogrio.read_dataframe(path, layer=layer)
         assert list(back.columns) == [c for c, _, _ in columns[layer]], layer
         assert back.crs == res.town.crs, layer
-        assert len(back) == len(res.layers[layer]), layer
+        assert len(back) == len(res.layers()[layer]), layer
 
 
 # --------------------------------------------------------------------------- plausible values
@@ -270,7 +270,7 @@ def test_unit_columns_hold_plausible_values(res, columns: dict) -> None:
         if not ok.all():
             bad.append(f"{layer}.{name}: {int((~ok).sum())} value(s) not {what}")
 
-    for layer, df in res.layers.items():
+    for layer, df in res.layers().items():
         for name, typ, unit in columns[layer][:-1]:
             if typ not in ("real", "integer"):
                 continue
@@ -298,23 +298,23 @@ def test_unit_columns_hold_plausible_values(res, columns: dict) -> None:
                 check(layer, name, v >= 0, ">= 0")
     assert not bad, "\n".join(bad)
     # the sample is big enough that every documented numeric column has values
-    pc = res.layers["pipes_capacity"]
+    pc = res.layers()["pipes_capacity"]
     assert pc["capacity_gpd"].notna().sum() > 400
     assert pc["capacity_gpd"].isna().sum() == 5  # 1 adverse, 1 no diameter, 3 no slope
 
 
 @pytest.mark.slow
 def test_vocabularies_of_the_sample(res, doc: dict) -> None:
-    ob = res.layers["obligations"]
+    ob = res.layers()["obligations"]
     assert set(ob["status"]) <= _vocabulary(doc, "obligations", "status")
-    flags = {f for v in res.layers["pipes_capacity"]["flags"] for f in v.split(";") if f}
+    flags = {f for v in res.layers()["pipes_capacity"]["flags"] for f in v.split(";") if f}
     assert flags <= _vocabulary(doc, "pipes_capacity", "flag")
     assert {"adverse_slope", "no_diameter", "no_slope", "cycle"} <= flags
-    q = res.layers["quality"]
+    q = res.layers()["quality"]
     assert set(q["severity"]) <= set(SEVERITIES)
     assert set(q["kind"]) <= _vocabulary(doc, "quality", "kind")
     assert q["finding_id"].is_unique
-    assert set(res.layers["plants"]["basis"]) <= {"monthly_3mo", "avg_flow", "accumulated",
+    assert set(res.layers()["plants"]["basis"]) <= {"monthly_3mo", "avg_flow", "accumulated",
                                                   "none"}
 
 
@@ -323,7 +323,7 @@ def test_vocabularies_of_the_sample(res, doc: dict) -> None:
 
 @pytest.mark.slow
 def test_coordinates_and_lengths_against_shapely(res, fpu: float) -> None:
-    L = res.layers
+    L = res.layers()
     assert fpu == pytest.approx(1200 / 3937 / FT, rel=1e-12)  # EPSG:2260 is in US survey ft
     n = L["graph_nodes"]
     assert np.allclose(n["x"], n.geometry.x) and np.allclose(n["y"], n.geometry.y)
@@ -344,7 +344,7 @@ def test_coordinates_and_lengths_against_shapely(res, fpu: float) -> None:
 
 @pytest.mark.slow
 def test_obligation_distances_against_shapely(res, fpu: float) -> None:
-    ob, ev = res.layers["obligations"], res.layers["obligation_evidence"]
+    ob, ev = res.layers()["obligations"], res.layers()["obligation_evidence"]
     mains = res.town.layers["mains"].set_index("main_id").geometry
     m = ob[ob["main_id"].notna()]
     # property-line measure: parcel polygon to the named main's centreline
@@ -362,7 +362,7 @@ def test_obligation_distances_against_shapely(res, fpu: float) -> None:
 
 @pytest.mark.slow
 def test_capacity_against_manning_worked_here(res) -> None:
-    pc = res.layers["pipes_capacity"]
+    pc = res.layers()["pipes_capacity"]
     ok = pc["capacity_gpd"].notna()
     p = pc[ok]
     d_ft = p["diameter_in"].to_numpy() / 12.0
@@ -377,9 +377,9 @@ def test_capacity_against_manning_worked_here(res) -> None:
     assert q8 == pytest.approx(0.7643, abs=5e-4)
     util = p["peak_flow_gpd"] / p["capacity_gpd"]
     assert np.allclose(p["utilization"].dropna(), util[p["utilization"].notna()], rtol=1e-9)
-    pl = res.layers["plants"]
+    pl = res.layers()["plants"]
     assert np.allclose(pl["ratio"], pl["avg_flow_mgd"] / pl["design_flow_mgd"])
-    sp = res.layers["sampling_plan"]
+    sp = res.layers()["sampling_plan"]
     assert np.allclose(sp["plant_share_pct"],
                        sp["process_flow_gpd"] / (sp["plant_design_flow_mgd"] * 1e6) * 100)
 
@@ -392,13 +392,13 @@ def test_geopackage_keeps_nullable_booleans_and_integers_typed(res, tmp_path: Pa
 
     from gisnet.io import write_results
 
-    path = write_results(tmp_path, {"obligations": res.layers["obligations"]})
+    path = write_results(tmp_path, {"obligations": res.layers()["obligations"]})
     info = pyogrio.read_info(path, layer="obligations")
     types = dict(zip(info["fields"], info["dtypes"], strict=True))
     assert types["within_distance"] == "bool"
     assert types["abuts_sewered_street"] == "bool"
     assert types["deadline_days"] == "int64"
     back = pyogrio.read_dataframe(path, layer="obligations", use_arrow=True)
-    src = res.layers["obligations"]
+    src = res.layers()["obligations"]
     assert back["abuts_sewered_street"].isna().sum() == src["abuts_sewered_street"].isna().sum()
     assert set(back["within_distance"].dropna().unique()) <= {True, False}

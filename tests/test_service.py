@@ -20,9 +20,11 @@ import pytest
 from pyproj import CRS, Transformer
 from shapely.geometry import LineString, Point, box
 
-from gisnet._service_geojson import feature_fragments, parse_crs
+from gisnet.profile import load_profile
 from gisnet.report import Report
+from gisnet.serialize import feature_fragments
 from gisnet.service import ResultTable, ServiceLimits, TownState, create_app
+from gisnet.service.geojson import parse_crs
 from gisnet.town import Town
 
 with warnings.catch_warnings():
@@ -53,7 +55,8 @@ def _town() -> Town:
     report.add("adverse_slope", "warning", "M3 rises downstream", layer="mains",
                feature_id="M3")
     return Town(name="Testville", crs=CRS.from_user_input(CRS_FT), ft_per_unit=1.000002,
-                layers={"parcels": parcels, "mains": mains}, profile="test-profile",
+                layers={"parcels": parcels, "mains": mains},
+                profile=load_profile("poughkeepsie-fourth-ward"),
                 report=report)
 
 
@@ -581,15 +584,13 @@ def test_state_from_a_town_serves_the_library_tables():
     assert f["properties"]["status"] == row["status"]
 
 
-def test_state_falls_back_to_each_analysis_and_reports_what_failed(monkeypatch):
+def test_state_serves_what_succeeded_and_reports_what_failed(monkeypatch):
     import gisnet.capacity
-    import gisnet.pipeline
     from gisnet.errors import TopologyError
 
     def fail(*args, **kwargs):
         raise TopologyError("no outlet reachable", layer="mains")
 
-    monkeypatch.setattr(gisnet.pipeline, "analyse", fail)
     monkeypatch.setattr(gisnet.capacity, "compute_capacity", fail)
     st = TownState.from_town(_synthetic_town())
     assert st.unavailable == {"capacity": "layer 'mains': no outlet reachable"}

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 from ..schema import ROLES
-
-DEFAULT_LAYERS = Path("layers") / "sample"
+from ..townfile import DEFAULT_LAYERS
 DEFAULT_OUT = Path("maps")
 
 

@@ -9,8 +9,8 @@ findings of each kind.
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..serialize import dumps_text
 from .common import add_town_options, load_town, progress, say
 
 
@@ -32,22 +32,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
+    from ..graph import build_sewer_graph, graph_summary
     from ..io import write_results
+    from ..pipeline import analyse
 
     progress(args, f"reading {args.layers}")
     town = load_town(args)
     progress(args, "building the sewer graph")
     G = build_sewer_graph(town, snap_tolerance_ft=args.snap_tolerance_ft,
                           plant_tolerance_ft=args.plant_tolerance_ft)
-    nodes, edges = graph_to_gdfs(G)
-    quality = quality_gdf(G, town.report)
+    res = analyse(town, graph=G, only={"quality"})
+    quality = res.quality
     progress(args, f"writing {args.out}")
-    path = write_results(args.out, {"graph_nodes": nodes, "graph_edges": edges,
-                                    "quality": quality})
+    path = write_results(args.out, res.layers())
     summary = graph_summary(G)
     if args.json:
-        say(args, json.dumps({"town": town.name, "results": str(path), **summary}, indent=2))
+        say(args, dumps_text({"town": town.name, "results": str(path), **summary}))
         return 0
     say(args, f"{town.name}: sewer graph at {summary['snap_tolerance_ft']:g} ft snap tolerance")
     outlets = ", ".join(map(str, G.graph["outlets"])) or "none"

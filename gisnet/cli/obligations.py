@@ -129,7 +129,9 @@ def describe(r: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..obligations import compute_obligations, connection_zone, frontage
+    from ..io import write_results
+    from ..obligations import compute_obligations
+    from ..pipeline import analyse
 
     id_path = _id_list_path(args)
     if id_path is not None and args.parcel is not None:
@@ -142,16 +144,11 @@ def run(args: argparse.Namespace) -> int:
         say(args, describe(ob.iloc[0]))
         return 0
     ids = read_ids(id_path) if id_path is not None else None
-    progress(args, "measuring parcels")
-    res = compute_obligations(town, parcels=ids, assume_abutting=args.assume_abutting)
-    progress(args, "connection zone and frontage")
-    layers = dict(res)
-    layers["connection_zone"] = connection_zone(town)
-    layers["frontage"] = frontage(town)
-    from ..io import write_results
-
-    path = write_results(args.out, layers)
-    ob = res["obligations"]
+    res = analyse(town, only={"obligations"}, parcels=ids,
+                  assume_abutting=args.assume_abutting,
+                  progress=lambda m: progress(args, m)).obligations
+    path = write_results(args.out, res.layers())
+    ob = res.obligations
     counts = ob["status"].value_counts()
     summary = ", ".join(f"{s} {int(counts.get(s, 0))}"
                         for s in ("required", "review", "connected", "not_required"))
@@ -159,5 +156,5 @@ def run(args: argparse.Namespace) -> int:
     say(args, f"{len(ob)} parcels under {prof.id} ({prof.connection.distance_ft:g} ft from the "
               f"{prof.connection.measure.replace('_', ' ')}, {prof.connection.section}): "
               f"{summary}")
-    say(args, f"wrote obligations, obligation_evidence, connection_zone, frontage to {path}")
+    say(args, f"wrote {', '.join(res.layers())} to {path}")
     return 0

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..serialize import dumps_text
 from . import common
 
 
@@ -30,15 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import run as run_pipeline
-    from ..pipeline import summary
 
     town = common.load_town(args)
     res = run_pipeline(town, args.out, self_contained=args.self_contained,
                        maps=not args.no_maps, tables=tuple(args.tables),
                        progress=lambda m: common.progress(args, m))
-    s = summary(res)
+    s = res.summary()
     if args.json:
-        common.say(args, json.dumps(s, indent=2, default=str))
+        common.say(args, dumps_text(s))
         return 0
     common.say(args, format_summary(s))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_town_options, build_graph, load_town, progress, say
+from .common import add_town_options, load_town, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,24 +25,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from ..io import write_results
-    from ..sampling import sampling_plan
-    from ..tracing import DownstreamIndex, connection_points, control_manholes
+    from ..pipeline import analyse
 
     town = load_town(args)
-    G = build_graph(args, town)
-    progress(args, "control manholes")
-    idx = DownstreamIndex(G)
-    points = connection_points(town, G, index=idx)
-    layers = control_manholes(town, G, points=points, index=idx, paths=not args.no_paths)
-    plan = sampling_plan(town, G, index=idx, points=points)
-    layers["sampling_plan"] = plan
+    res = analyse(town, only={"tracing"}, control_paths=not args.no_paths,
+                  progress=lambda m: progress(args, m))
+    layers = res.control.layers()
     path = write_results(args.out, layers)
-    cm = layers["control_manholes"]
+    cm = res.control.control_manholes
+    plan = res.control.sampling_plan
     found = cm["control_manhole_id"].notna()
     say(args, f"connection points: {len(cm)} ({int((cm['source'] == 'lateral').sum())} by "
               f"lateral), {int(found.sum())} with a control manhole, "
               f"{int((~found).sum())} without")
-    if len(plan):
+    if plan is not None and len(plan):
         say(args, f"industrial users: {len(plan)}, significant (SIU): {int(plan['siu'].sum())}, "
                   f"for local review: {int(plan['review'].sum())}")
         for r in plan.itertuples():
@@ -51,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
             say(args, f"  {r.user_id:<10} control manhole {r.control_manhole_id or '-':<12} "
                       f"plant {r.plant_id or '-':<8} {'SIU' if r.siu else '   '} "
                       f"{'REVIEW' if r.review else '      '} {flags}")
+    for u in res.unavailable:
+        say(args, f"{u.analysis.replace('_', ' ')}: not available: {u.reason}")
     written = ", ".join(layers)
     say(args, f"wrote {written} to {path}")
     return 0

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+import pandas as pd
+
 from ..errors import ConfigError
+from ..serialize import dumps_text, to_jsonable
 from .common import add_town_options, build_graph, load_town_for_point, say
 
 
@@ -32,15 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return p
 
 
-def _clean(v: Any) -> Any:
-    try:
-        import math
-
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-    except TypeError:  # pragma: no cover
-        pass
-    return v
+def _records(gdf: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON records, without the geometry (working CRS coordinates)."""
+    return to_jsonable(pd.DataFrame(gdf).drop(columns="geometry", errors="ignore"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,10 +52,9 @@ def run(args: argparse.Namespace) -> int:
     if args.manhole:
         res = trace_upstream(town, G, args.manhole)
         if args.json:
-            out = {k: [{c: _clean(v) for c, v in r.items() if c != "geometry"}
-                       for r in gdf.to_dict("records")] for k, gdf in res.items()}
+            out: dict[str, Any] = {k: _records(gdf) for k, gdf in res.items()}
             out["totals"] = dict(res["pipes"].attrs)
-            say(args, json.dumps(out, default=str, indent=1))
+            say(args, dumps_text(out, indent=1))
             return 0
         pipes = res["pipes"]
         say(args, f"upstream of {args.manhole}: {len(pipes)} pipes "
@@ -81,11 +76,10 @@ def run(args: argparse.Namespace) -> int:
     c = res["connection"].iloc[0]
     if args.json:
         out = {k: v for k, v in res.items() if k not in ("connection", "path")}
-        out["connection"] = {k: _clean(v) for k, v in c.items() if k != "geometry"}
+        out["connection"] = {k: v for k, v in c.items() if k != "geometry"}
         out["connection"]["x"], out["connection"]["y"] = c.geometry.x, c.geometry.y
-        out["path"] = [{k: _clean(v) for k, v in r.items() if k != "geometry"}
-                       for r in res["path"].to_dict("records")]
-        say(args, json.dumps(out, default=str, indent=1))
+        out["path"] = _records(res["path"])
+        say(args, dumps_text(out, indent=1))
         return 0
     say(args, f"connection point: main {c['main_id']} at {c['tap_distance_ft']:,.1f} ft from "
               f"its upstream end ({c['source']}; {c['offset_ft']:,.1f} ft from the feature)")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..serialize import dumps_text
 from .common import add_town_options, build_graph, load_town_for_point, pct, progress, say
 
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         ensure_out_dir(args.out)
         whatif_map(town, w, args.out / "whatif.html", self_contained=args.self_contained)
     if args.json:
-        say(args, json.dumps(w.to_dict(), indent=2, default=str))
+        say(args, dumps_text(w.to_dict()))
         return 0
     c = w.connection
     kind = "industrial " if w.industrial else ""

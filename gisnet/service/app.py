@@ -1,0 +1,130 @@
+"""The FastAPI application: middleware, error handlers and the route groups."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..errors import GisnetError
+from ..serialize import dumps
+from .errors import TooLargeError, http_status
+from .inputs import JSON
+from .limits import BodyLimitMiddleware, ServiceLimits
+from .routes import (
+    add_capacity_routes,
+    add_obligation_routes,
+    add_result_routes,
+    add_town_routes,
+    add_tracing_routes,
+)
+from .state import TownState
+
+log = logging.getLogger("gisnet.service")
+
+_UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        where = parts.pop(0)
+        if not parts:
+            return str(where)
+    out = ""
+    for p in parts:
+        if isinstance(p, str) and (p in _UNION_TAGS or "[" in p or "-" in p):
+            continue  # pydantic names the union member tried (``str``, ``list[float]``)
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
+        errors = []
+        for e in exc.errors():
+            f = _field_name(tuple(e.get("loc", ())))
+            msg = e.get("msg", "invalid")
+            if e.get("type") == "json_invalid":
+                f, msg = "body", f"malformed JSON ({e.get('ctx', {}).get('error', msg)})"
+            if e.get("type") == "extra_forbidden":
+                msg = "unknown field"
+            if not any(e2["field"] == f for e2 in errors):  # one per field (unions)
+                errors.append({"field": f, "message": msg})
+        first = errors[0] if errors else {"field": "request", "message": "invalid"}
+        body = {"detail": f"{first['field']}: {first['message']}", "field": first["field"],
+                "errors": errors}
+        return Response(dumps(body), status_code=422, media_type=JSON)
+
+    @app.exception_handler(GisnetError)
+    async def _gisnet(request: Request, exc: GisnetError) -> Response:
+        body: dict[str, Any] = {"detail": str(exc)}
+        fld = getattr(exc, "field", None)
+        if fld:
+            body["field"] = fld
+        if isinstance(exc, TooLargeError):
+            body["limit"] = exc.limit
+        return Response(dumps(body), status_code=http_status(exc), media_type=JSON)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        body: dict[str, Any] = {"detail": exc.detail}
+        if exc.status_code == 413:
+            body["field"] = "body"
+        return Response(dumps(body), status_code=exc.status_code, media_type=JSON,
+                        headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:  # pragma: no cover
+        log.exception("internal error answering %s %s", request.method, request.url.path)
+        return Response(dumps({"detail": f"internal error ({exc.__class__.__name__}); "
+                                         "see the server log"}),
+                        status_code=500, media_type=JSON)
+
+
+def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI:
+    """The FastAPI application answering from ``state``.
+
+    Parameters
+    ----------
+    state
+        The loaded town and its results (read-only from here on).
+    limits
+        Body-size and batch-count limits (defaults: 16 MiB, 20,000 items).
+
+    Returns
+    -------
+    fastapi.FastAPI
+        OpenAPI description at ``/openapi.json``, docs at ``/docs``.
+    """
+    limits = limits or ServiceLimits()
+    app = FastAPI(
+        title="gisnet",
+        version=__version__,
+        description=("Sewer-network answers for one loaded town: connection obligations, "
+                     "control manholes and traces, pipe and plant capacity, what-if. "
+                     "Geometry is GeoJSON in EPSG:4326 unless `crs` says otherwise; "
+                     "columns and units are those of the results GeoPackage."),
+    )
+    app.state.gisnet = state
+    app.state.limits = limits
+    app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    if limits.cors_origins:  # a town's web viewer on another origin
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(limits.cors_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["Content-Type"])
+    _install_error_handlers(app)
+    for add in (add_town_routes, add_obligation_routes, add_tracing_routes,
+                add_capacity_routes, add_result_routes):
+        add(app, state, limits)
+    return app

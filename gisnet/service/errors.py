@@ -1,0 +1,60 @@
+"""Errors of the HTTP service and the status each one answers with.
+
+Errors are JSON ``{"detail": ..., "field": ...}`` and never a traceback: an
+unknown id is 404, a malformed parameter or body 422 naming the field, a body
+over ``max_body_bytes`` or a batch over ``max_batch`` items 413 naming the
+limit, an analysis the town cannot support (e.g. no plants) 503.
+"""
+
+from __future__ import annotations
+
+from ..errors import GisnetError, NotFoundError
+
+
+class RequestError(GisnetError):
+    """A request parameter or body field is malformed (HTTP 422).
+
+    Parameters
+    ----------
+    field
+        The request field concerned, e.g. ``crs``, ``features[3].geometry``.
+    message
+        What is wrong with it.
+    """
+
+    status_code = 422
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message, feature=None)
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class TooLargeError(GisnetError):
+    """A body or batch exceeds a configured limit (HTTP 413)."""
+
+    status_code = 413
+
+    def __init__(self, message: str, *, limit: int, field: str | None = None) -> None:
+        self.limit = limit
+        self.field = field
+        super().__init__(message)
+
+
+class ServiceUnavailable(GisnetError):
+    """An analysis could not be computed for this town (HTTP 503)."""
+
+    status_code = 503
+
+
+def http_status(exc: GisnetError) -> int:
+    """The HTTP status of a gisnet error: its own ``status_code``, 404 for
+    :class:`~gisnet.errors.NotFoundError`, else 422 (the request or the data
+    it names cannot be used)."""
+    if isinstance(exc, (RequestError, TooLargeError, ServiceUnavailable)):
+        return exc.status_code
+    if isinstance(exc, NotFoundError):
+        return 404
+    return 422

@@ -1,0 +1,210 @@
+"""What requests send, turned into library inputs: bodies, query values, geometry.
+
+Request geometry becomes canonical layers in the town's working CRS
+(:func:`as_parcels`, :func:`as_buildings`, :func:`sub_town`); query values
+are checked and a bad one is a 422 naming the field (:class:`RequestError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+from pyproj import CRS
+from shapely.geometry import Point
+
+from ..errors import NotFoundError
+from ..report import Report
+from ..schema import column_names
+from ..town import Town
+from .errors import RequestError
+from .geojson import parse_crs, parse_features, to_working_crs
+from .limits import ServiceLimits, batch_size, check_batch
+
+GEOJSON = "application/geo+json"
+JSON = "application/json"
+
+# ---------------------------------------------------------------------------
+# Request bodies
+# ---------------------------------------------------------------------------
+
+IdList = list[str | int]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ObligationsRequest(_Body):
+    """Parcels by id, or arbitrary GeoJSON points/polygons (in ``crs``)."""
+
+    parcel_ids: IdList | None = Field(None, description="parcel ids (from the parcels layer)")
+    features: Any = Field(None, description="GeoJSON FeatureCollection, Feature, geometry or "
+                                            "list of them: points are treated as buildings, "
+                                            "polygons as parcels")
+    crs: str | None = Field(None, description="CRS of `features` (default EPSG:4326)")
+
+
+class ControlManholesRequest(_Body):
+    """Buildings, parcels or industrial users by id, or GeoJSON points (in ``crs``)."""
+
+    parcel_ids: IdList | None = None
+    building_ids: IdList | None = None
+    user_ids: IdList | None = None
+    features: Any = Field(None, description="GeoJSON points (buildings) or polygons")
+    crs: str | None = Field(None, description="CRS of `features` (default EPSG:4326)")
+
+
+class WhatIfRequest(_Body):
+    """A proposed connection: where, how much, and whether industrial."""
+
+    parcel_id: str | int | None = Field(None, description="connect this parcel")
+    point: list[float] | dict[str, Any] | None = Field(
+        None, description="or connect at this point: [x, y] or a GeoJSON Point, in `crs`")
+    crs: str | None = Field(None, description="CRS of `point` (default EPSG:4326)")
+    flow_gpd: float = Field(..., gt=0, allow_inf_nan=False,
+                            description="proposed average daily flow, gallons per day")
+    industrial: bool = Field(False, description="industrial wastewater (Berlin: state approval)")
+
+
+# ---------------------------------------------------------------------------
+# Query values
+# ---------------------------------------------------------------------------
+
+
+def query_param(name: str, description: str, typ: str = "string") -> dict[str, Any]:
+    """An OpenAPI query parameter (for routes that read the query string directly)."""
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": {"type": typ}}
+
+
+CRS_PARAM = query_param("crs", "CRS of the response geometry (default EPSG:4326), "
+                               "e.g. EPSG:2260")
+PATH_PARCEL = {"name": "parcel_id", "in": "path", "required": True,
+               "description": "parcel id", "schema": {"type": "string"}}
+
+
+def q_float(q: Any, name: str) -> float | None:
+    """A finite number from the query string, or None; 422 naming it otherwise."""
+    v = q.get(name)
+    if v is None:
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        raise RequestError(name, f"{v!r} is not a number") from None
+    if not math.isfinite(f):
+        raise RequestError(name, f"{v!r} is not a finite number")
+    return f
+
+
+def no_unknown(q: Any, known: tuple[str, ...]) -> None:
+    """422 for a query parameter not in ``known``."""
+    for k in q:
+        if k not in known:
+            raise RequestError(k, f"unknown parameter (expected {', '.join(known)})")
+
+
+def ids_of(values: list[str | int] | None) -> list[str]:
+    """Request ids as strings."""
+    return [] if values is None else [str(v) for v in values]
+
+
+# ---------------------------------------------------------------------------
+# Request geometry
+# ---------------------------------------------------------------------------
+
+
+def input_points(town: Town, features: Any, crs_text: str | None,
+                 limits: ServiceLimits) -> tuple[gpd.GeoSeries, list[str], list[dict]]:
+    """Request GeoJSON -> geometries in the working CRS, ids, properties."""
+    n = batch_size(features)
+    if n is not None:
+        check_batch(n, limits, "features")
+    in_crs = parse_crs(crs_text, "crs")
+    geoms, ids, props = parse_features(features, field="features")
+    work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
+    ids = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
+    return work, ids, props
+
+
+def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
+    """``[x, y]`` or a GeoJSON Point in ``crs_text``, as a point in the working CRS."""
+    if isinstance(value, list):
+        if len(value) != 2:
+            raise RequestError("point", "expected [x, y]")
+        geom = Point(value)
+        if not np.isfinite(value).all():
+            raise RequestError("point", "coordinates must be finite numbers")
+    else:
+        geoms, _, _ = parse_features(value, field="point")
+        geom = geoms[0]
+        if geom.geom_type != "Point":
+            raise RequestError("point", f"expected a Point, got a {geom.geom_type}")
+    return to_working_crs([geom], parse_crs(crs_text, "crs"), work_crs, "point").iloc[0]
+
+
+def _as_layer(role: str, id_col: str, town: Town, geoms: gpd.GeoSeries,
+              ids: list[str]) -> gpd.GeoDataFrame:
+    cols: dict[str, Any] = {c: [None] * len(ids) for c in column_names(role)}
+    cols[id_col] = ids
+    return gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries(geoms.values, crs=town.crs),
+                            crs=town.crs)
+
+
+def as_parcels(town: Town, geoms: gpd.GeoSeries, ids: list[str]) -> gpd.GeoDataFrame:
+    """Request geometry as a canonical parcels layer (polygons) in the working CRS."""
+    return _as_layer("parcels", "parcel_id", town, geoms, ids)
+
+
+def as_buildings(town: Town, geoms: gpd.GeoSeries, ids: list[str]) -> gpd.GeoDataFrame:
+    """Request geometry as a canonical buildings layer in the working CRS."""
+    return _as_layer("buildings", "building_id", town, geoms, ids)
+
+
+def sub_town(town: Town, **layers: gpd.GeoDataFrame) -> Town:
+    """A copy of ``town`` whose parcels/buildings are replaced by request geometry.
+
+    The mains, manholes, profile and settings are shared (read-only); the copy
+    has its own report, so per-request findings never touch the loaded town.
+    """
+    new = {k: v for k, v in town.layers.items() if k not in ("parcels", "buildings",
+                                                            "laterals", "users")}
+    empty = gpd.GeoDataFrame({c: pd.Series([], dtype=object) for c in column_names("parcels")},
+                             geometry=gpd.GeoSeries([], crs=town.crs), crs=town.crs)
+    new["parcels"] = layers.get("parcels", empty)
+    if "buildings" in layers:
+        new["buildings"] = layers["buildings"]
+    return dataclasses.replace(town, layers=new, report=Report())
+
+
+# ---------------------------------------------------------------------------
+# Map files
+# ---------------------------------------------------------------------------
+
+MAP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+MAP_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
+             ".json": JSON, ".geojson": GEOJSON, ".js": "text/javascript",
+             ".css": "text/css"}
+
+
+def map_path(out_dir: Path | None, name: str) -> Path:
+    """The file ``name`` inside ``out_dir``; 404 for anything else (no traversal)."""
+    if out_dir is None:
+        raise NotFoundError("no map folder configured", feature=name)
+    if not MAP_NAME.match(name) or ".." in name:
+        raise NotFoundError(f"map {name!r} not found", feature=name)
+    if Path(name).suffix == "":
+        name += ".html"
+    root = out_dir.resolve()
+    path = (root / name).resolve()
+    if path.parent != root or not path.is_file() or path.suffix not in MAP_TYPES:
+        raise NotFoundError(f"map {name!r} not found", path=None, feature=name)
+    return path

@@ -1,0 +1,267 @@
+"""What the HTTP service answers from: a town and its results, computed once.
+
+:meth:`TownState.from_town` runs :func:`gisnet.pipeline.analyse` (the same
+sequence as ``gisnet run``) and indexes every result layer as a
+:class:`~gisnet.service.tables.ResultTable`. The state is read-only after
+loading, so concurrent requests are safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from pyproj import CRS
+
+from ..pipeline import analyse, quality_totals
+from ..serialize import crs_name, dumps
+from .errors import ServiceUnavailable
+from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+    from ..town import Town
+
+log = logging.getLogger("gisnet.service")
+
+#: The analysis (pipeline step) each result layer comes from.
+LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligations",
+                  "connection_zone": "obligations", "frontage": "obligations",
+                  "control_manholes": "tracing", "control_paths": "tracing",
+                  "sampling_plan": "tracing", "pipes_capacity": "capacity",
+                  "plants": "capacity"}
+
+
+@dataclass
+class TownState:
+    """Everything the service answers from, computed once at startup.
+
+    Attributes
+    ----------
+    town
+        The loaded town (working CRS ``town.crs``).
+    G
+        The directed sewer graph.
+    tables
+        Result layer name -> :class:`ResultTable`.
+    index
+        The tracing downstream index, if tracing is available.
+    points
+        Connection points of every building/parcel/user, if available.
+    capacity
+        The capacity result (``.pipes``, ``.plants``), if available.
+    unavailable
+        Analysis name -> reason it could not be computed (from
+        :attr:`gisnet.pipeline.Results.unavailable`).
+    out_dir
+        Folder of generated maps served by ``GET /maps/{name}``.
+    timings_s
+        Seconds spent on each startup step.
+    """
+
+    town: Town
+    G: nx.MultiDiGraph
+    tables: dict[str, ResultTable] = field(default_factory=dict)
+    index: Any = None
+    points: gpd.GeoDataFrame | None = None
+    capacity: Any = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    out_dir: Path | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)
+    _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
+        default=None, repr=False)
+    _summary: dict[str, Any] | None = field(default=None, repr=False)
+
+    # -- construction -------------------------------------------------------
+
+    @classmethod
+    def load(cls, layers_dir: str | Path, *, profile: str | None = None,
+             out_dir: str | Path | None = None, **load_kwargs: Any) -> TownState:
+        """Load a town folder and compute everything (see :meth:`from_town`).
+
+        Parameters
+        ----------
+        layers_dir
+            Folder holding the town's ``gisnet.toml``.
+        profile
+            Jurisdiction profile name or path (default: the town file's).
+        out_dir
+            Folder of generated maps to serve.
+        **load_kwargs
+            Passed to :func:`gisnet.io.load_town` (``overrides``, ``engine``,
+            ``crs``, ``snap_tolerance_ft``).
+        """
+        from ..io import load_town
+
+        t0 = time.perf_counter()
+        town = load_town(layers_dir, profile=profile, **load_kwargs)
+        state = cls.from_town(town, out_dir=out_dir)
+        state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
+                           **state.timings_s}
+        return state
+
+    @classmethod
+    def from_town(cls, town: Town, *, G: nx.MultiDiGraph | None = None,
+                  out_dir: str | Path | None = None) -> TownState:
+        """Analyse a town (:func:`gisnet.pipeline.analyse`) and index every result table.
+
+        The tables are the layers of ``gisnet run``'s results GeoPackage. An
+        analysis that fails with a :class:`~gisnet.errors.GisnetError` (say,
+        capacity on a town whose mains reach no outlet) is recorded in
+        ``unavailable`` and its endpoints answer 503 with the reason; the
+        others are served.
+
+        Parameters
+        ----------
+        town
+            The loaded town.
+        G
+            A sewer graph of the town to use instead of building one.
+        out_dir
+            Folder of generated maps to serve.
+        """
+        res = analyse(town, graph=G, strict=False)
+        control = res.control
+        state = cls(town=town, G=res.graph,
+                    index=None if control is None else control.index,
+                    points=None if control is None else control.points,
+                    capacity=res.capacity,
+                    unavailable={u.analysis: u.reason for u in res.unavailable},
+                    out_dir=None if out_dir is None else Path(out_dir))
+        timings = dict(res.timings_s)
+        t = time.perf_counter()
+        for name, gdf in res.layers().items():
+            state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()),
+                                             eager=name in SERVED_EAGERLY)
+        if "parcels" in town.layers:  # for its ids; its rows are not served
+            state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
+                                                  ("parcel_id",), eager=False)
+        if "control_manholes" in state.tables and "control_paths" in state.tables:
+            state._parcel_traces = state._build_parcel_traces()
+        timings["serialize"] = time.perf_counter() - t
+        state.timings_s = timings
+        log.info("service state ready: %s", ", ".join(f"{k} {v:.2f} s"
+                                                      for k, v in timings.items()))
+        return state
+
+    # -- access -------------------------------------------------------------
+
+    def table(self, name: str) -> ResultTable:
+        """A result table, or :class:`ServiceUnavailable` saying why not."""
+        t = self.tables.get(name)
+        if t is None:
+            why = self.unavailable.get(LAYER_ANALYSIS.get(name, name)) \
+                or self.unavailable.get(name, "not computed")
+            raise ServiceUnavailable(f"{name} not available for this town: {why}")
+        return t
+
+    def parcel_trace(self, parcel_id: str) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """The precomputed downstream answer of a parcel, or None if unknown.
+
+        Returns
+        -------
+        (head, rows, path_rows)
+            ``head``: JSON object bytes with the same scalar keys as
+            :func:`gisnet.tracing.trace_downstream` for the parcel
+            (``control_manhole_id``, ``plant_id``, ``control_length_ft``,
+            ``length_ft`` = tap to outlet, ``reaches_outlet``), taken from the
+            parcel's first building (first ``control_manholes`` row, users
+            excluded), as the library's parcel trace does. ``rows``: every
+            ``control_manholes`` row of the parcel's buildings; ``path_rows``:
+            their ``control_paths`` rows.
+        """
+        if self._parcel_traces is None:
+            self._parcel_traces = self._build_parcel_traces()
+        return self._parcel_traces.get(parcel_id)
+
+    def _build_parcel_traces(self) -> dict[str, tuple[bytes, np.ndarray, np.ndarray]]:
+        cm = self.table("control_manholes")
+        paths = self.table("control_paths")
+        g = cm.gdf
+        keep = (g["user_id"].isna().to_numpy() if "user_id" in g
+                else np.ones(len(g), dtype=bool))
+        keep = keep & g["parcel_id"].notna().to_numpy()
+        rows = np.flatnonzero(keep)
+        ids = g["parcel_id"].to_numpy(dtype=object)[rows].astype(str)
+        groups = pd.Series(rows).groupby(ids, sort=False).indices
+        # control_paths is row-aligned with control_manholes (same points, same order)
+        aligned = len(paths.gdf) == len(g)
+        mh = g["control_manhole_id"].to_numpy(dtype=object)
+        plant = g["plant_id"].to_numpy(dtype=object)
+        mh_ft = pd.to_numeric(g["path_length_ft"], errors="coerce").to_numpy(dtype=float)
+        out_ft = (pd.to_numeric(g["plant_path_length_ft"], errors="coerce").to_numpy(dtype=float)
+                  if "plant_path_length_ft" in g else np.full(len(g), np.nan))
+        out: dict[str, tuple[bytes, np.ndarray, np.ndarray]] = {}
+        for pid, gi in groups.items():
+            pos = rows[gi]
+            i = int(pos[0])
+            has_plant = plant[i] is not None and not pd.isna(plant[i])
+            head = dumps({
+                "query": {"parcel": pid},
+                "control_manhole_id": mh[i],
+                "plant_id": plant[i] if has_plant else None,
+                "control_length_ft": mh_ft[i],
+                "length_ft": out_ft[i],
+                "reaches_outlet": bool(has_plant),
+            })
+            if aligned:
+                ppos = pos
+            else:
+                p = paths.lookup("parcel_id", pid)
+                ppos = p if p is not None else np.empty(0, dtype=np.int64)
+            out[str(pid)] = (head, pos, ppos)
+        return out
+
+    def require(self, analysis: str) -> None:
+        """Raise :class:`ServiceUnavailable` (503) if ``analysis`` could not be computed."""
+        if analysis in self.unavailable:
+            raise ServiceUnavailable(f"{analysis} not available for this town: "
+                                     f"{self.unavailable[analysis]}")
+
+    def parcel_known(self, parcel_id: str) -> bool:
+        t = self.tables.get("parcels")
+        return t is not None and t.lookup("parcel_id", parcel_id) is not None
+
+    def summary(self) -> dict[str, Any]:
+        """Layers, counts, profile, graph size and data-quality summary (a copy;
+        computed once, the state being read-only)."""
+        if self._summary is None:
+            self._summary = self._make_summary()
+        return copy.deepcopy(self._summary)
+
+    def _quality(self) -> pd.DataFrame:
+        """The findings: the results' quality layer, else the loader's and the graph's."""
+        if "quality" in self.tables:
+            return self.tables["quality"].gdf
+        findings = list(self.town.report)
+        graph_report = self.G.graph.get("report")
+        if graph_report is not None and graph_report is not self.town.report:
+            findings += list(graph_report)
+        return pd.DataFrame({"kind": [f.kind for f in findings],
+                             "severity": [f.severity for f in findings]})
+
+    def _make_summary(self) -> dict[str, Any]:
+        town = self.town
+        info = town.profile.profile
+        return {
+            "name": town.name,
+            "crs": crs_name(CRS.from_user_input(town.crs)),
+            "ft_per_unit": town.ft_per_unit,
+            "profile": {"id": info.id, "name": info.name, "jurisdiction": info.jurisdiction},
+            "layers": {role: {"features": len(gdf), "source": town.sources.get(role)}
+                       for role, gdf in town.layers.items()},
+            "graph": {"nodes": self.G.number_of_nodes(), "edges": self.G.number_of_edges(),
+                      "outlets": len(self.G.graph.get("outlets", []) or [])},
+            "results": {name: len(t) for name, t in self.tables.items() if name != "parcels"},
+            "unavailable": dict(self.unavailable),
+            "quality": quality_totals(self._quality()),
+            "startup_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+        }
