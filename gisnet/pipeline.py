@@ -25,8 +25,14 @@ import geopandas as gpd
 import networkx as nx
 import pandas as pd
 
+from .capacity import compute_capacity
 from .errors import GisnetError
+from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
+from .io import crs_label, write_results, write_tables
+from .obligations import analyse_obligations
+from .report import Report
 from .results import ControlResult, ObligationsResult, Unavailable
+from .sampling import analyse_control
 from .serialize import to_jsonable
 from .town import Town
 
@@ -106,8 +112,6 @@ class Results:
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, for ``gisnet run`` (plain JSON data)."""
-        from .graph import graph_summary
-        from .io import crs_label
 
         town = self.town
         out: dict[str, Any] = {
@@ -125,7 +129,7 @@ class Results:
         if self.control is not None:
             out.update(self.control.totals)
         if self.capacity is not None:
-            out.update(_capacity_totals(self.capacity))
+            out.update(self.capacity.totals)
         out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}
         out["files"] = [str(p) for p in self.files]
         return to_jsonable(out)
@@ -183,46 +187,6 @@ def _steps(only: Collection[str] | None) -> set[str]:
 # ---------------------------------------------------------------------------
 
 
-def _analyse_obligations(town: Town, *, parcels: Any = None,
-                         assume_abutting: bool = False) -> ObligationsResult:
-    """Obligations of the parcels, the connection zone and the frontage."""
-    from .obligations import compute_obligations, connection_zone, frontage
-
-    res = compute_obligations(town, parcels=parcels, assume_abutting=assume_abutting)
-    return ObligationsResult(res["obligations"], res["obligation_evidence"],
-                             connection_zone(town), frontage(town))
-
-
-def _analyse_control(town: Town, G: nx.MultiDiGraph, *, paths: bool = True) -> ControlResult:
-    """Connection points, control manholes and, with users, the sampling plan."""
-    from .sampling import sampling_plan
-    from .tracing import DownstreamIndex, connection_points, control_manholes
-
-    index = DownstreamIndex(G)
-    points = connection_points(town, G, index=index)
-    cm = control_manholes(town, G, points=points, index=index, paths=paths)
-    plan = sampling_plan(town, G, index=index, points=points) if _has_users(town) else None
-    return ControlResult(cm["control_manholes"], cm.get("control_paths"), points, index, plan)
-
-
-def _capacity_totals(capacity: Any) -> dict[str, Any]:
-    """Headline figures of a capacity result (``pipes``, ``plants``)."""
-    out: dict[str, Any] = {}
-    pc = capacity.pipes
-    if pc is not None and len(pc):
-        out["pipes"] = {
-            "pipes": len(pc),
-            "over_threshold": int(pc["over_threshold"].fillna(False).astype(bool).sum()),
-            "surcharged": int(pc["surcharged"].fillna(False).astype(bool).sum()),
-            "no_capacity": int(pc["capacity_gpd"].isna().sum()),
-        }
-    pl = capacity.plants
-    if pl is not None and len(pl):
-        out["plants"] = pl[["plant_id", "design_flow_mgd", "avg_flow_mgd", "ratio",
-                            "over_threshold", "basis"]].to_dict("records")
-    return out
-
-
 # ---------------------------------------------------------------------------
 # The sequence
 # ---------------------------------------------------------------------------
@@ -273,8 +237,6 @@ def analyse(
         ``sampling_plan`` (when there are users), ``pipes_capacity``,
         ``plants`` and ``quality``.
     """
-    from .capacity import compute_capacity
-    from .graph import build_sewer_graph, graph_to_gdfs, quality_gdf
 
     todo = _steps(only)
     say = progress or _noop
@@ -305,12 +267,12 @@ def analyse(
 
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
-                               lambda: _analyse_obligations(town, parcels=parcels,
+                               lambda: analyse_obligations(town, parcels=parcels,
                                                             assume_abutting=assume_abutting))
 
     if "tracing" in todo:
         res.control = step("tracing", "finding connection points and control manholes",
-                           lambda: _analyse_control(town, G, paths=control_paths))
+                           lambda: analyse_control(town, G, paths=control_paths))
         if res.control is not None and res.control.sampling_plan is None:
             res.unavailable.append(Unavailable(
                 "sampling_plan", "the town has no industrial users (no users layer, or it "
@@ -332,7 +294,6 @@ def analyse(
         extra = town.report
         cap_report = None if res.capacity is None else res.capacity.report
         if cap_report is not None and len(cap_report):
-            from .report import Report
 
             extra = Report(list(town.report.findings) + list(cap_report.findings))
         res.quality = quality_gdf(G, extra=extra)
@@ -366,7 +327,6 @@ def run(
     progress
         Called with a short message before each step.
     """
-    from .io import write_results, write_tables
 
     say = progress or _noop
     res = analyse(town, progress=progress)

@@ -51,7 +51,7 @@ def build(scale: str, out: Path) -> tuple[list[Path], float, float]:
     res = analyse(town)
     t_analyse = time.perf_counter() - t0
     t0 = time.perf_counter()
-    paths = maps.write_maps(town, res.layers, out, self_contained=True)
+    paths = maps.write_maps(town, res.layers(), out, self_contained=True)
     return paths, t_analyse, time.perf_counter() - t0
 
 

@@ -117,7 +117,7 @@ def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Pa
     town = load_town(sample_dir)
     res = analyse(town)
     out = tmp_path_factory.mktemp("sample-maps")
-    paths = maps.write_maps(town, res.layers, out, self_contained=True)
+    paths = maps.write_maps(town, res.layers(), out, self_contained=True)
     pages = {p.stem: p for p in paths}
     from gisnet.capacity import whatif
 
@@ -125,7 +125,7 @@ def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Pa
     pid = str(pts.loc[pts["user_id"].isna(), "parcel_id"].dropna().iloc[0])
     w = whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=250_000.0)
     pages["whatif"] = maps.whatif_map(town, w, out / "whatif.html", self_contained=True)
-    return {**res.layers, "_whatif": w, "_town": town}, pages
+    return {**res.layers(), "_whatif": w, "_town": town}, pages
 
 
 def _located(gdf) -> int:

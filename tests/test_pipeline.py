@@ -124,7 +124,7 @@ def _synthetic_town(n: int = 120, **drop: bool):
     from pyproj import CRS
 
     from gisnet.profile import load_profile
-    from gisnet.synthetic import make_town
+    from gisnet.testing.synthetic import make_town
     from gisnet.town import Town
 
     layers = make_town(n, seed=3)
@@ -178,14 +178,14 @@ def test_analyse_says_what_it_could_not_answer():
 
 
 def test_analyse_not_strict_records_a_failing_analysis_and_goes_on(monkeypatch):
-    import gisnet.capacity
+    import gisnet.pipeline
     from gisnet.errors import TopologyError
     from gisnet.pipeline import analyse
 
     def fail(*args, **kwargs):
         raise TopologyError("no outlet reachable", layer="mains")
 
-    monkeypatch.setattr(gisnet.capacity, "compute_capacity", fail)
+    monkeypatch.setattr(gisnet.pipeline, "compute_capacity", fail)
     with pytest.raises(TopologyError):
         analyse(_synthetic_town())
     res = analyse(_synthetic_town(), strict=False)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def analyse_control(
-    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None
+    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
+    paths: bool = True,
 ) -> ControlResult:
     """Connection points, control manholes and paths, and the sampling plan of a town.
 
@@ -32,6 +33,8 @@ def analyse_control(
         Its sewer graph (:func:`gisnet.graph.build_sewer_graph`).
     index
         A :class:`~gisnet.tracing.DownstreamIndex` of ``G`` to reuse (built if None).
+    paths
+        Build the ``control_paths`` lines (False: ``control_paths`` is None).
 
     Returns
     -------
@@ -44,14 +47,14 @@ def analyse_control(
     """
     idx = DownstreamIndex.of(G, index)
     points = connection_points(town, G, index=idx)
-    layers = control_manholes(town, G, points=points, index=idx)
+    layers = control_manholes(town, G, points=points, index=idx, paths=paths)
     users = town.layer("users")
     plan = None
     if users is not None and len(users):
         plan = sampling_plan(town, G, index=idx, points=points)
     return ControlResult(
         control_manholes=layers["control_manholes"],
-        control_paths=layers["control_paths"],
+        control_paths=layers.get("control_paths"),
         points=points,
         index=idx,
         sampling_plan=plan,
