@@ -17,7 +17,7 @@ import shapely
 from geopandas.testing import assert_geodataframe_equal
 from shapely.geometry import LineString, MultiLineString, Polygon
 
-import gisnet.io
+import gisnet.io.writing
 from gisnet import schema
 from gisnet.cli import main
 from gisnet.errors import CRSError, LayerError, SchemaError
@@ -473,14 +473,14 @@ def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeyp
     out = tmp_path / "maps"
     p = write_results(out, {"parcels": town.layers["parcels"]})
     before = hashlib.sha256(p.read_bytes()).hexdigest()
-    real = gisnet.io._write_one
+    real = gisnet.io.writing.write_layer
 
     def failing(path, name, df):
         if name == "bad":
             raise OSError("disk full")
         real(path, name, df)
 
-    monkeypatch.setattr(gisnet.io, "_write_one", failing)
+    monkeypatch.setattr(gisnet.io.writing, "write_layer", failing)
     with pytest.raises(OSError, match="disk full"):
         write_results(out, {"extra": town.layers["mains"], "bad": town.layers["mains"]})
     assert hashlib.sha256(p.read_bytes()).hexdigest() == before
