@@ -67,10 +67,14 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
 def unique_ids(ids: pd.Series) -> tuple[pd.Series, list[str]]:
     """Suffix repeated ids with ``#2``, ``#3`` ... (the first keeps its id).
 
+    The n-th use of an id becomes ``id#n``; should that be taken already (by
+    another feature's id or an earlier suffix), ``#n`` is added again until it
+    is free. A feature that is the first to use its id always keeps it.
+
     Returns
     -------
     ids : pandas.Series
-        Unique ids (a suffixed id never takes an id already used).
+        Unique ids, same index.
     repeated : list of str
         The ids that were repeated, sorted.
 
@@ -83,14 +87,16 @@ def unique_ids(ids: pd.Series) -> tuple[pd.Series, list[str]]:
     if not dup.any():
         return ids, []
     originals = sorted(set(ids[dup]))
-    n = ids.groupby(ids).cumcount() + 1
-    out = ids.where(n == 1, ids + "#" + n.astype(str))
-    taken = set(ids[~dup])
-    while out.duplicated().any() or (set(out[n > 1]) & taken):
-        clash = out.duplicated(keep="first") | ((n > 1) & out.isin(taken))
-        out = out.where(~clash, out + "#" + n.astype(str))
-        taken = set(out[~clash])
-    return out.astype("str"), originals
+    n = (ids.groupby(ids).cumcount() + 1).to_numpy()
+    out = ids.to_numpy(dtype=object).copy()
+    taken = set(out[n == 1])
+    for i in np.flatnonzero(n > 1):
+        new = f"{out[i]}#{n[i]}"
+        while new in taken:
+            new = f"{new}#{n[i]}"
+        taken.add(new)
+        out[i] = new
+    return pd.Series(out, index=ids.index, dtype="str"), originals
 
 
 def derived_flags(owner: pd.Series, status: pd.Series) -> dict[str, pd.Series]:
