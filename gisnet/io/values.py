@@ -9,8 +9,8 @@
    yes/no booleans, ISO, ``MM/DD/YYYY`` or year-only dates;
 3. the town file's default for nulls (``[layers.ROLE.defaults]``);
 4. normalisation of coded text to its canonical value set
-   (:data:`gisnet.schema.VALUE_ALIASES`; an unknown mains ``kind`` becomes
-   ``unknown``).
+   (:data:`gisnet.schema.VALUE_ALIASES`; an unknown or missing ``kind``
+   becomes ``unknown``, :data:`gisnet.schema.VALUE_FALLBACK`).
 
 Every value that cannot be used is set to missing and reported as a finding.
 """
@@ -127,19 +127,20 @@ def normalise(name: str, s: pd.Series, aliases: Mapping[str, tuple[str, ...]],
               ids: pd.Series, notes: LayerNotes) -> pd.Series:
     """Coded text to its canonical value (``aliases``: canonical -> source spellings).
 
-    A value no alias matches is reported; a mains/manholes ``kind`` becomes
-    ``unknown``, any other column null.
+    A value no alias matches is reported. A column with a fallback
+    (:data:`gisnet.schema.VALUE_FALLBACK`: ``kind`` -> ``unknown``) takes it
+    where the value is unknown or missing; any other column is null there.
     """
     lookup = {a.lower(): canon for canon, al in aliases.items() for a in al}
     lookup.update({c: c for c in aliases})
     low = s.str.lower()
     out = low.map(lookup)
     unknown = low.notna() & out.isna()
-    fallback = "unknown" if name == "kind" else None
+    fallback = schema.VALUE_FALLBACK.get(name)
     if unknown.any():
         vals = s[unknown].value_counts()
         listing = ", ".join(f"{v!r} ({c})" for v, c in vals.items())
-        where = "set to 'unknown'" if fallback else "treated as not given"
+        where = f"set to {fallback!r}" if fallback else "treated as not given"
         notes.add("unknown_value", "warning",
                   f"{name} values not recognised ({where}; map them in "
                   f"[layers.{notes.role}.values.{name}]): {listing}", ids[unknown])
