@@ -203,6 +203,10 @@ VALUE_ALIASES: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
 VALUE_ALIASES[("manholes", "owner")] = VALUE_ALIASES[("mains", "owner")]
 VALUE_ALIASES[("manholes", "status")] = VALUE_ALIASES[("mains", "status")]
 
+#: Normalised column -> the value it takes where the source gives none or one no
+#: alias matches (``kind`` of mains and manholes); other columns stay null.
+VALUE_FALLBACK: dict[str, str] = {"kind": "unknown"}
+
 
 def columns(role: str) -> tuple[Column, ...]:
     """The canonical columns of a layer role, in order."""

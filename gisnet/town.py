@@ -2,18 +2,57 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import geopandas as gpd
 import pandas as pd
 from pyproj import CRS
 
-from .report import Report
+from .profile import DEFAULT_PROFILE, Profile, load_profile
+from .report import Finding, Report
+from .rules import DEFAULT_SNAP_TOLERANCE_FT
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .profile import Profile
+log = logging.getLogger(__name__)
+
+
+def resolve_profile(profile: Profile | str | os.PathLike[str] | None, report: Report,
+                    town_name: str) -> Profile:
+    """The one way a town's profile is chosen and loaded.
+
+    Parameters
+    ----------
+    profile
+        A loaded :class:`~gisnet.profile.Profile` (kept), a built-in name or a
+        path to a profile TOML (loaded with :func:`gisnet.profile.load_profile`),
+        or None: then :data:`gisnet.profile.DEFAULT_PROFILE` is used, with a
+        warning in the log and a ``profile_assumed`` info finding in ``report``.
+    report
+        Where the ``profile_assumed`` finding goes.
+    town_name
+        For the message.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name or a bad profile file.
+    TypeError
+        ``profile`` is of another type.
+    """
+    if isinstance(profile, Profile):
+        return profile
+    if profile is None:
+        message = f"town {town_name} names no jurisdiction profile; using {DEFAULT_PROFILE}"
+        log.warning("%s", message)
+        report.extend([Finding("profile_assumed", "info", message)])  # logged once, above
+        return load_profile(DEFAULT_PROFILE)
+    if isinstance(profile, str | os.PathLike):
+        return load_profile(os.fspath(profile))
+    raise TypeError(f"a town's profile must be a Profile, a profile name or path, or None; "
+                    f"not {type(profile).__name__}")
 
 
 @dataclass
@@ -24,7 +63,8 @@ class TownSettings:
     ----------
     snap_tolerance_ft
         Pipe ends within this distance (feet) of a manhole or of another pipe
-        end are joined; an end this close to another pipe's interior splits it.
+        end are joined; an end this close to another pipe's interior splits it
+        (default :data:`gisnet.rules.DEFAULT_SNAP_TOLERANCE_FT`).
     plant_tolerance_ft
         How far (feet) a plant may lie from the nearest pipe node and still be
         joined to it (None: the snap tolerance).
@@ -38,7 +78,7 @@ class TownSettings:
         Use the material-specific as-built Manning n instead of the design n.
     """
 
-    snap_tolerance_ft: float = 1.0
+    snap_tolerance_ft: float = DEFAULT_SNAP_TOLERANCE_FT
     plant_tolerance_ft: float | None = None
     outlet_nodes: tuple[str, ...] = ()
     slope_units: str = "ft/ft"
@@ -63,7 +103,10 @@ class Town:
         Role -> canonical GeoDataFrame (see :mod:`gisnet.schema`). Only roles
         that were given are present; ``parcels`` and ``mains`` always are.
     profile
-        The jurisdiction profile (rules, thresholds, sections).
+        The jurisdiction profile (rules, thresholds, sections), always a loaded
+        :class:`~gisnet.profile.Profile`: a name or path given is loaded, and
+        None becomes the default profile with a ``profile_assumed`` finding
+        (see :func:`resolve_profile`).
     settings
         Tolerances and unit choices.
     report
@@ -87,6 +130,9 @@ class Town:
     plant_flows: pd.DataFrame | None = None
     source_dir: Path | None = None
     sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.profile = resolve_profile(self.profile, self.report, self.name)
 
     def layer(self, role: str) -> gpd.GeoDataFrame | None:
         """The canonical layer of a role, or None if the town has none."""

@@ -52,7 +52,7 @@ from pyproj import CRS
 from pyproj.exceptions import CRSError as _PyprojCRSError
 
 from . import schema
-from .errors import ConfigError
+from .errors import ConfigError, SchemaError
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +71,11 @@ _TOP_KEYS = {
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units"}
 _UNIT_KEYS = {"slope": SLOPE_UNITS, "diameter": DIAMETER_UNITS}
 
-#: Canonical value sets of the normalised columns (mains kind gets ``unknown`` too).
+#: Canonical value sets of the normalised columns, with their fallback
+#: (:data:`gisnet.schema.VALUE_FALLBACK`: ``kind`` gets ``unknown`` too).
 NORMALISED: dict[tuple[str, str], tuple[str, ...]] = {
-    key: (*vals, "unknown") if key[1] == "kind" else tuple(vals)
+    key: (*vals, schema.VALUE_FALLBACK[key[1]]) if key[1] in schema.VALUE_FALLBACK
+    else tuple(vals)
     for key, vals in schema.VALUE_ALIASES.items()
 }
 
@@ -451,8 +453,6 @@ def match_columns(
     >>> match_columns("mains", ["FACILITYI", "Diameter", "UPSTREAMIN"])["up_invert_ft"]
     'UPSTREAMIN'
     """
-    from .errors import SchemaError
-
     src = [c for c in source_columns if c.lower() != "geometry"]
     by_lower: dict[str, str] = {}
     for c in src:

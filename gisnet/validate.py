@@ -24,6 +24,7 @@ from typing import Any
 
 from . import schema
 from .errors import GisnetError
+from .io import crs_label
 from .report import Finding, Report
 from .town import Town
 
@@ -193,8 +194,6 @@ def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
     -------
     ValidationReport
     """
-    from .io import crs_label
-
     infos = town.settings.extra.get("layer_info", {})
     findings = [*town.report, *(extra or [])]
     report = ValidationReport(town=town.name, crs=crs_label(town.crs))

@@ -17,11 +17,13 @@ import shapely
 from geopandas.testing import assert_geodataframe_equal
 from shapely.geometry import LineString, MultiLineString, Polygon
 
-import gisnet.io
-from gisnet import schema
+import gisnet.io.writing
+from gisnet import rules, schema
 from gisnet.cli import main
-from gisnet.errors import CRSError, LayerError, SchemaError
-from gisnet.io import load_town, read_layer, write_results
+from gisnet.errors import ConfigError, CRSError, LayerError, SchemaError
+from gisnet.io import load_town, read_layer, unique_ids, write_results
+from gisnet.profile import DEFAULT_PROFILE, Profile
+from gisnet.town import Town
 
 NY_EAST = "EPSG:2260"  # NY State Plane East, US survey feet
 
@@ -290,14 +292,63 @@ def test_engines_identical_on_real_geojson(shared_data):
         assert_geodataframe_equal(a.layers[role], b.layers[role])
 
 
-def test_profile_loaded_when_module_exists(town_dir):
+def test_profile_from_town_file_or_override(town_dir):
     town = load_town(town_dir)
-    try:
-        from gisnet.profile import load_profile
-    except ImportError:
-        assert town.profile == "poughkeepsie-fourth-ward"
-    else:
-        assert type(town.profile) is type(load_profile("poughkeepsie-fourth-ward"))
+    assert isinstance(town.profile, Profile)
+    assert town.profile.id == "poughkeepsie-fourth-ward"
+    assert town.report.of_kind("profile_assumed") == []
+    assert load_town(town_dir, profile="berlin-nh").profile.id == "berlin-nh"
+
+
+def test_town_naming_no_profile_gets_default_once(town_dir, caplog):
+    toml = town_dir / "gisnet.toml"
+    toml.write_text(TOWN_TOML.replace('profile = "poughkeepsie-fourth-ward"\n', ""),
+                    encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="gisnet"):
+        town = load_town(town_dir)
+    assert isinstance(town.profile, Profile) and town.profile.id == DEFAULT_PROFILE
+    found = town.report.of_kind("profile_assumed")
+    assert len(found) == 1 and found[0].severity == "info"
+    assert found[0].message == ("town Fixture names no jurisdiction profile; "
+                                f"using {DEFAULT_PROFILE}")
+    said = [r for r in caplog.records if "names no jurisdiction profile" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+
+
+def test_town_built_by_hand_gets_a_loaded_profile(town_dir):
+    base = load_town(town_dir)
+    kw = {"name": "hand", "crs": base.crs, "ft_per_unit": base.ft_per_unit,
+          "layers": base.layers}
+    named = Town(**kw, profile="berlin-nh")
+    assert isinstance(named.profile, Profile) and named.profile.id == "berlin-nh"
+    assert named.report.of_kind("profile_assumed") == []
+    given = Town(**kw, profile=named.profile)
+    assert given.profile is named.profile
+    default = Town(**kw, profile=None)
+    assert default.profile.id == DEFAULT_PROFILE
+    assert len(default.report.of_kind("profile_assumed")) == 1
+    with pytest.raises(ConfigError, match="unknown profile"):
+        Town(**kw, profile="no-such-profile")
+    with pytest.raises(TypeError, match="profile"):
+        Town(**kw, profile={"connection": {}})
+
+
+def test_public_active_are_the_shared_rules(town_dir):
+    m = load_town(town_dir).layers["mains"]
+    mapped = m.drop(columns=["public", "active"])
+    assert np.array_equal(m["public"].to_numpy(), rules.is_public(mapped))
+    assert np.array_equal(m["active"].to_numpy(), rules.is_active(mapped))
+
+
+def test_unique_ids_suffix_repeats_without_clashes():
+    ids, repeated = unique_ids(pd.Series(["A", "A", "B", "A"], dtype="str"))
+    assert ids.tolist() == ["A", "A#2", "B", "A#3"] and repeated == ["A"]
+    # "A#2" is another feature's id: the second A takes "A#2#2", the id keeps its owner
+    ids, repeated = unique_ids(pd.Series(["A", "B", "A", "A#2", "A"], dtype="str"))
+    assert ids.tolist() == ["A", "B", "A#2#2", "A#2", "A#3"] and repeated == ["A"]
+    ids, _ = unique_ids(pd.Series(["A", "A", "A#2", "A#2"], dtype="str"))
+    assert ids.is_unique and ids.tolist()[0::2] == ["A", "A#2"]
+    assert unique_ids(pd.Series(["X", "Y"], dtype="str"))[1] == []
 
 
 def test_plant_flows_csv(tmp_path, town_dir):
@@ -473,14 +524,14 @@ def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeyp
     out = tmp_path / "maps"
     p = write_results(out, {"parcels": town.layers["parcels"]})
     before = hashlib.sha256(p.read_bytes()).hexdigest()
-    real = gisnet.io._write_one
+    real = gisnet.io.writing.write_layer
 
     def failing(path, name, df):
         if name == "bad":
             raise OSError("disk full")
         real(path, name, df)
 
-    monkeypatch.setattr(gisnet.io, "_write_one", failing)
+    monkeypatch.setattr(gisnet.io.writing, "write_layer", failing)
     with pytest.raises(OSError, match="disk full"):
         write_results(out, {"extra": town.layers["mains"], "bad": town.layers["mains"]})
     assert hashlib.sha256(p.read_bytes()).hexdigest() == before

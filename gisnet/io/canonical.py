@@ -1,0 +1,232 @@
+"""Canonical mapping of one layer: columns, ids, geometry, derived flags, working CRS.
+
+:func:`canonical_layer` runs the stages of one layer in order:
+
+1. column matching (:func:`gisnet.townfile.match_columns`: town-file mapping,
+   then the aliases of :mod:`gisnet.schema`);
+2. feature ids (:func:`source_ids`; generated from row numbers where missing);
+3. geometry clean-up and explode (:mod:`gisnet.io.geometry`);
+4. attribute values (:mod:`gisnet.io.values`);
+5. unique ids (:func:`unique_ids`: repeats suffixed ``#2``, ``#3`` ...);
+6. the derived ``public`` / ``active`` columns of mains and manholes
+   (:func:`derived_flags`, by :func:`gisnet.rules.is_public` and
+   :func:`gisnet.rules.is_active`);
+7. unmapped source columns, kept under their names (:func:`extra_columns`);
+8. reprojection to the working CRS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from pyproj import CRS
+
+from .. import rules, schema
+from ..errors import SchemaError
+from ..report import Report
+from ..townfile import LayerSpec, match_columns
+from .geometry import clean_geometry, explode_parts
+from .notes import LayerNotes, ids_text
+from .reading import NO_GEOMETRY_ATTR, LayerInfo, crs_label
+from .values import as_text, column_values
+
+#: Roles whose canonical layer also has the derived ``public`` and ``active`` columns.
+FLAGGED_ROLES = ("mains", "manholes")
+#: The derived columns: not read from the source (a source column of the same
+#: name is not kept), computed by :func:`derived_flags`.
+DERIVED_COLUMNS = ("public", "active")
+
+_DTYPES = {"str": "str", "float": "float64", "int": "Int64", "bool": "boolean",
+           "date": "datetime64[ms]"}
+
+
+def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.Series:
+    """Each feature's id as text, from column ``src``; ``ROLE:ROW`` where there is none.
+
+    ``raw`` has a RangeIndex. A missing id column is an info finding
+    (``generated_id``), features without an id a warning (``missing_id``).
+    """
+    role = notes.role
+    rows = pd.Series([f"{role}:{i + 1}" for i in range(len(raw))], dtype="str")
+    if src is None:
+        notes.add("generated_id", "info",
+                  f"no id column; ids made from row numbers ({rows.iloc[0]} ...)")
+        return rows
+    ids = as_text(raw[src].reset_index(drop=True))
+    missing = ids.isna()
+    if missing.any():
+        notes.add("missing_id", "warning",
+                  f"{int(missing.sum())} features have no {src}; ids made from row numbers: "
+                  f"{ids_text(rows[missing])}", rows[missing])
+    return ids.fillna(rows)
+
+
+def unique_ids(ids: pd.Series) -> tuple[pd.Series, list[str]]:
+    """Suffix repeated ids with ``#2``, ``#3`` ... (the first keeps its id).
+
+    The n-th use of an id becomes ``id#n``; should that be taken already (by
+    another feature's id or an earlier suffix), ``#n`` is added again until it
+    is free. A feature that is the first to use its id always keeps it.
+
+    Returns
+    -------
+    ids : pandas.Series
+        Unique ids, same index.
+    repeated : list of str
+        The ids that were repeated, sorted.
+
+    Examples
+    --------
+    >>> unique_ids(pd.Series(["A", "B", "A"]))[0].tolist()
+    ['A', 'B', 'A#2']
+    """
+    dup = ids.duplicated(keep=False)
+    if not dup.any():
+        return ids, []
+    originals = sorted(set(ids[dup]))
+    n = (ids.groupby(ids).cumcount() + 1).to_numpy()
+    out = ids.to_numpy(dtype=object).copy()
+    taken = set(out[n == 1])
+    for i in np.flatnonzero(n > 1):
+        new = f"{out[i]}#{n[i]}"
+        while new in taken:
+            new = f"{new}#{n[i]}"
+        taken.add(new)
+        out[i] = new
+    return pd.Series(out, index=ids.index, dtype="str"), originals
+
+
+def derived_flags(owner: pd.Series, status: pd.Series) -> dict[str, pd.Series]:
+    """The ``public`` and ``active`` columns from the mapped ``owner`` and ``status``.
+
+    The rules are :func:`gisnet.rules.is_public` (owner not ``private``) and
+    :func:`gisnet.rules.is_active` (status ``active`` or unknown).
+    """
+    df = pd.DataFrame({"owner": owner, "status": status})
+    return {"public": pd.Series(rules.is_public(df), index=df.index, dtype=bool),
+            "active": pd.Series(rules.is_active(df), index=df.index, dtype=bool)}
+
+
+def extra_columns(raw: gpd.GeoDataFrame, role: str, used: set[str],
+                  pos: np.ndarray) -> dict[str, pd.Series]:
+    """Unmapped source columns at rows ``pos``, under their source names, in canonical dtypes.
+
+    A source column named like a canonical or derived column (case-insensitive)
+    that was not mapped is left out.
+    """
+    reserved = {c.lower() for c in schema.column_names(role)}
+    reserved |= {"geometry", *DERIVED_COLUMNS}
+    out: dict[str, pd.Series] = {}
+    for c in raw.columns:
+        if c == raw.geometry.name or c in used or c.lower() in reserved:
+            continue
+        s = raw[c].iloc[pos].reset_index(drop=True)
+        if pd.api.types.is_bool_dtype(s):
+            s = s.astype("boolean")
+        elif pd.api.types.is_integer_dtype(s):
+            s = s.astype("Int64")
+        elif pd.api.types.is_float_dtype(s):
+            s = s.astype("float64")
+        elif pd.api.types.is_datetime64_any_dtype(s):
+            if getattr(s.dt, "tz", None) is not None:
+                s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+            s = s.astype("datetime64[ms]")
+        else:
+            s = s.astype("str")
+        out[c] = s
+    return out
+
+
+def canonical_layer(
+    raw: gpd.GeoDataFrame,
+    spec: LayerSpec,
+    working_crs: CRS,
+    report: Report,
+    info: LayerInfo | None = None,
+) -> gpd.GeoDataFrame:
+    """Map one raw layer to its role's canonical schema in the working CRS.
+
+    Parameters
+    ----------
+    raw
+        The layer as read by :func:`gisnet.io.read_layer` (it must have a CRS).
+    spec
+        Its town-file entry (role, column and value mappings, units).
+    working_crs
+        Projected CRS to reproject to.
+    report
+        Findings are added here.
+    info
+        Filled with what was read (a new one is made when None).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Canonical columns (see :mod:`gisnet.schema`), ``public``/``active`` on
+        mains and manholes, then unmapped source columns; RangeIndex; unique ids.
+
+    Raises
+    ------
+    SchemaError
+        A column mapping names a column the source does not have.
+    LayerError
+        Every feature has the wrong geometry type.
+    """
+    role = spec.role
+    if info is None:
+        info = LayerInfo(role, str(spec.path), spec.layer, spec.where, "pyogrio",
+                         None if raw.crs is None else raw.crs.to_string())
+    info.features_read = len(raw)
+    raw = raw.reset_index(drop=True)
+    try:
+        info.mapping = match_columns(role, [c for c in raw.columns if c != raw.geometry.name],
+                                     spec.columns)
+    except SchemaError as exc:
+        raise SchemaError(exc.message, path=spec.path, layer=role) from None
+    notes = LayerNotes(role, report)
+    idcol = schema.ID_COLUMN[role]
+    ids = source_ids(raw, info.mapping.get(idcol), notes)
+    clean = clean_geometry(raw.geometry, ids, spec.path, notes)
+    info.geometry_types = clean.geometry_types
+    parts = explode_parts(clean, ids, notes)
+    cols: dict[str, Any] = {}
+    for col in schema.columns(role):
+        src = info.mapping[col.name]
+        values = None if src is None else raw[src].iloc[parts.pos].reset_index(drop=True)
+        cols[col.name] = (parts.ids if col.name == idcol else
+                          column_values(col, values, spec, parts.ids, notes))
+    uids, dups = unique_ids(cols[idcol])
+    if dups:
+        notes.add("duplicate_id", "warning",
+                  f"{len(dups)} ids used by more than one feature; all kept, later ones "
+                  f"suffixed #2, #3 ...: {ids_text(dups)}", dups)
+    cols[idcol] = uids
+    if role in FLAGGED_ROLES:
+        cols.update(derived_flags(cols["owner"], cols["status"]))
+    used = {s for s in info.mapping.values() if s is not None}
+    cols.update(extra_columns(raw, role, used, parts.pos))
+    no_geometry = bool(raw.attrs.get(NO_GEOMETRY_ATTR))
+    read_crs = CRS.from_user_input(raw.crs) if raw.crs is not None else working_crs
+    src_crs = read_crs.to_2d() if len(read_crs.axis_info) > 2 else read_crs
+    if no_geometry:
+        src_crs = working_crs
+    gdf = gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries(parts.geoms, crs=src_crs), crs=src_crs)
+    if src_crs != working_crs:
+        gdf = gdf.to_crs(working_crs)
+        how = "geographic (lon/lat) input" if src_crs.is_geographic else "input"
+        report.add("reprojected", "info",
+                   f"{role}: {how} in {crs_label(read_crs)} reprojected to "
+                   f"{crs_label(working_crs)}", layer=role)
+    info.features_kept = len(gdf)
+    return gdf
+
+
+def empty_layer(role: str, crs: CRS) -> gpd.GeoDataFrame:
+    """A canonical layer with no features (every canonical column, right dtypes)."""
+    cols = {c.name: pd.Series([], dtype=_DTYPES[c.dtype]) for c in schema.columns(role)}
+    if role in FLAGGED_ROLES:
+        cols.update({c: pd.Series([], dtype=bool) for c in DERIVED_COLUMNS})
+    return gpd.GeoDataFrame(cols, geometry=gpd.GeoSeries([], crs=crs), crs=crs)

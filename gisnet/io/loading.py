@@ -1,0 +1,289 @@
+"""Loading a town: its town file, command-line overrides and CRS policy -> :class:`Town`.
+
+:func:`load_town` reads every layer named in a town's ``gisnet.toml``
+(:mod:`gisnet.townfile`), or given on the command line, maps each to the
+canonical schema (:func:`gisnet.io.canonical_layer`) in one projected working
+CRS, reads the plant flows and resolves the jurisdiction profile.
+
+CRS policy
+----------
+The working CRS is, in order: the ``crs`` argument, the town file's ``crs``,
+the CRS of the first layer that is projected (mains first), else the UTM zone
+estimated from the data (:func:`choose_working_crs`). A layer with no CRS takes
+the one its town-file entry names (``[layers.ROLE] crs``), else the town's
+``crs``; with neither it is a :class:`~gisnet.errors.CRSError`. Geographic
+input is reprojected and reported; Z and M coordinates are dropped with a note.
+
+Profile
+-------
+The profile is the ``profile`` argument (``--profile``), else the town file's,
+else :data:`gisnet.profile.DEFAULT_PROFILE` with a warning and a
+``profile_assumed`` finding (:func:`gisnet.town.resolve_profile`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+from pyproj import CRS
+
+from .. import schema
+from ..errors import ConfigError, CRSError, LayerError
+from ..report import Report
+from ..rules import DEFAULT_SNAP_TOLERANCE_FT
+from ..town import Town, TownSettings, resolve_profile
+from ..townfile import LayerSpec, TownFile, find_town_file, read_town_file
+from ..units import feet_per_unit
+from .canonical import canonical_layer, empty_layer
+from .notes import ids_text
+from .reading import CRS_ASSUMED_ATTR, ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
+
+log = logging.getLogger(__name__)
+
+
+def choose_working_crs(crs_arg: Any, tf: TownFile, raw: Mapping[str, gpd.GeoDataFrame],
+                       report: Report) -> CRS:
+    """The projected working CRS of a town (see "CRS policy" above), reported as
+    a ``working_crs`` finding.
+
+    Parameters
+    ----------
+    crs_arg
+        The ``--crs`` given, or None.
+    tf
+        The town file (its ``crs``, and its path for errors).
+    raw
+        Role -> layer as read (in its source CRS).
+    report
+        The finding goes here.
+
+    Raises
+    ------
+    CRSError
+        The CRS named is unknown or not projected, or none can be chosen.
+    """
+    if crs_arg is not None or tf.crs is not None:
+        given = crs_arg if crs_arg is not None else tf.crs
+        try:
+            c = CRS.from_user_input(given)
+        except Exception as exc:
+            raise CRSError(f"working CRS {given!r} is not a CRS pyproj knows ({exc})",
+                           path=tf.path) from None
+        if not c.is_projected:
+            raise CRSError(f"working CRS {given} is not projected; name a projected CRS "
+                           f"(State Plane, UTM)", path=tf.path)
+        src = "--crs" if crs_arg is not None else "the town file"
+        report.add("working_crs", "info", f"working CRS {crs_label(c)}, from {src}")
+        return c
+    order = [r for r in ("mains", *schema.ROLES) if r in raw]
+    order = [r for r in order if raw[r].crs is not None]
+    if not order:
+        raise CRSError("cannot choose a working CRS: no layer has geometry; name crs in the "
+                       "town file", path=tf.path)
+    for role in order:
+        c = raw[role].crs
+        if c.is_projected:
+            c = c.to_2d() if len(c.axis_info) > 2 else c
+            report.add("working_crs", "info",
+                       f"working CRS {crs_label(c)}, the CRS of the {role} layer")
+            return c
+    role = order[0]
+    g = raw[role]
+    g = g[~(g.geometry.isna() | g.geometry.is_empty)]
+    if g.empty:
+        raise CRSError("cannot choose a working CRS: no layer is projected and the "
+                       f"{role} layer has no geometry; name crs in the town file", path=tf.path)
+    c = g.set_crs(g.crs.to_2d(), allow_override=True).estimate_utm_crs()
+    report.add("working_crs", "info",
+               f"working CRS {crs_label(c)}, the UTM zone estimated from the {role} "
+               f"layer because no layer is projected and the town file names no crs")
+    return c
+
+
+def has_town_file(p: Path) -> bool:
+    """True when ``p`` is, or is a folder holding, a town file."""
+    try:
+        find_town_file(p)
+    except ConfigError:
+        return False
+    return True
+
+
+def load_town(
+    layers_dir: str | Path | None,
+    *,
+    profile: str | None = None,
+    overrides: Mapping[str, str | Path] | None = None,
+    engine: str = "pyogrio",
+    crs: Any = None,
+    snap_tolerance_ft: float | None = None,
+) -> Town:
+    """Read a town: every layer of its ``gisnet.toml``, canonical and in one projected CRS.
+
+    Parameters
+    ----------
+    layers_dir
+        Folder holding ``gisnet.toml`` (or the town file itself); None means
+        the default (:func:`gisnet.townfile.default_layers_dir`).
+    profile
+        Profile name or path; overrides the town file's ``profile``. With
+        neither, :data:`gisnet.profile.DEFAULT_PROFILE` is used, with a warning
+        and a ``profile_assumed`` finding.
+    overrides
+        Role -> path to read instead of the town file's (``--mains PATH``);
+        relative paths are relative to the current folder. With overrides, a
+        folder without a town file is allowed.
+    engine
+        ``"pyogrio"`` (Arrow) or ``"fiona"``; both give identical layers.
+    crs
+        Working CRS (projected); overrides the town file's.
+    snap_tolerance_ft
+        Snap tolerance in feet; overrides the town file's (default 1 ft).
+
+    Returns
+    -------
+    Town
+        ``town.layers[role]`` canonical GeoDataFrames in ``town.crs``; a town
+        without ``parcels`` or ``mains`` gets an empty canonical layer for it
+        and a ``missing_layer`` warning. ``town.settings.extra["layer_info"]``
+        holds a :class:`LayerInfo` per role; ``town.profile`` is the loaded
+        :class:`~gisnet.profile.Profile`.
+
+    Raises
+    ------
+    ConfigError, LayerError, SchemaError, CRSError
+        With file, layer, feature and problem, for input that cannot be used.
+    """
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if snap_tolerance_ft is not None and not (np.isfinite(snap_tolerance_ft)
+                                              and snap_tolerance_ft >= 0):
+        raise ConfigError(f"snap tolerance must be a number of feet >= 0, not "
+                          f"{snap_tolerance_ft!r}")
+    tf = town_file_with_overrides(layers_dir, overrides)
+    report = Report()
+    raw, infos = read_layers(tf, engine, report)
+    working = choose_working_crs(crs, tf, raw, report)
+    layers: dict[str, gpd.GeoDataFrame] = {}
+    for role, spec in tf.layers.items():
+        layers[role] = canonical_layer(raw[role], spec, working, report, infos[role])
+    for role in schema.REQUIRED_ROLES:
+        if role not in layers:
+            layers[role] = empty_layer(role, working)
+            need = "sewer analyses (graph, obligations, capacity)" if role == "mains" else \
+                "obligations and flows"
+            report.add("missing_layer", "warning",
+                       f"{role}: no {role} layer; {need} need one", layer=role)
+    plant_flows = read_plant_flows(tf.plant_flows) if tf.plant_flows is not None else None
+    if plant_flows is not None and "plants" in layers:
+        unknown = sorted(set(plant_flows["plant_id"]) - set(layers["plants"]["plant_id"]))
+        if unknown:
+            report.add("unknown_plant", "warning",
+                       f"plant_flows: plant ids not in the plants layer: {ids_text(unknown)}",
+                       layer="plants", feature_id=",".join(unknown))
+    name = tf.name or (tf.path.parent.name if tf.path is not None else "town")
+    prof = resolve_profile(profile if profile is not None else tf.profile, report, name)
+    settings = TownSettings(
+        snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
+                           tf.snap_tolerance_ft if tf.snap_tolerance_ft is not None else
+                           DEFAULT_SNAP_TOLERANCE_FT),
+        plant_tolerance_ft=tf.plant_tolerance_ft,
+        outlet_nodes=tf.outlet_nodes,
+        slope_units=tf.slope_units,
+        diameter_units=tf.diameter_units,
+        manning_n_by_material=tf.manning_n_by_material,
+        extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows},
+    )
+    return Town(
+        name=name,
+        crs=working,
+        ft_per_unit=feet_per_unit(working),
+        layers=layers,
+        profile=prof,
+        settings=settings,
+        report=report,
+        plant_flows=plant_flows,
+        source_dir=tf.path.parent if tf.path is not None else None,
+        sources={r: str(s.path) for r, s in tf.layers.items()},
+    )
+
+
+def town_file_with_overrides(layers_dir: str | Path | None,
+                             overrides: Mapping[str, str | Path] | None) -> TownFile:
+    """The town file of ``layers_dir`` with the command line's layer paths put in.
+
+    ``overrides`` (role -> path, relative to the current folder) replace a
+    layer's path (and drop its ``layer`` and ``where``) or add a layer. With
+    overrides, a folder without a town file is allowed.
+
+    Raises
+    ------
+    ConfigError
+        No or a bad town file, an unknown role, or no layers at all.
+    """
+    overrides = dict(overrides or {})
+    try:
+        tf = read_town_file(layers_dir)
+    except ConfigError:
+        base = Path(layers_dir) if layers_dir is not None else None
+        if not overrides or (base is not None and has_town_file(base)):
+            raise
+        tf = TownFile(path=None)  # a town given entirely on the command line
+    for role, p in overrides.items():
+        if role not in schema.ROLES:
+            raise ConfigError(f"unknown layer role {role!r}; roles are: {', '.join(schema.ROLES)}")
+        path = Path(p).expanduser().resolve()
+        old = tf.layers.get(role)
+        tf.layers[role] = (replace(old, path=path, layer=None, where=None) if old else
+                           LayerSpec(role=role, path=path, slope_units=tf.slope_units,
+                                     diameter_units=tf.diameter_units))
+    if not tf.layers:
+        raise ConfigError("the town file names no layers ([layers.parcels], [layers.mains] ...)",
+                          path=tf.path)
+    return tf
+
+
+def read_layers(tf: TownFile, engine: str, report: Report
+                ) -> tuple[dict[str, gpd.GeoDataFrame], dict[str, LayerInfo]]:
+    """Read every layer of a town file as it is (source columns, source CRS).
+
+    A source without a CRS takes its layer's ``crs``, else the town's, with a
+    ``crs_assumed`` finding.
+
+    Returns
+    -------
+    raw : dict
+        Role -> layer as read.
+    infos : dict
+        Role -> :class:`~gisnet.io.LayerInfo` (completed by the mapping).
+
+    Raises
+    ------
+    LayerError
+        A layer cannot be read or has no features.
+    """
+    raw: dict[str, gpd.GeoDataFrame] = {}
+    infos: dict[str, LayerInfo] = {}
+    for role, spec in tf.layers.items():
+        assumed = spec.crs if spec.crs is not None else tf.crs
+        g = read_layer(spec.path, layer=spec.layer, where=spec.where, engine=engine,
+                       crs=assumed, role=role)
+        if len(g) == 0:
+            what = f"no features match where = {spec.where!r}" if spec.where else "no features"
+            raise LayerError(f"empty layer: {what}", path=spec.path, layer=role)
+        infos[role] = LayerInfo(role, str(spec.path), spec.layer, spec.where, engine,
+                                None if g.crs is None else g.crs.to_string(),
+                                crs_assumed=bool(g.attrs.get(CRS_ASSUMED_ATTR)))
+        raw[role] = g
+        if infos[role].crs_assumed:
+            report.add("crs_assumed", "info",
+                       f"{role}: source has no CRS; {crs_label(g.crs)} from the town file "
+                       f"assumed", layer=role)
+        log.debug("read %s: %d features from %s", role, len(g), spec.path)
+    return raw, infos

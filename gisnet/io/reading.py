@@ -1,0 +1,283 @@
+"""Reading one OGR source as it is: engines, ``where`` filters, the CRS of a layer.
+
+:func:`read_layer` reads a shapefile, GeoPackage, GeoJSON, FileGDB ... with
+pyogrio (Arrow) or fiona and checks what GDAL would silently get wrong (a
+truncated shapefile, a missing ``.prj``, lon/lat assumed for projected
+coordinates). :func:`read_plant_flows` reads the monthly plant-flow CSV.
+Input files are only ever read.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from pyproj import CRS
+
+from ..errors import ConfigError, CRSError, GisnetError, LayerError
+
+log = logging.getLogger(__name__)
+
+#: The reading engines :func:`read_layer` takes.
+ENGINES = ("pyogrio", "fiona")
+#: ``GeoDataFrame.attrs`` key set by :func:`read_layer` when the source had no
+#: CRS and the given one was assumed.
+CRS_ASSUMED_ATTR = "gisnet_crs_assumed"
+#: ``GeoDataFrame.attrs`` key set by :func:`read_layer` for a table without
+#: geometry (CSV, DBF ...), given null geometries.
+NO_GEOMETRY_ATTR = "gisnet_no_geometry"
+
+
+@dataclass
+class LayerInfo:
+    """What was read for one layer role (kept in ``town.settings.extra["layer_info"]``).
+
+    Attributes
+    ----------
+    role, path, layer, where
+        What was read and how it was filtered.
+    engine
+        ``pyogrio`` or ``fiona``.
+    source_crs
+        The CRS the features were in (as read or as assumed), as a string.
+    crs_assumed
+        True when the source had no CRS and the town file's was used.
+    features_read
+        Features the source returned (after ``where``).
+    features_kept
+        Rows of the canonical layer (after dropping and exploding).
+    mapping
+        Canonical column -> source column (None when missing).
+    geometry_types
+        Geometry type -> count as read.
+    """
+
+    role: str
+    path: str
+    layer: str | int | None
+    where: str | None
+    engine: str
+    source_crs: str | None
+    crs_assumed: bool = False
+    features_read: int = 0
+    features_kept: int = 0
+    mapping: dict[str, str | None] = field(default_factory=dict)
+    geometry_types: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        """Canonical columns with no source column."""
+        return [c for c, s in self.mapping.items() if s is None]
+
+
+
+
+def _sidecar(path: Path, ext: str) -> Path | None:
+    for cand in (path.with_suffix(ext), path.with_suffix(ext.upper())):
+        if cand.exists():
+            return cand
+    return None
+
+
+def _check_shape_file_length(path: Path, role: str | None) -> None:
+    """Refuse a truncated (or foreign) ``.shp``/``.shx``.
+
+    Both files start with a 100-byte header whose bytes 0-3 hold the file code
+    9994 and bytes 24-27 the file length in 16-bit words (big-endian). GDAL
+    reads a truncated ``.shp`` without complaint, silently returning only the
+    features before the cut, so the length is checked here.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise LayerError(f"cannot read: {exc.strerror or exc}", path=path, layer=role) from exc
+    if len(head) < 100 or int.from_bytes(head[0:4], "big") != 9994:
+        raise LayerError(f"not a shapefile: the {path.suffix} header is missing or damaged",
+                         path=path, layer=role)
+    declared = int.from_bytes(head[24:28], "big") * 2
+    if size < declared:
+        raise LayerError(f"shapefile is truncated: its header says {declared:,} bytes, the "
+                         f"file holds {size:,}; copy it again from the source",
+                         path=path, layer=role)
+
+
+def _check_dbf_length(path: Path, role: str | None) -> None:
+    """Refuse a truncated ``.dbf``: its header holds the record count (bytes 4-7)
+    and the header and record lengths (bytes 8-9, 10-11, little-endian), and GDAL
+    silently reads only the records before a cut."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(32)
+    except OSError as exc:
+        raise LayerError(f"cannot read: {exc.strerror or exc}", path=path, layer=role) from exc
+    if len(head) < 32:
+        raise LayerError("attribute table (.dbf) header is missing or damaged", path=path,
+                         layer=role)
+    n = int.from_bytes(head[4:8], "little")
+    declared = int.from_bytes(head[8:10], "little") + n * int.from_bytes(head[10:12], "little")
+    if size < declared:
+        raise LayerError(f"attribute table is truncated: its header says {n:,} records, "
+                         f"{declared:,} bytes; the file holds {size:,}; copy it again from "
+                         "the source", path=path, layer=role)
+
+
+def read_layer(
+    path: str | Path,
+    *,
+    layer: str | int | None = None,
+    where: str | None = None,
+    engine: str = "pyogrio",
+    crs: Any = None,
+    role: str | None = None,
+) -> gpd.GeoDataFrame:
+    """Read one OGR source as it is (source columns, source geometry).
+
+    Parameters
+    ----------
+    path
+        Shapefile, GeoPackage, GeoJSON, TopoJSON, FileGDB folder or any other
+        source GDAL reads.
+    layer
+        Layer name or index in a multi-layer source (default: the first).
+    where
+        OGR SQL attribute filter, e.g. ``"TYPE = 'Sanitary'"``.
+    engine
+        ``"pyogrio"`` (with Arrow, the default) or ``"fiona"``.
+    crs
+        CRS to assume when the source has none; ignored (with a log message)
+        when the source has one.
+    role
+        Layer role, used in messages only.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        The features in the source CRS (or ``crs`` when the source has none).
+
+    Raises
+    ------
+    LayerError
+        Missing path, shapefile without ``.shx``/``.dbf``, unreadable source,
+        bad ``where``.
+    CRSError
+        No CRS in the source (e.g. a shapefile without ``.prj``) and none given,
+        or lon/lat assumed for coordinates that cannot be lon/lat.
+    ConfigError
+        Unknown engine.
+    """
+    path = Path(path)
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if not path.exists():
+        raise LayerError("file not found", path=path, layer=role)
+    if path.suffix.lower() == ".shp":
+        for ext, what in ((".shx", "shape index"), (".dbf", "attribute table")):
+            if _sidecar(path, ext) is None:
+                raise LayerError(f"shapefile is missing its {ext} file ({what}); "
+                                 f"copy all the shapefile's files together", path=path, layer=role)
+        for part in (path, _sidecar(path, ".shx")):
+            _check_shape_file_length(part, role)
+        _check_dbf_length(_sidecar(path, ".dbf"), role)
+        if _sidecar(path, ".prj") is None and crs is None:
+            raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
+                           ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
+                           path=path, layer=role)
+    try:
+        # GDAL's and the engines' warnings (e.g. "more than one layer found", the
+        # first one read) go to the log with the file and role, not raw to stderr
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if engine == "pyogrio":
+                import pyogrio
+
+                gdf = pyogrio.read_dataframe(path, layer=layer, where=where, use_arrow=True)
+            else:
+                gdf = gpd.read_file(path, engine="fiona", layer=layer, where=where)
+        for w in caught:
+            log.warning("%s: %s: %s", role or "layer", path, str(w.message).strip())
+    except GisnetError:
+        raise
+    except Exception as exc:  # GDAL/fiona/pyogrio raise many classes; all mean "unreadable"
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        what = f" with where = {where!r}" if where else ""
+        raise LayerError(f"cannot read{what}: {detail}", path=path, layer=role) from exc
+    if not isinstance(gdf, gpd.GeoDataFrame):  # a table without geometry (CSV, DBF ...)
+        gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
+        gdf.attrs[NO_GEOMETRY_ATTR] = True
+        return gdf
+    if gdf.crs is None:
+        if crs is None:
+            raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
+                           "the town file", path=path, layer=role)
+        gdf = gdf.set_crs(crs)
+        gdf.attrs[CRS_ASSUMED_ATTR] = True
+        _check_lonlat(gdf, path, role)
+    elif crs is not None and CRS.from_user_input(crs) != gdf.crs:
+        log.info("%s: source CRS %s kept; the town file's %s is for sources without one",
+                 path, gdf.crs.to_string(), crs)
+    return gdf
+
+
+def _check_lonlat(gdf: gpd.GeoDataFrame, path: Path, role: str | None) -> None:
+    """An assumed geographic CRS must fit the coordinates."""
+    if gdf.crs is None or not gdf.crs.is_geographic or gdf.geometry.isna().all():
+        return
+    minx, miny, maxx, maxy = gdf.total_bounds
+    if not np.isfinite([minx, miny, maxx, maxy]).all():
+        return
+    if min(minx, miny) < -360 or maxx > 360 or maxy > 90.5:
+        raise CRSError(f"coordinates ({minx:.0f}, {miny:.0f}) .. ({maxx:.0f}, {maxy:.0f}) are "
+                       f"not longitude/latitude, but {gdf.crs.to_string()} was named for them",
+                       path=path, layer=role)
+
+
+def crs_label(crs: Any) -> str:
+    """``EPSG:nnnn (name)`` for a CRS with an EPSG code, else its name."""
+    c = CRS.from_user_input(crs)
+    code = c.to_epsg()
+    return f"EPSG:{code} ({c.name})" if code else f"{c.name} (no EPSG code)"
+
+
+
+def read_plant_flows(path: Path) -> pd.DataFrame:
+    """Monthly plant flows: CSV with ``plant_id``, ``month`` (YYYY-MM), ``avg_flow_mgd``.
+
+    Raises
+    ------
+    LayerError
+        Missing file, missing column, or a row with a bad month or flow.
+    """
+    if not path.is_file():
+        raise LayerError("file not found", path=path, layer="plant_flows")
+    try:
+        df = pd.read_csv(path, dtype={"plant_id": "str", "month": "str"})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise LayerError(f"cannot read CSV: {exc}", path=path, layer="plant_flows") from None
+    df.columns = [c.strip().lower() for c in df.columns]
+    need = ["plant_id", "month", "avg_flow_mgd"]
+    miss = [c for c in need if c not in df.columns]
+    if miss:
+        raise LayerError(f"missing column(s) {', '.join(miss)}; need {', '.join(need)}",
+                         path=path, layer="plant_flows")
+    month = df["month"].astype("str").str.strip()
+    flow = pd.to_numeric(df["avg_flow_mgd"], errors="coerce")
+    bad = ~month.str.fullmatch(r"\d{4}-(0[1-9]|1[0-2])").fillna(False).astype(bool)
+    bad |= flow.isna() | (flow < 0) | df["plant_id"].isna()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise LayerError(f"row {i + 2}: needs a plant_id, a month YYYY-MM and avg_flow_mgd >= 0 "
+                         f"(got {df.iloc[i][need].tolist()})", path=path, layer="plant_flows",
+                         feature=df["plant_id"].iloc[i])
+    return pd.DataFrame({"plant_id": df["plant_id"].astype("str").str.strip(),
+                         "month": month, "avg_flow_mgd": flow.astype(float)})
+
+

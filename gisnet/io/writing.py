@@ -1,0 +1,306 @@
+"""Writing results: the GeoPackage, table files, atomic writes, never over an input.
+
+:func:`write_results` writes result layers to ``gisnet-results.gpkg``
+atomically (a temporary copy in the same folder, then ``os.replace``);
+:func:`write_tables` writes them as CSV / GeoJSON / GeoParquet files beside
+it. :func:`atomic_path` and :func:`atomic_write_text` write any other output
+file the same way, and :func:`refuse_input_as_output` keeps every output off
+the town's input files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import pandas as pd
+import pyogrio
+import shapely
+
+from ..errors import ConfigError, LayerError
+from ..town import Town
+
+log = logging.getLogger(__name__)
+
+#: The results GeoPackage's file name, in the output folder.
+RESULTS_FILE = "gisnet-results.gpkg"
+
+
+def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
+    """The ConfigError for an output that cannot be written (read-only folder, a file
+    where a folder should be, a folder where a file should be, disk full)."""
+    reason = exc.strerror or str(exc)
+    where = Path(exc.filename) if exc.filename else path
+    if where != path:
+        reason = f"{reason}: {where}"
+    return ConfigError(f"cannot write {what}: {reason}", path=path)
+
+
+#: Files that belong to a shapefile: writing any of them would change the layer.
+_SHAPEFILE_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx",
+                    ".shp.xml")
+
+
+def input_files(town: Town) -> set[Path]:
+    """Every file ``town`` was read from: layers (with a shapefile's sidecars),
+    the town file and the plant-flows table; resolved paths."""
+    found: set[Path] = set()
+    extra = town.settings.extra
+    paths = [*town.sources.values(), extra.get("town_file"), extra.get("plant_flows_file")]
+    for p in paths:
+        if p is None:
+            continue
+        p = Path(p).resolve()
+        found.add(p)
+        if p.suffix.lower() == ".shp":
+            base = p.with_suffix("")
+            for ext in _SHAPEFILE_PARTS:
+                found.update({Path(f"{base}{ext}"), Path(f"{base}{ext.upper()}")})
+    return found
+
+
+def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
+                           what: str = "output file") -> None:
+    """Raise :class:`ConfigError` when the output ``path`` is one of the town's
+    input files (see :func:`input_files`) or one of ``inputs``: gisnet never
+    modifies its input."""
+    target = Path(path).resolve()
+    if target in input_files(town) | {Path(i).resolve() for i in inputs}:
+        raise ConfigError(f"refusing to write the {what} over an input file; name another "
+                          "path", path=path)
+
+
+def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:
+    """Create the output folder ``out_dir`` if needed.
+
+    Raises
+    ------
+    ConfigError
+        ``out_dir`` (or a parent) is an existing regular file, or the folder
+        cannot be created (permissions).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{what} is an existing file, not a folder", path=out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(out, exc, what) from exc
+    return out
+
+
+@contextmanager
+def atomic_path(path: str | Path, what: str = "output file") -> Iterator[Path]:
+    """Write a file atomically: yield a temporary path in the same folder, then
+    :func:`os.replace` it onto ``path`` when the block succeeds.
+
+    A reader never sees a half-written file, and a failure leaves an old
+    ``path`` as it was (the temporary file is removed). The folder is created
+    if needed. The file gets mode 0644: it is an output meant to be shared.
+
+    Parameters
+    ----------
+    path
+        The file to write.
+    what
+        What the file is, for the error message (``"findings CSV"``).
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is a folder, its folder cannot be created or written, or
+        writing fails with an OS error.
+
+    Examples
+    --------
+    >>> with atomic_path(out / "shares.csv", "shares CSV") as tmp:  # doctest: +SKIP
+    ...     df.to_csv(tmp, index=False)
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"cannot write {what}: it is an existing folder", path=path)
+    ensure_out_dir(path.parent, f"folder of the {what}")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _cannot_write(path, exc, what) from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _cannot_write(path, exc, what) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str, what: str = "output file") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; see :func:`atomic_path`."""
+    with atomic_path(path, what) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+    """Write result layers into ``out_dir/gisnet-results.gpkg``, atomically.
+
+    Layers named here replace layers of the same name; other layers already in
+    the file are kept. The work happens on a temporary copy in ``out_dir``
+    which then replaces the file with :func:`os.replace`, so a reader never
+    sees a half-written file and a failure leaves the old file as it was.
+
+    Parameters
+    ----------
+    out_dir
+        Output folder (created if needed).
+    layers
+        Layer name -> GeoDataFrame (written with its CRS) or DataFrame without
+        geometry (written as an attribute table).
+
+    Returns
+    -------
+    pathlib.Path
+        The GeoPackage.
+    """
+    out = ensure_out_dir(out_dir)
+    target = out / RESULTS_FILE
+    if target.is_dir():
+        raise ConfigError("cannot write results: it is an existing folder", path=target)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=".gisnet-results-", suffix=".gpkg", dir=out)
+    except OSError as exc:
+        raise _cannot_write(target, exc, "results") from exc
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if target.exists():
+            shutil.copyfile(target, tmp)
+        else:
+            tmp.unlink()
+        try:
+            with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
+                warnings.simplefilter("always")
+                existing = ({str(n) for n, _ in pyogrio.list_layers(tmp)} if tmp.exists()
+                            else set())
+            for w in caught:
+                log.warning("%s: %s", target, str(w.message).strip())
+        except pyogrio.errors.DataSourceError as exc:
+            detail = str(exc).strip().splitlines()[0].replace(str(tmp), str(target))
+            raise LayerError(f"the existing results GeoPackage cannot be read ({detail}); "
+                             "move it away (gisnet replaces only its own layers in it)",
+                             path=target) from exc
+        for name, df in layers.items():
+            # GDAL's GPKG driver replaces a layer of the same name and keeps the others
+            write_layer(tmp, name, df)
+            existing.add(name)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    log.info("wrote %d layers to %s", len(layers), target)
+    return target
+
+
+def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns GeoPackage can store. Nullable booleans and integers are written as
+    they are (GeoPackage BOOLEAN / INTEGER columns holding NULL); only a column
+    that is null in every row, whose type cannot be known, becomes text."""
+    df = df.copy()
+    for c in df.columns:
+        s = df[c]
+        if isinstance(s.dtype, pd.BooleanDtype | pd.Int64Dtype) and s.isna().all():
+            df[c] = s.astype(object).where(s.notna(), None)
+    return df
+
+
+def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
+    """Write one layer into the GeoPackage ``path`` (replacing a layer of that name).
+
+    A GeoDataFrame is written with its geometry and CRS, a DataFrame as an
+    attribute table (see :func:`gpkg_ready` for the column types).
+    """
+    df = gpkg_ready(df)
+    if isinstance(df, gpd.GeoDataFrame):
+        pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
+    else:
+        pyogrio.write_dataframe(pd.DataFrame(df), path, layer=name, driver="GPKG")
+
+
+#: Table formats :func:`write_tables` writes, with their file suffix.
+TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet"}
+
+
+def write_tables(
+    out_dir: str | Path, layers: Mapping[str, pd.DataFrame], formats: Any
+) -> list[Path]:
+    """Write each result layer as a table file beside the GeoPackage, atomically.
+
+    ``out_dir/tables/<layer>.<suffix>`` per layer and format:
+
+    - ``csv``: attributes, plus the geometry as WKT in the working CRS
+      (column ``geometry_wkt``);
+    - ``geojson``: RFC 7946, so coordinates are reprojected to EPSG:4326;
+      attributes and units as in the GeoPackage;
+    - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
+      Parquet).
+
+    Parameters
+    ----------
+    out_dir
+        Output folder (created if needed).
+    layers
+        Layer name -> GeoDataFrame or DataFrame, as for :func:`write_results`.
+    formats
+        Iterable of names from :data:`TABLE_FORMATS`.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    ConfigError
+        An unknown format, or a folder that cannot be written.
+    """
+    formats = list(dict.fromkeys(formats))
+    unknown = [f for f in formats if f not in TABLE_FORMATS]
+    if unknown:
+        raise ConfigError(f"unknown table format(s) {', '.join(map(repr, unknown))}; "
+                          f"choose from {', '.join(TABLE_FORMATS)}")
+    folder = ensure_out_dir(Path(out_dir) / "tables", "tables folder")
+    written: list[Path] = []
+    for name, df in layers.items():
+        geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
+        df = df.copy(deep=False)
+        df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
+        for fmt in formats:
+            path = folder / f"{name}{TABLE_FORMATS[fmt]}"
+            if fmt == "geojson" and not geo:
+                continue  # an attribute table has no GeoJSON form; CSV/Parquet carry it
+            with atomic_path(path, f"{fmt} table") as tmp:
+                if fmt == "csv":
+                    table = pd.DataFrame(df.drop(columns=df.geometry.name)) if geo else df
+                    if geo:
+                        table = table.assign(geometry_wkt=shapely.to_wkt(
+                            df.geometry.values, rounding_precision=3))
+                    table.to_csv(tmp, index=False)
+                elif fmt == "geojson":
+                    g = df.to_crs(4326) if df.crs is not None else df
+                    g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
+                else:
+                    df.to_parquet(tmp, index=False)
+            written.append(path)
+    return written
