@@ -388,7 +388,7 @@ def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     """A folder the user may not write in (simulated: this runs as root too)."""
-    import gisnet.io
+    import gisnet.io.writing
 
     out = tmp_path / "ro"
     out.mkdir()
@@ -396,7 +396,7 @@ def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
     def denied(*_a: object, dir: object = None, **_k: object) -> None:
         raise PermissionError(13, "Permission denied", str(dir))
 
-    monkeypatch.setattr(gisnet.io.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(gisnet.io.writing.tempfile, "mkstemp", denied)
     rc, _, err = _run([argv[0], "--layers", str(town_dir),
                        *(a.format(O=out) for a in argv[1:])], capsys)
     lines = _error_lines(err)

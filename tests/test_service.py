@@ -585,13 +585,13 @@ def test_state_from_a_town_serves_the_library_tables():
 
 
 def test_state_serves_what_succeeded_and_reports_what_failed(monkeypatch):
-    import gisnet.capacity
+    import gisnet.pipeline
     from gisnet.errors import TopologyError
 
     def fail(*args, **kwargs):
         raise TopologyError("no outlet reachable", layer="mains")
 
-    monkeypatch.setattr(gisnet.capacity, "compute_capacity", fail)
+    monkeypatch.setattr(gisnet.pipeline, "compute_capacity", fail)
     st = TownState.from_town(_synthetic_town())
     assert st.unavailable == {"capacity": "layer 'mains': no outlet reachable"}
     pid = str(st.town.layers["parcels"]["parcel_id"].iloc[0])
