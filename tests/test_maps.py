@@ -241,7 +241,7 @@ def test_pipe_class_at_the_threshold_is_not_over_it():
     assert maps.utilization_class is rules.utilization_class
     cap = load_profile("berlin-nh").capacity
     expected = maps.utilization_class(df["utilization"], df["capacity_gpd"],
-                                       cap.utilization_threshold, cap.deficient, cap.surcharged)
+                                      cap.utilization_threshold, cap.deficient, cap.surcharged)
     assert list(got) == list(expected)
 
 

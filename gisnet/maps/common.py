@@ -123,7 +123,7 @@ class Page:
 # small helpers
 # ---------------------------------------------------------------------------------------------
 def fields_for(df: pd.DataFrame, order: Iterable[str], skip: Iterable[str] = (), *,
-                rest: bool = False) -> list[str]:
+               rest: bool = False) -> list[str]:
     """Columns to show: those of ``order`` present (then, with ``rest``, every other
     non-geometry column)."""
     skip = set(skip) | {"geometry"}

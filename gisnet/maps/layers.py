@@ -170,7 +170,7 @@ def _plants_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
             attrs = pd.DataFrame(res.drop(columns=[c for c in ("geometry",) if c in res.columns]))
             merged = geo.merge(attrs, on="plant_id", how="right", suffixes=("_town", ""))
             return point_geoms(gpd.GeoDataFrame(merged, geometry=geo.geometry.name,
-                                                 crs=town_plants.crs))
+                                                crs=town_plants.crs))
     if town_plants is not None:
         return point_geoms(town_plants)
     return None
@@ -183,7 +183,7 @@ def plants_layer(ctx: MapContext) -> MapLayer | None:
         if plants is None:
             return None
         cols = fields_for(plants, ["plant_id", "name", "design_flow_mgd", "avg_flow_mgd",
-                                    "ratio", "over_threshold", "basis", "window", "gaps"])
+                                   "ratio", "over_threshold", "basis", "window", "gaps"])
         props = auto_props(plants, cols)
         over = is_true(column(plants, "over_threshold"))
         props["_c"] = ["over" if o else "ok" for o in over]

@@ -37,7 +37,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
     paths = ctx.result("control_paths")
     if paths is not None:
         cols = fields_for(paths, ["building_id", "user_id", "control_manhole_id",
-                                   "path_length_ft"])
+                                  "path_length_ft"])
         small = len(paths) <= 5000
         if small:
             props = auto_props(paths, cols)
@@ -64,8 +64,8 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
             addr = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
             taps = taps.assign(address=taps["parcel_id"].map(addr))
         cols = fields_for(taps, ["building_id", "parcel_id", "address", "user_id",
-                                  "control_manhole_id", "main_id", "tap_distance_ft",
-                                  "path_length_ft", "plant_id"])
+                                 "control_manhole_id", "main_id", "tap_distance_ft",
+                                 "path_length_ft", "plant_id"])
         props = auto_props(taps, cols)
         fields = [(field_label(c), c) for c in cols]
         consts = {}

@@ -82,9 +82,9 @@ def whatif_map(
             pipes = pipes.assign(diameter_in=pipes["main_id"].map(dia))
     if pipes is not None and len(pipes):
         cols = fields_for(pipes, ["main_id", "diameter_in", "capacity_gpd",
-                                   "peak_flow_gpd_before", "peak_flow_gpd_after",
-                                   "utilization_before", "utilization_after",
-                                   "crosses_threshold"])
+                                  "peak_flow_gpd_before", "peak_flow_gpd_after",
+                                  "utilization_before", "utilization_after",
+                                  "crosses_threshold"])
         props = auto_props(pipes, cols)
         d = numbers(column(pipes, "diameter_in"))
         props["_w"] = width_from_diameter(d)
