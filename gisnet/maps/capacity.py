@@ -102,8 +102,7 @@ def capacity_layers(ctx: MapContext) -> tuple[list[MapLayer], list[dict[str, str
     if pipes is not None and len(pipes):
         cls = classify_pipes(pipes, ctx.profile)
         t, dd, ss = utilization_thresholds(ctx.profile)
-        cols = [c for c in fields_for(pipes, CAPACITY_ORDER,
-                                      skip=["over_threshold", "deficient", "surcharged"])
+        cols = [c for c in fields_for(pipes, CAPACITY_ORDER, skip=CLASS_FLAG_COLUMNS)
                 if c not in ("from_node", "to_node")]
         notc = np.zeros(len(pipes), dtype=bool)
         if "computed" in pipes.columns:  # pipes in a cycle: flows not computed

@@ -121,6 +121,7 @@ def node_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
 
 def manholes_layer(ctx: MapContext) -> MapLayer | None:
     """Manholes (white) and other structures (grey); plants and junctions left out."""
+
     def build() -> MapLayer | None:
         nodes = node_frame(ctx)
         if nodes is None:
@@ -178,6 +179,7 @@ def _plants_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
 
 def plants_layer(ctx: MapContext) -> MapLayer | None:
     """Treatment plants, red when the capacity result says one is over its threshold."""
+
     def build() -> MapLayer | None:
         plants = _plants_frame(ctx)
         if plants is None:
