@@ -311,6 +311,19 @@ def test_network_unknown_diameter_shown_as_unknown_not_zero(written):
     assert props_of(block, ids.index("M3"))["_c"] == "storm"
 
 
+def test_private_or_inactive_mains_are_drawn_excluded(tmp_path):
+    # the same rules as every analysis (gisnet.rules.is_public / is_active): an unknown
+    # status is in service, an explicit false is not
+    town = make_town()
+    mains = town.layers["mains"].assign(public=[True, False, True],
+                                         active=pd.array([True, True, pd.NA], dtype="boolean"))
+    town.layers["mains"] = mains
+    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
+    block = layer_data(page)["mains"]["data"]
+    got = {props_of(block, i)["main_id"]: props_of(block, i)["_c"] for i in range(block["n"])}
+    assert got == {"M1": "sanitary", "M2": "excluded", "M3": "storm"}
+
+
 def test_obligation_layers_by_status_cite_the_section(written):
     _, paths = written
     layers = layer_data(paths[1])
