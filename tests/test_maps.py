@@ -19,8 +19,8 @@ from pyproj import Transformer
 from shapely.geometry import LineString, Point, Polygon, box
 
 from gisnet import maps
-from gisnet._mapencode import _fmt_number
 from gisnet.errors import ConfigError, NotFoundError
+from gisnet.maps.encoding import fmt_number
 from gisnet.profile import load_profile
 from gisnet.town import Town
 from gisnet.units import feet_per_unit
@@ -193,7 +193,7 @@ def test_missing_and_empty_geometries_are_dropped_with_their_rows():
 def test_properties_constant_dictionary_and_unknown():
     gdf = gpd.GeoDataFrame(geometry=[Point(X0 + i, Y0) for i in range(6)], crs=CRS)
     s = pd.Series([8.0, np.nan, 12.0, 8.0, 8.0, 8.0])
-    props = {"diameter": _fmt_number(s, 0, "in"), "section": ["§ 1"] * 6,
+    props = {"diameter": fmt_number(s, 0, "in"), "section": ["§ 1"] * 6,
              "kind": ["a", "b", "a", "a", "a", "a"]}
     block = json.loads(maps.encode_layer(gdf, props)[0])
     assert block["k"] == {"section": "§ 1"}
@@ -213,18 +213,36 @@ def test_layer_without_crs_is_an_error():
 
 
 # --------------------------------------------------------------------------- classes
-def test_utilization_class_from_values_and_profile_thresholds():
+def test_pipe_classes_from_values_and_profile_thresholds():
     df = pd.DataFrame({"utilization": [0.5, 0.80, 0.81, 0.92, 1.2, np.nan, np.nan],
                        "capacity_gpd": [1.0, 1.0, 1.0, 1.0, 1.0, np.nan, 0.0]})
-    got = maps.utilization_class(df, load_profile("berlin-nh"))
+    got = maps.classify_pipes(df, load_profile("berlin-nh"))
     assert list(got) == ["ok", "ok", "threshold", "deficient", "surcharged", "unknown",
                          "nocapacity"]
 
 
-def test_utilization_class_prefers_result_flags():
+def test_pipe_classes_prefer_result_flags():
     df = pd.DataFrame({"utilization": [0.5], "capacity_gpd": [1.0], "over_threshold": [True],
                        "deficient": [False], "surcharged": [False]})
-    assert list(maps.utilization_class(df)) == ["threshold"]
+    assert list(maps.classify_pipes(df, load_profile("berlin-nh"))) == ["threshold"]
+
+
+def test_pipe_class_at_the_threshold_is_not_over_it():
+    # 1.12 / 1.4 MGD is 0.8000000000000002 in binary: at the 80 % threshold, not over it
+    # (gisnet.rules.exceeds, the judgement capacity's own over_threshold makes)
+    u = 1.12 / 1.4
+    assert u > 0.80
+    df = pd.DataFrame({"utilization": [u, 0.91 * (1 + 1e-12), 1.0 + 1e-12, 0.8001],
+                       "capacity_gpd": [1.0] * 4})
+    got = maps.classify_pipes(df, load_profile("berlin-nh"))
+    assert list(got) == ["ok", "threshold", "deficient", "threshold"]
+    from gisnet import rules
+
+    assert maps.utilization_class is rules.utilization_class
+    cap = load_profile("berlin-nh").capacity
+    expected = maps.utilization_class(df["utilization"], df["capacity_gpd"],
+                                      cap.utilization_threshold, cap.deficient, cap.surcharged)
+    assert list(got) == list(expected)
 
 
 # --------------------------------------------------------------------------- pages
@@ -291,6 +309,19 @@ def test_network_unknown_diameter_shown_as_unknown_not_zero(written):
     assert m2["_u"] == 1  # drawn dashed
     assert props_of(block, ids.index("M1"))["diameter"] == "8 in"
     assert props_of(block, ids.index("M3"))["_c"] == "storm"
+
+
+def test_private_or_inactive_mains_are_drawn_excluded(tmp_path):
+    # the same rules as every analysis (gisnet.rules.is_public / is_active): an unknown
+    # status is in service, an explicit false is not
+    town = make_town()
+    mains = town.layers["mains"].assign(public=[True, False, True],
+                                         active=pd.array([True, True, pd.NA], dtype="boolean"))
+    town.layers["mains"] = mains
+    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
+    block = layer_data(page)["mains"]["data"]
+    got = {props_of(block, i)["main_id"]: props_of(block, i)["_c"] for i in range(block["n"])}
+    assert got == {"M1": "sanitary", "M2": "excluded", "M3": "storm"}
 
 
 def test_obligation_layers_by_status_cite_the_section(written):

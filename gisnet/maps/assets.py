@@ -1,10 +1,11 @@
-"""Script and style assets of gisnet's web maps (private to :mod:`gisnet.maps`).
+"""Script and style assets of gisnet's web maps, read from the package data.
 
 Leaflet 1.9.4 (BSD-2-Clause, ``static/leaflet/LICENSE``) is vendored from the
 npm ``leaflet`` package so that a user who only ran ``pip install`` can write
 self-contained pages. gisnet's own map script and stylesheet live in
 ``static/gisnet-maps.js`` and ``static/gisnet-maps.css`` and are always inlined
-(they are small and not on any CDN).
+(they are small and not on any CDN). The files stay in ``gisnet/static/``
+(package data); this module only reads them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Formatting and compact encoding of map layers (private to :mod:`gisnet.maps`).
+"""Formatting and compact encoding of map layers.
+
+The helpers here (``column``, ``fmt_number`` ...) are shared by the page
+modules of :mod:`gisnet.maps`; only :func:`encode_layer`, :func:`encode_coords`,
+:func:`format_value`, :class:`Prop` and :data:`DISPLAY_CRS` are re-exported by
+the package.
 
 A layer goes to the page as ``{"n", "g", "c", "k"}``: geometry in EPSG:4326
 with coordinates delta-encoded in the polyline scheme, properties as columns
@@ -20,12 +25,14 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..units import feet_per_unit
 
 DISPLAY_CRS = "EPSG:4326"
 
 
-def _missing(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """None, NA, NaN or blank text: a value the data does not have."""
     if v is None or v is pd.NA or v is pd.NaT:
         return True
     if isinstance(v, float) and math.isnan(v):
@@ -33,14 +40,15 @@ def _missing(v: Any) -> bool:
     return isinstance(v, str) and v.strip() == ""
 
 
-def _col(df: pd.DataFrame, name: str) -> pd.Series:
+def column(df: pd.DataFrame, name: str) -> pd.Series:
     """A column, or an all-missing one if the frame has none."""
     if name in df.columns:
         return df[name]
     return pd.Series([None] * len(df), index=df.index, dtype=object)
 
 
-def _num(s: pd.Series) -> np.ndarray:
+def numbers(s: pd.Series) -> np.ndarray:
+    """A column as floats (text that is not a number -> NaN)."""
     return pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
@@ -59,7 +67,7 @@ class Prop:
 
 def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
     """Display text of one value, as the page shows it (None -> ``unknown``)."""
-    if _missing(v):
+    if is_missing(v):
         return "unknown"
     if not fmt:
         return v
@@ -69,21 +77,23 @@ def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
     return f"{float(v):,.{fmt[1]}f}{unit}"
 
 
-def _fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
+def fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
     """Numbers rounded to ``decimals``, shown with thousands separators and a unit."""
-    vals = np.round(_num(s), decimals)
+    vals = np.round(numbers(s), decimals)
     return Prop([None if math.isnan(v) else float(v) for v in vals], ("n", decimals, unit))
 
 
-def _fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
-    vals = np.round(_num(s), decimals + 2)
+def fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
+    """Ratios shown as percentages with ``decimals`` decimals."""
+    vals = np.round(numbers(s), decimals + 2)
     return Prop([None if math.isnan(v) else float(v) for v in vals], ("p", decimals))
 
 
-def _fmt_bool(s: pd.Series) -> list[str | None]:
+def fmt_bool(s: pd.Series) -> list[str | None]:
+    """Booleans as ``yes``/``no`` (text kept as it is, missing -> None)."""
     out: list[str | None] = []
     for v in s.tolist():
-        if _missing(v):
+        if is_missing(v):
             out.append(None)
         elif isinstance(v, str):
             out.append(v)
@@ -92,8 +102,9 @@ def _fmt_bool(s: pd.Series) -> list[str | None]:
     return out
 
 
-def _fmt_text(s: pd.Series) -> list[str | None]:
-    return [None if _missing(v) else str(v) for v in s.tolist()]
+def fmt_text(s: pd.Series) -> list[str | None]:
+    """Values as text (missing -> None)."""
+    return [None if is_missing(v) else str(v) for v in s.tolist()]
 
 
 #: Column-name unit suffix -> (decimals shown, unit label).
@@ -103,29 +114,30 @@ _UNIT_FORMATS: dict[str, tuple[int, str]] = {
 }
 
 
-def _fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
+def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
     """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...)."""
     for suffix, (digits, unit) in _UNIT_FORMATS.items():
         if name.endswith(suffix):
-            return _fmt_number(s, digits, unit)
+            return fmt_number(s, digits, unit)
     if name in ("utilization", "ratio", "threshold") or name.startswith(
             ("utilization_", "ratio_")):
-        return _fmt_pct(s)
+        return fmt_pct(s)
     if name == "slope" or name.startswith("slope_") or name == "min_slope":
-        return _fmt_number(s, 4, "ft/ft")
+        return fmt_number(s, 4, "ft/ft")
     if pd.api.types.is_bool_dtype(s.dtype):
-        return _fmt_bool(s)
+        return fmt_bool(s)
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return [None if pd.isna(v) else v.strftime("%Y-%m-%d") for v in s.tolist()]
     if pd.api.types.is_numeric_dtype(s.dtype):
-        return _fmt_number(s, 2)
+        return fmt_number(s, 2)
     return [
-        None if _missing(v) else ("yes" if v is True else "no" if v is False else str(v))
+        None if is_missing(v) else ("yes" if v is True else "no" if v is False else str(v))
         for v in s.tolist()
     ]
 
 
-def _label(name: str) -> str:
+def field_label(name: str) -> str:
+    """A popup label for a column: unit suffix dropped, words capitalised."""
     words = re.sub(r"_(ft|in|gpd|mgd|fps|days)$", "", name).replace("_", " ")
     return words[:1].upper() + words[1:]
 
@@ -137,18 +149,18 @@ def _is(s: pd.Series, value: bool) -> np.ndarray:
     """Where a boolean column (bool, 0/1, yes/no text) holds ``value``; missing -> False."""
     out = np.zeros(len(s), dtype=bool)
     for i, v in enumerate(s.tolist()):
-        if _missing(v):
+        if is_missing(v):
             continue
         out[i] = (v.strip().lower() in _WORDS[value]) if isinstance(v, str) else bool(v) == value
     return out
 
 
-def _is_true(s: pd.Series) -> np.ndarray:
+def is_true(s: pd.Series) -> np.ndarray:
     """Boolean column (bool, 0/1, yes/no text) as a numpy bool array; missing -> False."""
     return _is(s, True)
 
 
-def _is_false(s: pd.Series) -> np.ndarray:
+def is_false(s: pd.Series) -> np.ndarray:
     """Where a boolean column is explicitly false; missing -> False."""
     return _is(s, False)
 
@@ -232,7 +244,7 @@ def _props_block(props: Mapping[str, Any], idx: np.ndarray) -> tuple[list[Any], 
     for name, col in props.items():
         fmt = col.fmt if isinstance(col, Prop) else None
         raw = col.values if isinstance(col, Prop) else col
-        vals = [None if _missing(v) else (v.item() if isinstance(v, np.generic) else v)
+        vals = [None if is_missing(v) else (v.item() if isinstance(v, np.generic) else v)
                 for v in np.asarray(list(raw), dtype=object)[idx]]
         if not vals:
             continue
@@ -299,8 +311,6 @@ def encode_layer(
         raise ConfigError("layer has no CRS; cannot place it on a web map")
     if simplify_ft > 0 and crs.is_projected and len(geoms):
         if ft_per_unit is None:
-            from .units import feet_per_unit
-
             ft_per_unit = feet_per_unit(crs)
         geoms = shapely.simplify(geoms, simplify_ft / ft_per_unit, preserve_topology=True)
     if len(geoms):

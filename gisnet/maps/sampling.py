@@ -1,0 +1,165 @@
+"""The sampling page: taps, paths to control manholes, control manholes, industrial users."""
+
+from __future__ import annotations
+
+import math
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from .common import MapContext, MapLayer, auto_props, cited, fields_for, point_geoms
+from .encoding import column, field_label, fmt_text, is_true
+from .layers import mains_layer, node_frame, parcels_layer
+
+SAMPLING_ORDER = ("user_id", "name", "parcel_id", "building_id", "process_flow_gpd",
+                  "categorical", "siu", "siu_reason", "review", "review_reason",
+                  "local_review", "reason", "plant_share_pct", "control_manhole_id",
+                  "plant_id", "path_length_ft", "section")
+
+
+def _siu_mask(df: pd.DataFrame) -> np.ndarray:
+    """Significant industrial users, from the first SIU column the frame has."""
+    for c in ("siu", "is_siu", "significant", "significant_industrial_user"):
+        if c in df.columns:
+            return is_true(df[c])
+    return np.zeros(len(df), dtype=bool)
+
+
+def sampling_layers(ctx: MapContext) -> list[MapLayer]:
+    """Layers of ``sampling.html``: mains, paths, taps, control manholes, users, SIUs."""
+    layers: list[MapLayer] = [p for p in (parcels_layer(ctx),) if p is not None]
+    mains = mains_layer(ctx)
+    if mains is not None:
+        layers.append(mains)
+    cm_section = cited(ctx.profile.control_manhole.section)
+    paths = ctx.result("control_paths")
+    if paths is not None:
+        cols = fields_for(paths, ["building_id", "user_id", "control_manhole_id",
+                                  "path_length_ft"])
+        small = len(paths) <= 5000
+        if small:
+            props = auto_props(paths, cols)
+            data, n = ctx.geojson(paths, props, precision=6, simplify_ft=0.5)
+        else:  # city scale: one dissolved drawing of every path
+            merged = shapely.line_merge(shapely.union_all(np.asarray(paths.geometry.array)))
+            one = gpd.GeoDataFrame(geometry=[merged], crs=paths.crs)
+            data, _ = ctx.geojson(one, {}, precision=6, simplify_ft=0.5)
+            n, cols = 1, []
+        layers.append(MapLayer(
+            key="control_paths", name="Paths to control manholes", data=data, count=n,
+            style={"color": "#00838f", "weight": 3, "opacity": 0.8},
+            fields=[(field_label(c), c) for c in cols], popup_title="Path to control manhole",
+            interactive=small,
+            legend=[{"label": "downstream path, tap to control manhole", "color": "#00838f",
+                     "shape": "line"}], legend_title="Paths"))
+    taps = ctx.result("control_manholes")
+    served: pd.Series | None = None
+    if taps is not None:
+        taps = point_geoms(taps)
+        parcels = ctx.layer("parcels")
+        if parcels is not None and "address" not in taps.columns and "parcel_id" in taps.columns \
+                and "address" in parcels.columns:
+            addr = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
+            taps = taps.assign(address=taps["parcel_id"].map(addr))
+        cols = fields_for(taps, ["building_id", "parcel_id", "address", "user_id",
+                                 "control_manhole_id", "main_id", "tap_distance_ft",
+                                 "path_length_ft", "plant_id"])
+        props = auto_props(taps, cols)
+        fields = [(field_label(c), c) for c in cols]
+        consts = {}
+        if cm_section:
+            consts["section"] = cm_section
+            fields.append(("Ordinance section", "section"))
+        data, n = ctx.geojson(taps, props, precision=6)
+        layers.append(MapLayer(
+            key="taps", name="Taps (connection points)", data=data, count=n,
+            style={"radius": 3, "color": "#00838f", "weight": 1, "fillColor": "#80deea",
+                   "fillOpacity": 0.9},
+            fields=fields, constants=consts, popup_title="Tap of {building_id}",
+            tooltip="{building_id} → {control_manhole_id}",
+            search=["parcel_id", "address", "building_id", "user_id"],
+            legend=[{"label": "tap (where the building sewer connects)", "color": "#80deea",
+                     "shape": "point"}], legend_title="Taps"))
+        if "control_manhole_id" in taps.columns:
+            served = taps["control_manhole_id"].dropna().astype(str).value_counts()
+    nodes = node_frame(ctx)
+    if served is not None and nodes is not None and len(served):
+        idcol = "node_id"
+        cm = nodes[column(nodes, idcol).astype(str).isin(served.index).to_numpy()]
+        cm = point_geoms(cm)
+        counts = cm[idcol].astype(str).map(served).fillna(0).astype(int).to_numpy()
+        props = {"node_id": fmt_text(cm[idcol]), "taps": [int(c) for c in counts],
+                 "_r": [round(float(min(9.0, 3.5 + 1.5 * math.log2(max(c, 1)))), 1)
+                        for c in counts]}
+        fields = [("Manhole", "node_id"), ("Taps sampled here", "taps")]
+        consts = {}
+        if cm_section:
+            consts["section"] = cm_section
+            fields.append(("Ordinance section", "section"))
+            rule = cited(ctx.profile.control_manhole.rule)
+            if rule:
+                consts["rule"] = rule
+                fields.append(("Rule", "rule"))
+        data, n = ctx.geojson(cm, props)
+        layers.append(MapLayer(
+            key="control_manholes", name="Control manholes", data=data,
+            count=n, style={"radius": 6, "color": "#000000", "weight": 2,
+                            "fillColor": "#ffd600", "fillOpacity": 0.95},
+            radius_key="_r", fields=fields, constants=consts,
+            popup_title="Control manhole {node_id}", tooltip="{node_id}: {taps} taps",
+            search=["node_id"],
+            legend=[{"label": "control manhole (size: taps served)", "color": "#ffd600",
+                     "shape": "point"}], legend_title="Control manholes"))
+    plan = ctx.results.get("sampling_plan")
+    users = None
+    if plan is not None and len(plan):
+        users = plan
+        if not (isinstance(plan, gpd.GeoDataFrame) and plan.geometry.name in plan.columns
+                and (~plan.geometry.isna()).any()):
+            users = _join_users_geometry(ctx, plan)
+    elif ctx.layer("users") is not None:
+        users = ctx.layer("users")
+    if users is not None and len(users):
+        users = point_geoms(users if users.crs is not None else users.set_crs(ctx.crs))
+        siu = _siu_mask(users)
+        cols = fields_for(users, SAMPLING_ORDER)
+        siu_section = cited(ctx.profile.pretreatment.siu_section)
+        for mask, key, name, colour in ((siu, "siu", "Significant industrial users", "#b2182b"),
+                                        (~siu, "users", "Industrial users", "#ef8a62")):
+            if not mask.any():
+                continue
+            part = users[mask]
+            props = auto_props(part, cols)
+            fields = [(field_label(c) if c != "section" else "Ordinance section", c) for c in cols]
+            consts = {}
+            if key == "siu" and siu_section and "section" not in cols:
+                consts["siu_section"] = f"{siu_section} (40 CFR 403.3(v))"
+                fields.append(("SIU rule", "siu_section"))
+            data, n = ctx.geojson(part, props)
+            layers.append(MapLayer(
+                key=key, name=name, data=data, count=n,
+                style={"radius": 8 if key == "siu" else 6, "color": "#000000", "weight": 1.5,
+                       "fillColor": colour, "fillOpacity": 0.95},
+                fields=fields, constants=consts, popup_title="User {user_id}",
+                tooltip="{user_id} · {name}", search=["user_id", "parcel_id", "name"],
+                legend=[{"label": name.lower(), "color": colour, "shape": "point"}],
+                legend_title="Industrial users"))
+    return layers
+
+
+def _join_users_geometry(ctx: MapContext, plan: pd.DataFrame) -> gpd.GeoDataFrame | None:
+    """Place sampling-plan rows without geometry at their user, building or parcel."""
+    attrs = pd.DataFrame(plan.drop(columns=["geometry"], errors="ignore"))
+    for role, key in (("users", "user_id"), ("buildings", "building_id"),
+                      ("parcels", "parcel_id")):
+        src = ctx.layer(role)
+        if src is None or key not in attrs.columns or key not in src.columns:
+            continue
+        geo = src[[key, src.geometry.name]].drop_duplicates(key)
+        geo = geo[~geo.geometry.isna()]
+        merged = geo.merge(attrs, on=key, how="inner")
+        if len(merged):
+            return gpd.GeoDataFrame(merged, geometry=src.geometry.name, crs=src.crs)
+    return None
