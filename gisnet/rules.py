@@ -49,7 +49,7 @@ NON_GRAVITY_KINDS = ("force",)
 ACTIVE_STATUSES = ("active",)
 
 #: Relative tolerance within which a computed ratio equals its limit: decimal
-#: inputs do not divide exactly in binary (1.712 / 2.14 MGD gives
+#: inputs do not divide exactly in binary (1.12 / 1.4 MGD gives
 #: 0.8000000000000002, (100.28 - 100.00) / 100 ft gives 0.0027999999999997).
 LIMIT_RTOL = 1e-9
 #: Absolute tolerance, in feet, of "within N ft": a distance that prints as

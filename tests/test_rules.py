@@ -57,7 +57,7 @@ def test_sanitary_flow_ignores_ownership_but_not_storm_or_status():
 
 
 @pytest.mark.parametrize(("value", "limit", "strict", "expected"), [
-    (0.8000000000000002, 0.8, True, False),   # 1.712 / 2.14 MGD: "in excess of 80 %" is not met
+    (0.8000000000000002, 0.8, True, False),   # 1.12 / 1.4 MGD: "in excess of 80 %" is not met
     (0.8000001, 0.8, True, True),
     (0.0027999999999997, 0.0028, False, True),  # a slope at its minimum is "at least" it
     (float("nan"), 0.8, True, False),
