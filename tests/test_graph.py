@@ -374,6 +374,36 @@ def test_town_profile_eligible_kinds_decide_eligible_and_excluded() -> None:
     assert len(of_kind(G, "kind_assumed")) == 1
 
 
+def test_rule_flags_equal_the_rules_row_by_row_on_messy_values() -> None:
+    """Flags are decided per distinct value combination; each row still gets
+    exactly what :mod:`gisnet.rules` says of it (missing values of every
+    flavour, case, blanks, no loader flags)."""
+    rng = np.random.default_rng(11)
+    n = 400
+
+    def pick(vals: list) -> list:
+        return [vals[i] for i in rng.integers(0, len(vals), n)]
+
+    layer = gpd.GeoDataFrame(
+        {"main_id": [f"M{i}" for i in range(n)],
+         "kind": pick(["sanitary", "Storm", "force", "combined", "unknown", "", None, np.nan]),
+         "owner": pick(["city", "private", "PRIVATE", None, np.nan, ""]),
+         "status": pick(["active", "inactive", "abandoned", "", None, np.nan, "Active"])},
+        geometry=[LineString([(0, 10 * i), (50, 10 * i)]) for i in range(n)], crs=CRS)
+    G = build_sewer_graph({"mains": layer})
+    got = {d["main_id"]: d for *_, d in G.edges(data=True)}
+    ids = layer["main_id"].tolist()
+    for name, rule in (("public", rules.is_public(layer)), ("active", rules.is_active(layer)),
+                       ("gravity", rules.is_gravity(layer)),
+                       ("eligible", rules.is_eligible_for_connection(layer))):
+        assert [got[i][name] for i in ids] == rule.tolist(), name
+    unknown = rules.kind_is_unknown(layer)
+    (assumed,) = of_kind(G, "kind_assumed")
+    assert assumed.message == rules.unknown_kind_message(int(unknown.sum()))
+    assert {i for i, u in zip(ids, unknown, strict=True) if u} == {
+        i for i in ids if got[i]["kind"] == "unknown"}
+
+
 def test_missing_columns_and_duplicate_ids_in_plain_layers() -> None:
     G = build_sewer_graph({"mains": mains(
         {"main_id": "A", "coords": [(0, 0), (100, 0)]},
