@@ -110,7 +110,8 @@ def distinct_rows(df: pd.DataFrame, columns: Iterable[str]) -> tuple[pd.DataFram
     cols = [c for c in columns if c in df.columns]
     if not cols:
         return pd.DataFrame(index=range(1)), np.zeros(len(df), dtype=np.int64)
-    code = df.groupby(cols, dropna=False, sort=False).ngroup().to_numpy(dtype=np.int64)
+    groups = df.groupby(cols, dropna=False, sort=False, observed=True)
+    code = groups.ngroup().to_numpy(dtype=np.int64)
     _, first = np.unique(code, return_index=True)
     return pd.DataFrame(df[cols].iloc[first]).reset_index(drop=True), code
 
