@@ -63,13 +63,6 @@ def none_for_nan(a: np.ndarray) -> list[Any]:
     return out
 
 
-def finding(kind: str, severity: str, message: str, layer: str | None, feature_id: Any,
-            geometry: Any) -> Finding:
-    """A :class:`~gisnet.report.Finding` with its feature id as text."""
-    fid = None if feature_id is None else str(feature_id)
-    return Finding(kind, severity, message, layer, fid, geometry)
-
-
 def unique_ids(ids: pd.Series, role: str, report_dups: bool,
                geoms: np.ndarray) -> tuple[list[str], list[Finding]]:
     """Ids as str; missing ids generated, duplicates suffixed ``#2``, ``#3``.

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from ..report import Finding
-from .columns import finding
 from .prepare import Mains
 from .snapping import Nodes
 
@@ -68,12 +67,12 @@ def resolve_direction(mains: Mains, nodes: Nodes, ft_per_unit: float) -> Directi
             why = f"both ends meet {uid[k]}/{vid[k]}, so they do not tell its direction"
         else:
             why = f"its ends meet {up_id[k]} -> {dn_id[k]}"
-        found.append(finding(
+        found.append(Finding(
             "node_id_mismatch", "warning",
             f"main {mid[k]} names from/to nodes {fr[k]} -> {to[k]}, but {why}; "
             f"direction from {SOURCE_TEXT[source[k]]}", "mains", mid[k], lines[k]))
     for k in np.flatnonzero(ids_ok & inv_ok & (fwd != inv_fwd)).tolist():
-        found.append(finding(
+        found.append(Finding(
             "direction_conflict", "warning",
             f"main {mid[k]}: from/to nodes say {fr[k]} -> {to[k]} but the inverts "
             f"({up_inv[k]:g} ft, {down_inv[k]:g} ft) say the opposite; "
@@ -81,7 +80,7 @@ def resolve_direction(mains: Mains, nodes: Nodes, ft_per_unit: float) -> Directi
     for k in np.flatnonzero(flip).tolist():
         why = ("its from/to node ids" if source[k] == "node_ids"
                else f"its inverts (up {up_inv[k]:g} ft < down {down_inv[k]:g} ft)")
-        found.append(finding(
+        found.append(Finding(
             "reversed_pipe", "info",
             f"main {mid[k]} is drawn against the flow given by {why}; reversed",
             "mains", mid[k], lines[k]))

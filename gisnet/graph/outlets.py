@@ -16,7 +16,6 @@ from shapely.geometry import Point
 
 from ..errors import ConfigError
 from ..report import Finding
-from .columns import finding
 from .inputs import GraphInputs
 from .prepare import Structures
 from .snapping import Nodes
@@ -74,7 +73,7 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
         if named is not None:
             target = index.get(named)
             if target is None or not used[target]:
-                found.append(finding("plant_not_connected", "warning",
+                found.append(Finding("plant_not_connected", "warning",
                                      f"plant {pid} names node {named}, which no main reaches",
                                      "plants", pid, structures.geom[s]))
                 target = None
@@ -92,7 +91,7 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
                 else:
                     fpu = inp.ft_per_unit
                     nearest = node_id[cand[hits[0]]]
-                    found.append(finding(
+                    found.append(Finding(
                         "plant_not_connected", "warning",
                         f"plant {pid} is {d * fpu:.1f} ft from the nearest node "
                         f"({nearest}), beyond the {inp.plant_tol * fpu:g} ft "
@@ -117,7 +116,7 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
             raise ConfigError(f"outlet node {name!r} is neither a manhole/plant id nor a "
                               "node of the sewer graph", layer="mains", feature=name)
         if not used[i]:
-            found.append(finding(
+            found.append(Finding(
                 "outlet_not_connected", "warning",
                 f"outlet node {name} named in the town settings is reached by no main "
                 f"within {inp.tolerance_ft:g} ft", "manholes", name, Point(node_xy[i])))

@@ -15,7 +15,6 @@ from shapely.geometry import Point
 
 from .. import rules
 from ..report import Finding
-from .columns import finding
 from .direction import Direction
 from .outlets import Outlets
 from .prepare import Mains, Structures
@@ -31,19 +30,19 @@ KIND_ASSUMED_MAX_IDS = 50
 def main_findings(mains: Mains, direction: Direction) -> list[Finding]:
     """Missing diameters, adverse / flat slopes and stored-vs-computed slope mismatches."""
     mid, lines = mains.main_id, mains.lines
-    found = [finding("missing_diameter", "warning", f"main {mid[k]} has no diameter",
+    found = [Finding("missing_diameter", "warning", f"main {mid[k]} has no diameter",
                      "mains", mid[k], lines[k])
              for k in np.flatnonzero(~(mains.diameter > 0)).tolist()]
     grav = mains.gravity
     s = direction.slope
     src = np.where(np.isnan(direction.slope_computed), "stored", "from inverts")
     for k in np.flatnonzero(grav & (s < 0)).tolist():
-        found.append(finding(
+        found.append(Finding(
             "adverse_slope", "warning",
             f"main {mid[k]} slopes uphill in its flow direction ({s[k]:.4f} ft/ft, "
             f"{src[k]}); it gets no capacity", "mains", mid[k], lines[k]))
     for k in np.flatnonzero(grav & (s == 0)).tolist():
-        found.append(finding(
+        found.append(Finding(
             "flat_slope", "warning",
             f"main {mid[k]} is flat (slope 0, {src[k]}); it gets no capacity",
             "mains", mid[k], lines[k]))
@@ -52,7 +51,7 @@ def main_findings(mains: Mains, direction: Direction) -> list[Finding]:
     diff = np.abs(np.abs(st) - np.abs(co))
     bad = both & (diff > SLOPE_MISMATCH_ABS) & (diff > SLOPE_MISMATCH_REL * np.abs(co))
     for k in np.flatnonzero(bad).tolist():
-        found.append(finding(
+        found.append(Finding(
             "slope_mismatch", "warning",
             f"main {mid[k]}: stored slope {st[k]:.4f} ft/ft, but the inverts and "
             f"length give {co[k]:.4f} ft/ft; the computed slope is used",
@@ -70,7 +69,7 @@ def kind_findings(mains: Mains, eligible_kinds: Iterable[str]) -> list[Finding]:
     if len(unknown):
         named = ",".join(mid[unknown[:KIND_ASSUMED_MAX_IDS]].tolist())
         more = ",..." if len(unknown) > KIND_ASSUMED_MAX_IDS else ""
-        found.append(finding("kind_assumed", "info", rules.unknown_kind_message(len(unknown)),
+        found.append(Finding("kind_assumed", "info", rules.unknown_kind_message(len(unknown)),
                              "mains", named + more, None))
     kinds = tuple(k for k in eligible_kinds if k not in rules.NON_GRAVITY_KINDS)
     for k in np.flatnonzero(~mains.eligible).tolist():
@@ -79,7 +78,7 @@ def kind_findings(mains: Mains, eligible_kinds: Iterable[str]) -> list[Finding]:
                                      None if mains.active[k]
                                      else f"status {mains.status[k] or 'inactive'}")
                if reason]
-        found.append(finding(
+        found.append(Finding(
             "excluded_main", "info",
             f"main {mid[k]} ({', '.join(why)}) is excluded from public-sewer questions",
             "mains", mid[k], lines[k]))
@@ -103,7 +102,7 @@ def isolated_structures(structures: Structures, outlets: Outlets,
     if not sc:
         return []
     used = outlets.used[:sc]
-    return [finding("isolated_structure", "info",
+    return [Finding("isolated_structure", "info",
                     f"{structures.kind[s]} {structures.ids[s]} is not reached by any main "
                     f"within {tolerance_ft:g} ft", "manholes", structures.ids[s],
                     Point(structures.xy[s]))

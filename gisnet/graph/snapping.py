@@ -16,7 +16,6 @@ import shapely
 from shapely.geometry import LineString
 
 from ..report import Finding
-from .columns import finding
 from .prepare import Mains, Structures
 from .snap import cluster_points, compact
 
@@ -94,7 +93,7 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
         k, side = divmod(e, 2)
         nd = end_node[e]
         what = "junction" if nd >= sc else node_kind[nd]
-        found.append(finding(
+        found.append(Finding(
             "gap_snapped", "info",
             f"{'start' if side == 0 else 'end'} of main {mains.main_id[k]} snapped "
             f"{gap_ft[e]:.2f} ft to {what} {node_id[nd]}",

@@ -18,7 +18,6 @@ from shapely.geometry import Point
 from shapely.ops import substring
 
 from ..report import Finding
-from .columns import finding
 from .direction import Direction
 from .prepare import Mains, Structures
 from .snapping import Nodes
@@ -99,7 +98,7 @@ def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float
             gap = shapely.distance(mains.lines[k], Point(node_xy[nd])) * ft_per_unit
             where = (f"where {', '.join(joining)} joins it" if joining
                      else f"where it passes through {nodes.node_kind[nd]} {nodes.node_id[nd]}")
-            found.append(finding(
+            found.append(Finding(
                 "t_split", "info",
                 f"main {on} split at {nodes.node_id[nd]} ({p * ft_per_unit:.1f} ft along), "
                 f"{where} ({gap:.2f} ft off the line)", "mains", on, Point(node_xy[nd])))

@@ -13,7 +13,6 @@ import shapely
 from shapely.geometry import Point
 
 from ..report import Finding
-from .columns import finding
 from .inputs import GraphInputs
 from .outlets import Outlets
 from .prepare import Mains
@@ -42,7 +41,7 @@ def topology_findings(G: nx.MultiDiGraph, inp: GraphInputs, mains: Mains, nodes:
     found = []
     for nd in dang.tolist():
         e = edge_of[nd]
-        found.append(finding(
+        found.append(Finding(
             "dangling_end", "warning",
             f"{'upstream' if u[e] == nd else 'downstream'} end of main {mains_at[e]} "
             f"meets no manhole and no other pipe (node {node_id[nd]})",
@@ -95,7 +94,7 @@ def near_misses(inp: GraphInputs, mains: Mains, nodes: Nodes, edges: Edges, outl
     for a in np.flatnonzero(np.isfinite(best_d)).tolist():
         nd = dang[a]
         e = edge_of[nd]
-        found.append(finding(
+        found.append(Finding(
             "gap_not_snapped", "warning",
             f"end of main {mains_at[e]} stops {best_d[a] * inp.ft_per_unit:.2f} ft from "
             f"{best_what[a]}, beyond the {inp.tolerance_ft:g} ft snap tolerance; not joined",
@@ -123,7 +122,7 @@ def cycles(G: nx.MultiDiGraph, nodes: Nodes, edges: Edges, outlets: Outlets) -> 
                   for d in ks.values()]
         ids = sorted({d["main_id"] for d in inside})
         geom = shapely.multilinestrings([d["geometry"] for d in inside])
-        found.append(finding(
+        found.append(Finding(
             "cycle", "warning",
             f"cycle of {len(ids)} main(s): {', '.join(ids)}; all kept, flow "
             "around it is undetermined", "mains", ",".join(ids), geom))
@@ -185,7 +184,7 @@ def disconnected_pieces(mains: Mains, nodes: Nodes, edges: Edges,
         es = members[bounds[p]:bounds[p + 1]]
         ids = sorted(set(mains_at[es].tolist()))
         nodes_in = len(np.unique(np.concatenate([u[es], v[es]])))
-        found.append(finding(
+        found.append(Finding(
             "disconnected_piece", "warning",
             f"piece of {len(ids)} main(s), {nodes_in} node(s), "
             f"{plen[p]:.0f} ft, connected to no outlet"
