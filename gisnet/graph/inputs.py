@@ -14,10 +14,6 @@ from ..errors import ConfigError, CRSError, LayerError
 from ..town import Town
 from ..units import feet_per_unit
 
-#: Snap tolerance used when neither the call nor the town names one (feet).
-DEFAULT_SNAP_TOLERANCE_FT = rules.DEFAULT_SNAP_TOLERANCE_FT
-
-
 @dataclass(frozen=True, eq=False)
 class GraphInputs:
     """The layers and settings of one graph build.
@@ -102,7 +98,7 @@ def read_inputs(
             raise CRSError("the mains layer has no CRS", layer="mains")
         crs = CRS.from_user_input(layers["mains"].crs)
         fpu = feet_per_unit(crs)
-        tol = DEFAULT_SNAP_TOLERANCE_FT if snap_tolerance_ft is None else snap_tolerance_ft
+        tol = rules.DEFAULT_SNAP_TOLERANCE_FT if snap_tolerance_ft is None else snap_tolerance_ft
         outs = ()
         eligible = rules.DEFAULT_ELIGIBLE_KINDS
         from_loader = False
