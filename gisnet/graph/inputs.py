@@ -14,6 +14,7 @@ from ..errors import ConfigError, CRSError, LayerError
 from ..town import Town
 from ..units import feet_per_unit
 
+
 @dataclass(frozen=True, eq=False)
 class GraphInputs:
     """The layers and settings of one graph build.
