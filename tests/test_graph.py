@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import geopandas as gpd
 import networkx as nx
@@ -16,11 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
+from pyproj import CRS as CRSObj
 from shapely.geometry import LineString, Point, Polygon
 
-from gisnet._snap import cluster_points, component_labels
+from gisnet import io, rules
+from gisnet.testing import synthetic
 from gisnet.errors import ConfigError, CRSError, LayerError
 from gisnet.graph import build_sewer_graph, graph_from_gdfs, graph_summary, graph_to_gdfs
+from gisnet.graph.snap import cluster_points, component_labels
+from gisnet.town import Town
 from gisnet.units import FT_M, US_FT_M
 
 CRS = "EPSG:2263"
@@ -205,6 +210,9 @@ def test_loop_of_three_pipes_is_reported_and_kept() -> None:
     })
     (cyc,) = of_kind(G, "cycle")
     assert cyc.feature_id == "P1,P2,P3"
+    # pieces in node-id order (M1, M2, M3), whatever the string hashing
+    assert [list(g.coords) for g in cyc.geometry.geoms] == [
+        [(0, 0), (100, 0)], [(100, 0), (50, 80)], [(50, 80), (0, 0)]]
     assert {k for *_, k in G.edges(keys=True)} == {"P1", "P2", "P3", "P4"}
     assert G.has_edge("M3", "M1", "P3")
     assert graph_summary(G)["cycles"] == 1
@@ -304,6 +312,97 @@ def test_slope_flat_mismatch_missing_diameter_and_excluded_mains() -> None:
     assert m["slope_stored"] == 0.010 and m["eligible"]
     assert not edge(G, "FM")[2]["gravity"] and not edge(G, "FM")[2]["eligible"]
     assert not edge(G, "P")[2]["public"] and not edge(G, "I")[2]["active"]
+
+
+def _kinds_layer() -> gpd.GeoDataFrame:
+    return mains(
+        {"main_id": "SAN", "coords": [(0, 0), (100, 0)], "kind": "sanitary"},
+        {"main_id": "COM", "coords": [(0, 10), (100, 10)], "kind": "combined"},
+        {"main_id": "STO", "coords": [(0, 20), (100, 20)], "kind": "storm"},
+        {"main_id": "FOR", "coords": [(0, 30), (100, 30)], "kind": "force"},
+        {"main_id": "U1", "coords": [(0, 40), (100, 40)], "kind": None},
+        {"main_id": "U2", "coords": [(0, 50), (100, 50)], "kind": "unknown"},
+        {"main_id": "PRI", "coords": [(0, 60), (100, 60)], "kind": "sanitary",
+         "owner": "private"},
+        {"main_id": "OFF", "coords": [(0, 70), (100, 70)], "kind": "combined",
+         "status": "inactive"},
+    )
+
+
+def _kinds_town(eligible_kinds: tuple[str, ...]) -> Town:
+    """A town whose profile counts ``eligible_kinds`` (only that key is read)."""
+    profile = SimpleNamespace(connection=SimpleNamespace(eligible_kinds=eligible_kinds))
+    return Town(name="kinds", crs=CRSObj.from_user_input(CRS), ft_per_unit=FT,
+                layers={"mains": _kinds_layer()}, profile=profile)
+
+
+def _excluded(G: nx.MultiDiGraph) -> dict[str, str]:
+    return {f.feature_id: f.message for f in of_kind(G, "excluded_main")}
+
+
+def test_eligible_is_the_connection_rule_and_unknown_kind_is_reported_once() -> None:
+    layer = _kinds_layer()
+    G = build_sewer_graph({"mains": layer})
+    rule = dict(zip(layer["main_id"], rules.is_eligible_for_connection(layer), strict=True))
+    got = {d["main_id"]: d["eligible"] for *_, d in G.edges(data=True)}
+    assert got == rule
+    assert sorted(k for k, ok in got.items() if ok) == ["COM", "SAN", "U1", "U2"]
+    (assumed,) = of_kind(G, "kind_assumed")
+    assert assumed.message == rules.unknown_kind_message(2)
+    assert assumed.feature_id == "U1,U2"
+    assert edge(G, "U1")[2]["kind"] == edge(G, "U2")[2]["kind"] == "unknown"
+    assert _excluded(G) == {
+        "STO": "main STO (kind storm) is excluded from public-sewer questions",
+        "FOR": "main FOR (kind force) is excluded from public-sewer questions",
+        "PRI": "main PRI (private) is excluded from public-sewer questions",
+        "OFF": "main OFF (status inactive) is excluded from public-sewer questions",
+    }
+
+
+def test_town_profile_eligible_kinds_decide_eligible_and_excluded() -> None:
+    G = build_sewer_graph(_kinds_town(("sanitary",)))
+    got = {d["main_id"] for *_, d in G.edges(data=True) if d["eligible"]}
+    assert got == {"SAN", "U1", "U2"}  # unknown reads as sanitary
+    assert _excluded(G)["COM"] == "main COM (kind combined) is excluded from public-sewer questions"
+    G = build_sewer_graph(_kinds_town(("combined", "force")))
+    got = {d["main_id"] for *_, d in G.edges(data=True) if d["eligible"]}
+    assert got == {"COM"}  # a force main is never eligible, whatever the profile says
+    ex = _excluded(G)
+    assert ex["U1"] == ("main U1 (kind unknown, read as sanitary) is excluded from "
+                        "public-sewer questions")
+    assert ex["OFF"] == ("main OFF (status inactive) is excluded from public-sewer questions")
+    assert ex["FOR"] == "main FOR (kind force) is excluded from public-sewer questions"
+    assert len(of_kind(G, "kind_assumed")) == 1
+
+
+def test_rule_flags_equal_the_rules_row_by_row_on_messy_values() -> None:
+    """Flags are decided per distinct value combination; each row still gets
+    exactly what :mod:`gisnet.rules` says of it (missing values of every
+    flavour, case, blanks, no loader flags)."""
+    rng = np.random.default_rng(11)
+    n = 400
+
+    def pick(vals: list) -> list:
+        return [vals[i] for i in rng.integers(0, len(vals), n)]
+
+    layer = gpd.GeoDataFrame(
+        {"main_id": [f"M{i}" for i in range(n)],
+         "kind": pick(["sanitary", "Storm", "force", "combined", "unknown", "", None, np.nan]),
+         "owner": pick(["city", "private", "PRIVATE", None, np.nan, ""]),
+         "status": pick(["active", "inactive", "abandoned", "", None, np.nan, "Active"])},
+        geometry=[LineString([(0, 10 * i), (50, 10 * i)]) for i in range(n)], crs=CRS)
+    G = build_sewer_graph({"mains": layer})
+    got = {d["main_id"]: d for *_, d in G.edges(data=True)}
+    ids = layer["main_id"].tolist()
+    for name, rule in (("public", rules.is_public(layer)), ("active", rules.is_active(layer)),
+                       ("gravity", rules.is_gravity(layer)),
+                       ("eligible", rules.is_eligible_for_connection(layer))):
+        assert [got[i][name] for i in ids] == rule.tolist(), name
+    unknown = rules.kind_is_unknown(layer)
+    (assumed,) = of_kind(G, "kind_assumed")
+    assert assumed.message == rules.unknown_kind_message(int(unknown.sum()))
+    assert {i for i, u in zip(ids, unknown, strict=True) if u} == {
+        i for i in ids if got[i]["kind"] == "unknown"}
 
 
 def test_missing_columns_and_duplicate_ids_in_plain_layers() -> None:
@@ -479,7 +578,6 @@ def test_bulk_filled_graph_equals_one_built_with_the_public_api() -> None:
 
 
 def test_clean_synthetic_town_has_no_findings() -> None:
-    from gisnet.testing import synthetic
     layers = synthetic.make_town(600, seed=2, irregular=True)
     G = build_sewer_graph(layers)
     assert G.graph["report"].counts() == {}
@@ -562,7 +660,6 @@ def test_sample_town_problems_are_all_found_and_nothing_spurious(sample_dir: Pat
     """Every problem in problems.json is found (its ``expected`` kinds, on its
     ids); every finding of a kind the list names (``expected`` or ``also``)
     belongs to a listed problem; excluded mains are exactly the notes' ones."""
-    io = pytest.importorskip("gisnet.io")
     spec = json.loads((sample_dir / "problems.json").read_text())
     town = io.load_town(sample_dir)
     G = build_sewer_graph(town)
@@ -612,7 +709,6 @@ TOWNS = Path(__file__).resolve().parent / "towns"
 
 
 def _town_graph(name: str, **kw: float) -> nx.MultiDiGraph:
-    io = pytest.importorskip("gisnet.io")
     if not (TOWNS / name / "gisnet.toml").exists():
         pytest.skip(f"tests/towns/{name} has no gisnet.toml")
     return build_sewer_graph(io.load_town(TOWNS / name), **kw)
@@ -636,7 +732,6 @@ def test_washington_park_town_file_tolerances(shared_data: Path) -> None:
 @pytest.mark.slow
 def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    io = pytest.importorskip("gisnet.io")
     from gisnet.cli import main
 
     assert main(["graph", "--layers", str(sample_dir), "--out", str(tmp_path)]) == 0

@@ -1,4 +1,4 @@
-"""Vectorised snapping helpers for the sewer graph (private).
+"""Vectorised snapping helpers for the sewer graph: components, clusters, labels.
 
 Everything here works on numpy arrays of coordinates in the working CRS and
 returns integer arrays; no Python loop runs per pipe or per pipe end.

@@ -1,0 +1,134 @@
+"""Stage 7: the networkx MultiDiGraph, its node and edge attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .columns import none_for_nan
+from .direction import Direction
+from .inputs import GraphInputs
+from .outlets import Outlets
+from .prepare import Mains, Structures
+from .splits import Edges
+
+#: Node attributes, in the column order of the ``graph_nodes`` layer.
+NODE_COLUMNS: tuple[str, ...] = (
+    "node_id", "kind", "x", "y", "public", "active", "is_manhole", "outlet",
+    "plant_id", "rim_ft", "invert_ft", "source",
+)
+#: Edge attributes, in the column order of the ``graph_edges`` layer.
+EDGE_COLUMNS: tuple[str, ...] = (
+    "edge_key", "main_id", "part", "from_node", "to_node", "length_ft", "diameter_in",
+    "slope", "slope_stored", "slope_computed", "up_invert_ft", "down_invert_ft",
+    "material", "kind", "owner", "status", "street", "public", "active", "gravity",
+    "eligible", "direction_source",
+)
+
+
+def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes_xy: np.ndarray,
+                   direction: Direction, edges: Edges, outlets: Outlets) -> nx.MultiDiGraph:
+    """The graph: used nodes with :data:`NODE_COLUMNS`, edges keyed by
+    ``edges.key`` with :data:`EDGE_COLUMNS` and ``geometry``; ``G.graph`` has
+    ``crs``, ``ft_per_unit``, ``outlets`` and ``snap_tolerance_ft``."""
+    nodes = np.flatnonzero(outlets.used)
+    ns = structures.count
+    is_s = nodes < ns
+    s_idx = np.where(is_s, nodes, 0)
+    public = np.where(is_s, structures.public[s_idx] if ns else True, True)
+    active = np.where(is_s, structures.active[s_idx] if ns else True, True)
+    kind = outlets.node_kind[nodes]
+    is_mh = (kind == "manhole") & public & active
+    rim = np.where(is_s, structures.rim[s_idx] if ns else np.nan, np.nan)
+    inv = np.where(is_s, structures.inv[s_idx] if ns else np.nan, np.nan)
+    src = np.where(is_s, structures.source[s_idx] if ns else "junction", "junction")
+    xy = nodes_xy[nodes]
+    ncols = {
+        "kind": kind.tolist(),
+        "x": xy[:, 0].tolist(),
+        "y": xy[:, 1].tolist(),
+        "public": public.astype(bool).tolist(),
+        "active": active.astype(bool).tolist(),
+        "is_manhole": is_mh.astype(bool).tolist(),
+        "outlet": outlets.outlet[nodes].astype(bool).tolist(),
+        "plant_id": outlets.plant_of[nodes].tolist(),
+        "rim_ft": none_for_nan(rim),
+        "invert_ft": none_for_nan(inv),
+        "source": src.tolist(),
+    }
+    keys = list(ncols)
+    nid = outlets.node_id
+    node_rows = [(n, dict(zip(keys, vals, strict=True)))
+                 for n, vals in zip(nid[nodes].tolist(), zip(*ncols.values(), strict=True),
+                                    strict=True)]
+    m = edges.main
+    ecols = {
+        "main_id": mains.main_id[m].tolist(),
+        "part": edges.part.tolist(),
+        "length_ft": edges.length_ft.tolist(),
+        "diameter_in": none_for_nan(mains.diameter[m]),
+        "slope": none_for_nan(direction.slope[m]),
+        "slope_stored": none_for_nan(mains.slope_stored[m]),
+        "slope_computed": none_for_nan(direction.slope_computed[m]),
+        "up_invert_ft": none_for_nan(edges.up_invert),
+        "down_invert_ft": none_for_nan(edges.down_invert),
+        "material": mains.material[m].tolist(),
+        "kind": mains.kind[m].tolist(),
+        "owner": mains.owner[m].tolist(),
+        "status": mains.status[m].tolist(),
+        "street": mains.street[m].tolist(),
+        "public": mains.public[m].tolist(),
+        "active": mains.active[m].tolist(),
+        "gravity": mains.gravity[m].tolist(),
+        "eligible": mains.eligible[m].tolist(),
+        "direction_source": direction.source[m].tolist(),
+        "geometry": list(edges.geom),
+    }
+    ekeys = list(ecols)
+    edge_rows = zip(nid[edges.u].tolist(), nid[edges.v].tolist(), edges.key.tolist(),
+                    (dict(zip(ekeys, vals, strict=True))
+                     for vals in zip(*ecols.values(), strict=True)), strict=True)
+    G = nx.MultiDiGraph(
+        crs=inp.crs,
+        ft_per_unit=inp.ft_per_unit,
+        outlets=sorted(nid[np.flatnonzero(outlets.outlet)].tolist()),
+        snap_tolerance_ft=inp.tolerance_ft,
+    )
+    fill_graph(G, node_rows, edge_rows)
+    return G
+
+
+def fill_graph(G: nx.MultiDiGraph, node_rows: Iterable[tuple[Any, dict[str, Any]]],
+               edge_rows: Iterable[tuple[Any, Any, Any, dict[str, Any]]]) -> None:
+    """Add nodes and keyed edges in bulk.
+
+    For a plain :class:`networkx.MultiDiGraph` (dict factories) this fills the
+    adjacency dicts directly, exactly as ``add_edge`` would (one key dict
+    shared by ``_succ[u][v]`` and ``_pred[v][u]``), about ten times faster
+    than ``add_edges_from`` at 300,000 edges; the attribute dicts are used
+    as given, not copied. Every edge end must be among ``node_rows``.
+    Any other graph class goes through the public API.
+    """
+    plain = type(G) is nx.MultiDiGraph and all(
+        getattr(G, f) is dict for f in (
+            "node_dict_factory", "node_attr_dict_factory", "adjlist_outer_dict_factory",
+            "adjlist_inner_dict_factory", "edge_key_dict_factory", "edge_attr_dict_factory"))
+    if not plain:  # pragma: no cover - subclasses with their own factories
+        G.add_nodes_from(node_rows)
+        G.add_edges_from(edge_rows)
+        return
+    node, succ, pred = G._node, G._succ, G._pred
+    for n, attrs in node_rows:
+        node[n] = attrs
+        succ[n] = {}
+        pred[n] = {}
+    for u, v, k, d in edge_rows:
+        kd = succ[u].get(v)
+        if kd is None:
+            kd = succ[u][v] = {}
+            pred[v][u] = kd
+        kd[k] = d
+    nx._clear_cache(G)

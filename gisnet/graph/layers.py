@@ -1,0 +1,212 @@
+"""Stage 9: the graph as GeoDataFrames and back, its summary and its quality layer.
+
+:func:`graph_to_gdfs` gives the ``graph_nodes`` / ``graph_edges`` layers,
+:func:`graph_from_gdfs` rebuilds the graph from them, :func:`graph_summary`
+has the headline figures and :func:`quality_gdf` the ``quality`` layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import shapely
+from pyproj import CRS
+
+from ..errors import CRSError, LayerError
+from ..report import Report
+from ..units import feet_per_unit
+from .assemble import EDGE_COLUMNS, NODE_COLUMNS
+from .columns import none_for_nan
+
+
+class GraphMeta:
+    """Graph-level values carried in ``gdf.attrs``; shared, never deep-copied."""
+
+    def __init__(self, snap_tolerance_ft: float | None, report: Report | None,
+                 outlets: list[str]) -> None:
+        self.snap_tolerance_ft = snap_tolerance_ft
+        self.report = report
+        self.outlets = outlets
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> GraphMeta:
+        return self
+
+
+def graph_to_gdfs(G: nx.MultiDiGraph) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
+    """The graph as two GeoDataFrames, the ``graph_nodes`` and ``graph_edges`` layers.
+
+    Parameters
+    ----------
+    G
+        A graph from :func:`build_sewer_graph` (or :func:`graph_from_gdfs`).
+
+    Returns
+    -------
+    (nodes, edges)
+        ``nodes``: ``node_id`` + :data:`NODE_COLUMNS`, Point geometry at
+        ``(x, y)``. ``edges``: ``edge_key`` (the edge key), ``main_id``,
+        ``part``, ``from_node`` / ``to_node`` (as resolved: flow direction),
+        the other :data:`EDGE_COLUMNS`, LineString geometry in flow direction.
+        Both in ``G.graph["crs"]``; default RangeIndex. Attributes a graph
+        carries beyond these become extra columns.
+    """
+    crs = G.graph.get("crs")
+    node_ids = list(G.nodes)
+    ndata = [G.nodes[n] for n in node_ids]
+    extra_n = sorted({k for d in ndata for k in d} - set(NODE_COLUMNS))
+    ncols: dict[str, list[Any]] = {"node_id": node_ids}
+    for c in NODE_COLUMNS[1:] + tuple(extra_n):
+        ncols[c] = [d.get(c) for d in ndata]
+    ngeom = shapely.points(np.column_stack([
+        np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
+    ) if node_ids else np.empty(0, dtype=object)
+    nodes = gpd.GeoDataFrame(pd.DataFrame(ncols), geometry=gpd.GeoSeries(ngeom, crs=crs),
+                             crs=crs)
+    rows = list(G.edges(keys=True, data=True))
+    extra_e = sorted({k for *_, d in rows for k in d} - set(EDGE_COLUMNS) - {"geometry"})
+    ecols: dict[str, list[Any]] = {
+        "edge_key": [r[2] for r in rows],
+        "from_node": [r[0] for r in rows],
+        "to_node": [r[1] for r in rows],
+    }
+    for c in EDGE_COLUMNS + tuple(extra_e):
+        if c not in ecols:
+            ecols[c] = [r[3].get(c) for r in rows]
+    edf = pd.DataFrame({c: ecols[c] for c in EDGE_COLUMNS + tuple(extra_e)})
+    egeom = [r[3].get("geometry") for r in rows]
+    edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
+    meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
+                      list(G.graph.get("outlets") or []))
+    nodes.attrs["gisnet_graph"] = meta
+    edges.attrs["gisnet_graph"] = meta
+    return nodes, edges
+
+
+def column_values(s: pd.Series) -> list[Any]:
+    """Column values as Python objects, None for missing."""
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return [bool(x) for x in s.tolist()]
+    if pd.api.types.is_float_dtype(s.dtype):
+        return none_for_nan(s.to_numpy(dtype=float, na_value=np.nan))
+    if pd.api.types.is_integer_dtype(s.dtype):
+        return [None if pd.isna(x) else int(x) for x in s.tolist()]
+    return [None if (x is None or (isinstance(x, float) and np.isnan(x)) or x is pd.NA)
+            else x for x in s.astype(object).tolist()]
+
+
+def graph_from_gdfs(
+    nodes: gpd.GeoDataFrame,
+    edges: gpd.GeoDataFrame,
+    *,
+    report: Report | None = None,
+    snap_tolerance_ft: float | None = None,
+) -> nx.MultiDiGraph:
+    """Rebuild the graph from its two layers (inverse of :func:`graph_to_gdfs`).
+
+    Parameters
+    ----------
+    nodes, edges
+        The ``graph_nodes`` and ``graph_edges`` layers (from
+        :func:`graph_to_gdfs`, or read back from the results GeoPackage).
+    report, snap_tolerance_ft
+        Graph-level values; default those carried in ``nodes.attrs`` by
+        :func:`graph_to_gdfs`, else an empty report and None.
+
+    Returns
+    -------
+    networkx.MultiDiGraph
+        Same nodes, edges, keys and attributes. ``G.graph["outlets"]`` is
+        rebuilt from the ``outlet`` column, ``ft_per_unit`` from the CRS.
+
+    Raises
+    ------
+    LayerError
+        A required column (``node_id``, ``edge_key``, ``from_node``,
+        ``to_node``) is missing, or an edge names an unknown node.
+    CRSError
+        The layers have no CRS.
+    """
+    for col, gdf, layer in (("node_id", nodes, "graph_nodes"), ("edge_key", edges, "graph_edges"),
+                            ("from_node", edges, "graph_edges"), ("to_node", edges, "graph_edges")):
+        if col not in gdf.columns:
+            raise LayerError(f"column {col!r} is missing", layer=layer)
+    crs = nodes.crs if nodes.crs is not None else edges.crs
+    if crs is None:
+        raise CRSError("the graph layers have no CRS", layer="graph_nodes")
+    crs = CRS.from_user_input(crs)
+    meta = nodes.attrs.get("gisnet_graph")
+    if report is None:
+        report = meta.report if isinstance(meta, GraphMeta) and meta.report is not None \
+            else Report()
+    if snap_tolerance_ft is None and isinstance(meta, GraphMeta):
+        snap_tolerance_ft = meta.snap_tolerance_ft
+    ncols = [c for c in nodes.columns if c not in ("node_id", nodes.geometry.name)]
+    nvals = {c: column_values(nodes[c]) for c in ncols}
+    ids = column_values(nodes["node_id"])
+    node_rows = [(n, dict(zip(ncols, vals, strict=True)))
+                 for n, vals in zip(ids, zip(*nvals.values(), strict=True), strict=True)] \
+        if ncols else [(n, {}) for n in ids]
+    known = set(ids)
+    ecols = [c for c in edges.columns
+             if c not in ("edge_key", "from_node", "to_node", edges.geometry.name)]
+    evals = {c: column_values(edges[c]) for c in ecols}
+    evals["geometry"] = list(edges.geometry.values)
+    fr = column_values(edges["from_node"])
+    to = column_values(edges["to_node"])
+    unknown = [x for x in set(fr) | set(to) if x not in known]
+    if unknown:
+        raise LayerError(f"edges name {len(unknown)} node(s) missing from the nodes layer",
+                         layer="graph_edges", feature=sorted(map(str, unknown))[0])
+    keys = column_values(edges["edge_key"])
+    names = list(evals)
+    edge_rows = [(a, b, k, dict(zip(names, vals, strict=True)))
+                 for a, b, k, vals in zip(fr, to, keys, zip(*evals.values(), strict=True),
+                                          strict=True)]
+    outlets = sorted(n for n, d in node_rows if d.get("outlet"))
+    G = nx.MultiDiGraph(crs=crs, ft_per_unit=feet_per_unit(crs), outlets=outlets,
+                        snap_tolerance_ft=snap_tolerance_ft)
+    G.graph["report"] = report
+    G.add_nodes_from(node_rows)
+    G.add_edges_from(edge_rows)
+    return G
+
+
+def graph_summary(G: nx.MultiDiGraph) -> dict[str, Any]:
+    """Headline figures of a sewer graph for ``gisnet run`` / ``gisnet validate``.
+
+    Returns
+    -------
+    dict
+        ``nodes``, ``edges``, ``mains`` (distinct main ids), ``pieces`` (weakly
+        connected), ``outlets``, ``cycles``, ``length_ft`` (total),
+        ``snap_tolerance_ft`` and ``findings`` (count per finding kind).
+    """
+    report = G.graph.get("report") or Report()
+    counts = report.counts()
+    mains = {d.get("main_id", k) for _, _, k, d in G.edges(keys=True, data=True)}
+    length = sum(float(d.get("length_ft") or 0.0) for _, _, d in G.edges(data=True))
+    return {
+        "nodes": G.number_of_nodes(),
+        "edges": G.number_of_edges(),
+        "mains": len(mains),
+        "pieces": nx.number_weakly_connected_components(G) if len(G) else 0,
+        "outlets": len(G.graph.get("outlets") or ()),
+        "cycles": counts.get("cycle", 0),
+        "length_ft": round(length, 1),
+        "snap_tolerance_ft": G.graph.get("snap_tolerance_ft"),
+        "findings": dict(sorted(counts.items())),
+    }
+
+
+def quality_gdf(G: nx.MultiDiGraph, extra: Report | None = None) -> gpd.GeoDataFrame:
+    """The ``quality`` layer: ``extra``'s findings (e.g. the loader's) then the graph's."""
+    rep = Report()
+    if extra is not None:
+        rep.extend(extra.findings)
+    rep.extend((G.graph.get("report") or Report()).findings)
+    return rep.to_gdf(G.graph.get("crs"))
+

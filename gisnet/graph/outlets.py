@@ -1,0 +1,126 @@
+"""Stage 6: outlets. Where the network ends: plants, outfalls and named outlet nodes.
+
+Plants are outlets where pipe ends snapped onto them, or where the plant
+snaps to the nearest node within the plant tolerance (or the node its
+``node_id`` names); outfall-kind structures are outlets; so are the town's
+``outlet_nodes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import shapely
+from shapely.geometry import Point
+
+from ..errors import ConfigError
+from ..report import Finding
+from .inputs import GraphInputs
+from .prepare import Structures
+from .snapping import Nodes
+from .splits import Edges
+
+#: Structure kinds that end the network.
+OUTLET_KINDS = ("plant", "outfall")
+
+
+@dataclass(frozen=True, eq=False)
+class Outlets:
+    """Per node: final ``node_id`` / ``node_kind`` (a junction a plant snapped to
+    takes the plant's id and kind), ``used`` (an edge touches it), ``outlet``,
+    and ``plant_of`` (the plant id of a plant node, else None)."""
+
+    node_id: np.ndarray
+    node_kind: np.ndarray
+    used: np.ndarray
+    outlet: np.ndarray
+    plant_of: np.ndarray
+    findings: tuple[Finding, ...]
+
+
+def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
+                 edges: Edges) -> Outlets:
+    """Mark the outlets, snapping plants no pipe end reached to a node.
+
+    Raises
+    ------
+    ConfigError
+        An outlet node id that is neither a structure nor a node of the graph.
+    """
+    sc = structures.count
+    node_id = nodes.node_id.copy()
+    node_kind = nodes.node_kind.copy()
+    node_xy = nodes.node_xy
+    nn = len(node_id)
+    used = np.zeros(nn, dtype=bool)
+    used[edges.u] = True
+    used[edges.v] = True
+    outlet = used & np.isin(node_kind, OUTLET_KINDS)
+    plant_of = np.full(nn, None, dtype=object)
+    plant_of[:sc] = structures.plant_id
+    index = {nid: i for i, nid in enumerate(node_id.tolist())}
+    outdeg = np.bincount(edges.u, minlength=nn)
+    renames: dict[int, int] = {}
+    found: list[Finding] = []
+    # plants that no pipe end reached: snap the plant to a node
+    for s in np.flatnonzero(structures.source == "plants").tolist():
+        if used[s]:
+            continue
+        pid = structures.plant_id[s]
+        named = structures.plant_named_node.get(s)
+        target = None
+        if named is not None:
+            target = index.get(named)
+            if target is None or not used[target]:
+                found.append(Finding("plant_not_connected", "warning",
+                                     f"plant {pid} names node {named}, which no main reaches",
+                                     "plants", pid, structures.geom[s]))
+                target = None
+        if target is None and named is None:
+            cand = np.flatnonzero(used)
+            if len(cand):
+                tree = shapely.STRtree(shapely.points(node_xy[cand]))
+                hits, dist = tree.query_nearest(structures.geom[s], return_distance=True,
+                                                all_matches=True)
+                d = float(dist[0]) if len(dist) else np.inf
+                if d <= inp.plant_tol:
+                    hit_nodes = cand[hits]
+                    sinks = hit_nodes[outdeg[hit_nodes] == 0]
+                    target = int((sinks if len(sinks) else hit_nodes).min())
+                else:
+                    fpu = inp.ft_per_unit
+                    nearest = node_id[cand[hits[0]]]
+                    found.append(Finding(
+                        "plant_not_connected", "warning",
+                        f"plant {pid} is {d * fpu:.1f} ft from the nearest node "
+                        f"({nearest}), beyond the {inp.plant_tol * fpu:g} ft "
+                        "tolerance; it is no outlet", "plants", pid, structures.geom[s]))
+        if target is None:
+            continue
+        outlet[target] = True
+        plant_of[target] = pid
+        if target >= sc and target not in renames:
+            renames[target] = s
+            node_kind[target] = "plant"
+    # a junction a plant snapped to takes the plant's id; the plant's own
+    # (unused) structure node gives it up
+    for target, s in renames.items():
+        key = str(structures.ids[s])
+        node_id[s] = f"{key}~unused"
+        node_id[target] = key
+    index = {nid: i for i, nid in enumerate(node_id.tolist())}
+    for name in inp.outlet_nodes:
+        i = index.get(name)
+        if i is None:
+            raise ConfigError(f"outlet node {name!r} is neither a manhole/plant id nor a "
+                              "node of the sewer graph", layer="mains", feature=name)
+        if not used[i]:
+            found.append(Finding(
+                "outlet_not_connected", "warning",
+                f"outlet node {name} named in the town settings is reached by no main "
+                f"within {inp.tolerance_ft:g} ft", "manholes", name, Point(node_xy[i])))
+            continue
+        outlet[i] = True
+    return Outlets(node_id=node_id, node_kind=node_kind, used=used, outlet=outlet,
+                   plant_of=plant_of, findings=tuple(found))

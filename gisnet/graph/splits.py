@@ -1,0 +1,190 @@
+"""Stage 3 and 5: T splits, and the edges the mains are cut into.
+
+A node lying within the tolerance of another pipe's interior splits that
+pipe there (a "T"): the pieces keep the ``main_id``; the upstream piece is
+keyed ``main_id`` and the later ones ``main_id@2``, ``main_id@3`` ...
+:func:`find_t_splits` finds the cuts, :func:`cut_edges` makes one edge per
+piece in the direction of flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import shapely
+from shapely.geometry import Point
+from shapely.ops import substring
+
+from ..report import Finding
+from .direction import Direction
+from .prepare import Mains, Structures
+from .snapping import Nodes
+
+
+@dataclass(frozen=True, eq=False)
+class TSplits:
+    """``cuts[k]``: the ``(position along the line, node)`` cuts of main ``k``,
+    in order along its drawing (positions in CRS units)."""
+
+    cuts: dict[int, list[tuple[float, int]]]
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Edges:
+    """One element per edge, ordered by main then part.
+
+    ``u`` / ``v`` are node indices in flow direction, ``geom`` the piece drawn
+    that way, ``main`` the main's index, ``part`` 1 at the upstream piece,
+    ``up_invert`` / ``down_invert`` interpolated along the main, ``key`` the
+    edge key.
+    """
+
+    u: np.ndarray
+    v: np.ndarray
+    geom: np.ndarray
+    main: np.ndarray
+    part: np.ndarray
+    up_invert: np.ndarray
+    down_invert: np.ndarray
+    length_ft: np.ndarray
+    key: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.u)
+
+
+def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float,
+                  ft_per_unit: float) -> TSplits:
+    """Cuts of mains whose interior passes within ``tol`` of a node: a node made
+    by other pipes' ends, or a manhole no pipe end reached (a main drawn
+    straight through its manholes); one ``t_split`` finding per cut."""
+    cuts: dict[int, list[tuple[float, int]]] = {}
+    sc = structures.count
+    end_node, node_xy = nodes.end_node, nodes.node_xy
+    used = np.unique(end_node)
+    if sc:
+        free_mh = np.ones(sc, dtype=bool)
+        free_mh[used[used < sc]] = False
+        free_mh &= structures.source == "manholes"
+        used = np.union1d(used, np.flatnonzero(free_mh))
+    if len(used) == 0:
+        return TSplits(cuts, ())
+    pts = shapely.points(node_xy[used])
+    tree = shapely.STRtree(mains.lines)
+    if tol > 0:
+        pi, li = tree.query(pts, predicate="dwithin", distance=tol)
+    else:
+        pi, li = tree.query(pts, predicate="intersects")
+    if len(pi) == 0:
+        return TSplits(cuts, ())
+    node = used[pi]
+    own = (end_node[2 * li] == node) | (end_node[2 * li + 1] == node)
+    node, li, pi = node[~own], li[~own], pi[~own]
+    pos = shapely.line_locate_point(mains.lines[li], pts[pi])
+    L = mains.length[li]
+    interior = (pos > tol) & (pos < L - tol) & (pos > 0) & (pos < L)
+    node, li, pos = node[interior], li[interior], pos[interior]
+    for j in np.lexsort((pos, li)).tolist():
+        cuts.setdefault(int(li[j]), []).append((float(pos[j]), int(node[j])))
+    found = []
+    for k, kcuts in cuts.items():
+        on = mains.main_id[k]
+        for p, nd in kcuts:
+            joining = sorted({str(mains.main_id[e // 2])
+                              for e in np.flatnonzero(end_node == nd).tolist()})
+            gap = shapely.distance(mains.lines[k], Point(node_xy[nd])) * ft_per_unit
+            where = (f"where {', '.join(joining)} joins it" if joining
+                     else f"where it passes through {nodes.node_kind[nd]} {nodes.node_id[nd]}")
+            found.append(Finding(
+                "t_split", "info",
+                f"main {on} split at {nodes.node_id[nd]} ({p * ft_per_unit:.1f} ft along), "
+                f"{where} ({gap:.2f} ft off the line)", "mains", on, Point(node_xy[nd])))
+    return TSplits(cuts, tuple(found))
+
+
+def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
+              ft_per_unit: float) -> Edges:
+    """One edge per piece: unsplit mains vectorised, split mains cut in a loop
+    over the split mains only; then turned to the direction of flow."""
+    n = len(mains)
+    end_node, lines = nodes.end_node, mains.lines
+    split = np.zeros(n, dtype=bool)
+    if splits.cuts:
+        split[list(splits.cuts)] = True
+    whole = np.flatnonzero(~split)
+    main = [whole]
+    seq = [np.ones(len(whole), dtype=np.int64)]
+    npieces = [np.ones(len(whole), dtype=np.int64)]
+    u = [end_node[2 * whole]]
+    v = [end_node[2 * whole + 1]]
+    geoms = [lines[whole]]
+    f0 = [np.zeros(len(whole))]
+    f1 = [np.ones(len(whole))]
+    pm: list[int] = []
+    ps: list[int] = []
+    pn: list[int] = []
+    pu: list[int] = []
+    pv: list[int] = []
+    pg: list[Any] = []
+    pf0: list[float] = []
+    pf1: list[float] = []
+    for k, kcuts in sorted(splits.cuts.items()):
+        line = lines[k]
+        L = float(mains.length[k])
+        stops = [0.0] + [p for p, _ in kcuts] + [L]
+        at = [int(end_node[2 * k])] + [nd for _, nd in kcuts] + [int(end_node[2 * k + 1])]
+        cnt = len(stops) - 1
+        for i in range(cnt):
+            pm.append(k)
+            ps.append(i + 1)
+            pn.append(cnt)
+            pu.append(at[i])
+            pv.append(at[i + 1])
+            pg.append(substring(line, stops[i], stops[i + 1]))
+            pf0.append(stops[i] / L)
+            pf1.append(stops[i + 1] / L)
+    if pm:
+        main.append(np.array(pm, dtype=np.int64))
+        seq.append(np.array(ps, dtype=np.int64))
+        npieces.append(np.array(pn, dtype=np.int64))
+        u.append(np.array(pu, dtype=np.int64))
+        v.append(np.array(pv, dtype=np.int64))
+        pga = np.empty(len(pg), dtype=object)
+        pga[:] = pg
+        geoms.append(pga)
+        f0.append(np.array(pf0))
+        f1.append(np.array(pf1))
+    e_main = np.concatenate(main)
+    e_seq = np.concatenate(seq)
+    e_cnt = np.concatenate(npieces)
+    e_u = np.concatenate(u)
+    e_v = np.concatenate(v)
+    e_geom = np.concatenate(geoms)
+    e_f0 = np.concatenate(f0)
+    e_f1 = np.concatenate(f1)
+    # flow direction
+    flip = direction.flip[e_main]
+    fu = np.where(flip, e_v, e_u)
+    fv = np.where(flip, e_u, e_v)
+    if flip.any():
+        e_geom = e_geom.copy()
+        e_geom[flip] = shapely.reverse(e_geom[flip])
+    part = np.where(flip, e_cnt - e_seq + 1, e_seq)
+    # fraction along the main in flow direction, for invert interpolation
+    a = np.where(flip, 1.0 - e_f1, e_f0)
+    b = np.where(flip, 1.0 - e_f0, e_f1)
+    up, down = direction.up_invert[e_main], direction.down_invert[e_main]
+    both = ~np.isnan(up) & ~np.isnan(down)
+    e_up = np.where(both, up + (down - up) * a, np.where(a == 0, up, np.nan))
+    e_down = np.where(both, up + (down - up) * b, np.where(b == 1, down, np.nan))
+    length_ft = shapely.length(e_geom) * ft_per_unit
+    mid = mains.main_id[e_main]
+    key = np.where(part == 1, mid,
+                   np.char.add(np.char.add(mid.astype(str), "@"), part.astype(str))).astype(object)
+    order = np.lexsort((part, e_main))
+    return Edges(u=fu[order], v=fv[order], geom=e_geom[order], main=e_main[order],
+                 part=part[order], up_invert=e_up[order], down_invert=e_down[order],
+                 length_ft=length_ft[order], key=key[order])
