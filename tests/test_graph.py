@@ -7,9 +7,9 @@ Fixtures are built in code in EPSG:2263 (NY Long Island, US survey feet) so
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import geopandas as gpd
 import networkx as nx
@@ -21,10 +21,11 @@ from pyproj import CRS as CRSObj
 from shapely.geometry import LineString, Point, Polygon
 
 from gisnet import io, rules
-from gisnet.testing import synthetic
 from gisnet.errors import ConfigError, CRSError, LayerError
 from gisnet.graph import build_sewer_graph, graph_from_gdfs, graph_summary, graph_to_gdfs
 from gisnet.graph.snap import cluster_points, component_labels
+from gisnet.profile import load_profile
+from gisnet.testing import synthetic
 from gisnet.town import Town
 from gisnet.units import FT_M, US_FT_M
 
@@ -330,8 +331,10 @@ def _kinds_layer() -> gpd.GeoDataFrame:
 
 
 def _kinds_town(eligible_kinds: tuple[str, ...]) -> Town:
-    """A town whose profile counts ``eligible_kinds`` (only that key is read)."""
-    profile = SimpleNamespace(connection=SimpleNamespace(eligible_kinds=eligible_kinds))
+    """A town whose profile counts ``eligible_kinds``."""
+    base = load_profile("poughkeepsie-fourth-ward")
+    profile = dataclasses.replace(
+        base, connection=dataclasses.replace(base.connection, eligible_kinds=eligible_kinds))
     return Town(name="kinds", crs=CRSObj.from_user_input(CRS), ft_per_unit=FT,
                 layers={"mains": _kinds_layer()}, profile=profile)
 
