@@ -106,7 +106,7 @@ def is_active(df: pd.DataFrame) -> np.ndarray:
     """
     if "active" in df.columns:
         return _bool(df, "active", True)
-    return _decide(df, "status", lambda v: v in ("",) + ACTIVE_STATUSES, True)
+    return _decide(df, "status", lambda v: v in ("", *ACTIVE_STATUSES), True)
 
 
 def _effective(value: str) -> str:

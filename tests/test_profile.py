@@ -210,7 +210,7 @@ def test_tables_are_read_by_attribute_only():
         assert not isinstance(t, Mapping)
         assert not hasattr(t, "get")
         with pytest.raises(TypeError):
-            t["section"]  # noqa: B018
+            t["section"]
     assert isinstance(p.approvals, tuple) and isinstance(p.limits.parameter, tuple)
     assert isinstance(p.connection.eligible_kinds, tuple)
     for sub in (p.flow.land_use_gpd, p.flow.sources, p.capacity.min_slope_pct,
