@@ -123,11 +123,9 @@ def parcel(parcel_id: str, shape: Any, **attrs: Any) -> dict[str, Any]:
 def building(building_id: str, shape: Any, parcel_id: str | None = None,
              **attrs: Any) -> dict[str, Any]:
     """A building row: a polygon, a box ``(xmin, ymin, xmax, ymax)`` or a point ``(x, y)``."""
-    if isinstance(shape, tuple | list) and len(shape) == 2:
-        geom = _point(shape)
-    else:
-        geom = _polygon(shape)
-    return {"building_id": building_id, "parcel_id": parcel_id, "geometry": geom, **attrs}
+    is_xy = isinstance(shape, tuple | list) and len(shape) == 2
+    return {"building_id": building_id, "parcel_id": parcel_id,
+            "geometry": _point(shape) if is_xy else _polygon(shape), **attrs}
 
 
 def street(street_id: str, shape: Any, width_ft: float | None = None,
