@@ -106,12 +106,18 @@ def test_harmon_by_hand_p_in_thousands_and_cap():
 
 
 def test_manning_velocity_and_utilization_flags_by_hand():
-    # One 8 in pipe at S = 0.004: DESIGN.md check value 0.764 cfs, 2.19 ft/s.
+    # One 8 in pipe at S = 0.004, n 0.013.
+    # Manning, full pipe: Q = (1.486 / n) A R^(2/3) S^(1/2), with D = 8 / 12 = 0.66667 ft,
+    # A = pi D^2 / 4 = 0.34907 ft2, R = D / 4 = 0.16667 ft (R^(2/3) = 0.30285),
+    # S^(1/2) = sqrt(0.004) = 0.063246, 1.486 / 0.013 = 114.308:
+    # Q = 114.308 x 0.34907 x 0.30285 x 0.063246 = 0.7643 cfs
+    # = 0.7643 x 646,316.88 gpd/cfs (7.48052 gal/ft3 x 86,400 s/day) = 493,959 gpd;
+    # V = Q / A = 0.7643 / 0.34907 = 2.189 ft/s.
     nodes = {"A": (0, 0, "manhole"), "PL": (300, 0, "plant")}
     G = graph(nodes, [("M1", "A", "PL", 8, {})], "PL")
     q_gpd, v_fps = manning_gpd(8, 0.004)
-    assert q_gpd / CFS_GPD == pytest.approx(0.764, abs=5e-4)
-    assert v_fps == pytest.approx(2.19, abs=5e-3)
+    assert q_gpd / CFS_GPD == pytest.approx(0.7643, abs=1e-4)
+    assert v_fps == pytest.approx(2.189, abs=5e-4)
     # 110,000 gpd metered = 1,100 persons: PF by hand, peak / capacity.
     res = cap.compute_capacity(town("berlin-nh", {"a": 110_000.0}), G,
                                points=points([("a", None, "M1")]))
