@@ -562,7 +562,7 @@ def test_sample_town_problems_are_all_found_and_nothing_spurious(sample_dir: Pat
     """Every problem in problems.json is found (its ``expected`` kinds, on its
     ids); every finding of a kind the list names (``expected`` or ``also``)
     belongs to a listed problem; excluded mains are exactly the notes' ones."""
-    io = pytest.importorskip("gisnet.io")
+    from gisnet import io
     spec = json.loads((sample_dir / "problems.json").read_text())
     town = io.load_town(sample_dir)
     G = build_sewer_graph(town)
@@ -612,7 +612,7 @@ TOWNS = Path(__file__).resolve().parent / "towns"
 
 
 def _town_graph(name: str, **kw: float) -> nx.MultiDiGraph:
-    io = pytest.importorskip("gisnet.io")
+    from gisnet import io
     if not (TOWNS / name / "gisnet.toml").exists():
         pytest.skip(f"tests/towns/{name} has no gisnet.toml")
     return build_sewer_graph(io.load_town(TOWNS / name), **kw)
@@ -636,7 +636,7 @@ def test_washington_park_town_file_tolerances(shared_data: Path) -> None:
 @pytest.mark.slow
 def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    io = pytest.importorskip("gisnet.io")
+    from gisnet import io
     from gisnet.cli import main
 
     assert main(["graph", "--layers", str(sample_dir), "--out", str(tmp_path)]) == 0

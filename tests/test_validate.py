@@ -107,7 +107,6 @@ def test_cli_json(capsys, small_town):
 
 
 def test_cli_validate_with_graph_findings(capsys, small_town):
-    pytest.importorskip("gisnet.graph")
     main(["validate", "--layers", str(small_town), "--json", "--no-graph"])
     plain = json.loads(capsys.readouterr().out)
     rc = main(["validate", "--layers", str(small_town), "--json"])
