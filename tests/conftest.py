@@ -1,10 +1,13 @@
-"""Shared test fixtures: paths to the bundled sample town and the real datasets."""
+"""Shared test fixtures: paths to the bundled sample town and the real datasets, and
+the factory of towns built in code (:mod:`gisnet.testing.towns`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from gisnet.testing import towns
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "layers" / "sample"
@@ -34,3 +37,13 @@ def artifacts() -> Path:
     """Folder for screenshots and other test output (git-ignored)."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def town_factory():
+    """:func:`gisnet.testing.towns.make_town`: a Town from raw rows, mapped by the loader.
+
+    ``town_factory({"parcels": [towns.parcel("P1", (0, 30, 100, 130))],
+    "mains": [towns.main("M1", [(0, 0), (500, 0)])]}, crs="EPSG:2222")``
+    """
+    return towns.make_town

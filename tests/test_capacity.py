@@ -7,6 +7,7 @@ independently of gisnet (Manning written out from area and hydraulic radius).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import geopandas as gpd
@@ -14,11 +15,12 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from shapely.geometry import LineString, Point, box
+from shapely.geometry import Point, box
 
 from gisnet import capacity as cap
 from gisnet.errors import ConfigError, NotFoundError
 from gisnet.profile import load_profile
+from gisnet.testing import towns
 from gisnet.town import Town, TownSettings
 
 CRS = "EPSG:2260"
@@ -38,42 +40,29 @@ def manning_by_hand(d_in: float, s: float, n: float = 0.013) -> float:
 def make_graph(nodes: dict[str, tuple[float, float, str]],
                pipes: list[tuple[str, str, str, float, dict]],
                outlets: tuple[str, ...] = ()) -> nx.MultiDiGraph:
-    """A MultiDiGraph following docs/architecture.md "Sewer graph".
+    """A MultiDiGraph following docs/architecture.md "Sewer graph", written by hand
+    (gisnet.testing.towns.hand_graph: flags by gisnet.rules; S 0.004, PVC by default).
 
     nodes: id -> (x, y, kind); pipes: (main_id, u, v, diameter_in, extra attrs).
     """
-    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=list(outlets),
-                        snap_tolerance_ft=1.0)
-    for nid, (x, y, kind) in nodes.items():
-        G.add_node(nid, kind=kind, x=x, y=y, public=True, active=True,
-                   is_manhole=kind == "manhole", outlet=nid in outlets)
-    for mid, u, v, d, extra in pipes:
-        xu, yu, _ = nodes[u]
-        xv, yv, _ = nodes[v]
-        geom = LineString([(xu, yu), (xv, yv)])
-        attrs = dict(main_id=mid, length_ft=geom.length, diameter_in=d, slope=0.004,
-                     up_invert_ft=None, down_invert_ft=None, material="PVC", kind="sanitary",
-                     public=True, active=True, gravity=True, eligible=True,
-                     direction_source="node_ids", geometry=geom, part=1)
-        attrs.update(extra)
-        G.add_edge(u, v, key=mid, **attrs)
-    return G
+    return towns.hand_graph({nid: {"x": x, "y": y, "kind": kind}
+                             for nid, (x, y, kind) in nodes.items()},
+                            [(u, v, mid, {"diameter_in": d, **extra})
+                             for mid, u, v, d, extra in pipes],
+                            crs=CRS, ft_per_unit=1.0, outlets=outlets)
 
 
 def make_town(profile: str = "berlin-nh", parcels: gpd.GeoDataFrame | None = None,
               plants: gpd.GeoDataFrame | None = None, users: gpd.GeoDataFrame | None = None,
               plant_flows: pd.DataFrame | None = None, **settings) -> Town:
-    if parcels is None:
-        parcels = gpd.GeoDataFrame({"parcel_id": pd.Series([], dtype=object)},
-                                   geometry=gpd.GeoSeries([], crs=CRS), crs=CRS)
-    layers = {"parcels": parcels, "mains": gpd.GeoDataFrame(geometry=[], crs=CRS)}
+    """Raw layers through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    layers = {"parcels": [] if parcels is None else parcels, "mains": []}
     if plants is not None:
         layers["plants"] = plants
     if users is not None:
         layers["users"] = users
-    return Town(name="t", crs=CRS, ft_per_unit=1.0, layers=layers,
-                profile=load_profile(profile), settings=TownSettings(**settings),
-                plant_flows=plant_flows)
+    return towns.make_town(layers, crs=CRS, profile=profile, name="t",
+                           settings=TownSettings(**settings), plant_flows=plant_flows)
 
 
 def metered_parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
@@ -131,10 +120,15 @@ def five():
 
 
 def test_manning_check_value_8in():
-    # DESIGN.md: 8 in, n 0.013, S 0.004 -> 0.764 cfs, about 494,000 gpd.
+    # Manning, full pipe: Q = (1.486 / n) A R^(2/3) S^(1/2), with D = 8 / 12 = 0.66667 ft,
+    # A = pi D^2 / 4 = 0.34907 ft2, R = D / 4 = 0.16667 ft (R^(2/3) = 0.30285),
+    # S^(1/2) = sqrt(0.004) = 0.063246, 1.486 / 0.013 = 114.308:
+    # Q = 114.308 x 0.34907 x 0.30285 x 0.063246 = 0.7643 cfs
+    # = 0.7643 x 646,316.88 gpd/cfs (7.48052 gal/ft3 x 86,400 s/day) = 493,959 gpd;
+    # V = Q / A = 2.189 ft/s.
     q = cap.manning_full_flow_cfs(8, 0.004, 0.013)
-    assert q == pytest.approx(0.764, rel=0.005)
-    assert q * 646_316.88 == pytest.approx(494_000, rel=0.005)
+    assert q == pytest.approx(0.7643, abs=1e-4)
+    assert q * 646_316.88 == pytest.approx(493_959, rel=1e-5)
     assert q == pytest.approx(manning_by_hand(8, 0.004), rel=1e-9)
 
 
@@ -316,7 +310,7 @@ def test_unknown_kind_carries_flow_storm_and_inactive_do_not():
     nodes = {n: (100 * i, 0, "manhole") for i, n in enumerate("ABCDE")}
     G = make_graph(nodes, [("S", "A", "B", 8, {}), ("U", "B", "C", 8, {"kind": "unknown"}),
                            ("W", "C", "D", 8, {"kind": "storm"}),
-                           ("X", "D", "E", 8, {"active": False})])
+                           ("X", "D", "E", 8, {"status": "inactive"})])
     town = make_town(parcels=metered_parcels({"p": 1000}))
     res = cap.compute_capacity(town, G, points=points_for([("p", None, "S")]))
     p = res.pipes.set_index("main_id")
@@ -352,8 +346,7 @@ def test_peaking_none_and_unimplemented_formula(five):
     town, G, pts = five
     raw = load_profile("berlin-nh").raw
     raw["flow"]["peaking_formula"] = "none"
-    flat = Town(name="t", crs=CRS, ft_per_unit=1.0, layers=town.layers,
-                profile=profile_from_dict(raw), settings=TownSettings())
+    flat = replace(town, profile=profile_from_dict(raw))
     p = cap.compute_capacity(flat, G, points=pts).pipes.set_index("main_id")
     # no peaking: peak = average (domestic 325,000 + industrial 20,000 on M5)
     assert p["peaking_factor"].tolist() == [1.0] * 5
@@ -512,19 +505,18 @@ def test_lancaster_every_pipe_matches_manning(shared_data):
         key = (round(xy[0], 1), round(xy[1], 1))
         return nodes.setdefault(key, f"N{len(nodes)}")
 
-    G = nx.MultiDiGraph(crs=src.crs, ft_per_unit=1.0, outlets=[])
+    xy: dict[str, dict] = {}
+    edges = []
     for rec in src.itertuples():
         c = list(rec.geometry.coords)
         u, v = node(c[0]), node(c[-1])
-        for nid, xy in ((u, c[0]), (v, c[-1])):
-            G.add_node(nid, kind="junction", x=xy[0], y=xy[1], public=True, active=True,
-                       is_manhole=False, outlet=False)
-        G.add_edge(u, v, key=str(rec.facilityid), main_id=str(rec.facilityid),
-                   length_ft=rec.geometry.length, diameter_in=float(rec.diameter),
-                   slope=float(rec.slope), up_invert_ft=None, down_invert_ft=None,
-                   material=rec.material, kind="sanitary", public=True, active=True,
-                   gravity=True, eligible=True, direction_source="digitized",
-                   geometry=rec.geometry)
+        for nid, p in ((u, c[0]), (v, c[-1])):
+            xy[nid] = {"x": p[0], "y": p[1], "kind": "junction"}
+        edges.append((u, v, str(rec.facilityid), {
+            "diameter_in": float(rec.diameter), "slope": float(rec.slope),
+            "material": rec.material, "direction_source": "digitized",
+            "geometry": rec.geometry}))
+    G = towns.hand_graph(xy, edges, crs=src.crs, ft_per_unit=1.0)
     res = cap.compute_capacity(make_town(), G, points=points_for([]))
     got = res.pipes.set_index("main_id")["capacity_cfs"]
     assert len(got) == len(src) == 65
@@ -674,9 +666,7 @@ def test_sample_whatif_pipe_crossing_and_profile_approvals(sample_runs):
     parcels = town.layers["parcels"].copy()
     sel = parcels["parcel_id"] == parcel
     parcels.loc[sel, "flow_gpd"] = flows[parcel] + 12_000
-    town2 = Town(name=town.name, crs=town.crs, ft_per_unit=town.ft_per_unit,
-                 layers={**town.layers, "parcels": parcels}, profile=town.profile,
-                 settings=town.settings, plant_flows=town.plant_flows)
+    town2 = replace(town, layers={**town.layers, "parcels": parcels})
     full = cap.compute_capacity(town2, G, points=res.points).pipes.set_index("edge_key")
     after = w.pipes.set_index("edge_key")
     for key in after.index:

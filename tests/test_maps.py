@@ -22,43 +22,36 @@ from gisnet import maps
 from gisnet.errors import ConfigError, NotFoundError
 from gisnet.maps.encoding import fmt_number
 from gisnet.profile import load_profile
+from gisnet.testing import towns
 from gisnet.town import Town
-from gisnet.units import feet_per_unit
 
 CRS = "EPSG:2260"  # NY East, US survey feet
 X0, Y0 = 650_000.0, 1_000_000.0
 
 
 # --------------------------------------------------------------------------- fixtures
-def make_town(profile: str = "poughkeepsie-fourth-ward") -> Town:
-    parcels = gpd.GeoDataFrame(
-        {"parcel_id": ["P1", "P2", "P3", "P4"],
-         "address": ["1 Main St", "2 Main St", "3 Main St", "4 Elm St"]},
-        geometry=[box(X0 + i * 100, Y0 + 30, X0 + i * 100 + 90, Y0 + 150) for i in range(4)],
-        crs=CRS,
-    )
-    mains = gpd.GeoDataFrame(
-        {"main_id": ["M1", "M2", "M3"], "diameter_in": [8.0, np.nan, 12.0],
-         "kind": ["sanitary", "sanitary", "storm"], "material": ["PVC", None, "RCP"],
-         "public": [True, True, True], "active": [True, True, True],
-         "from_node": ["MH1", "MH2", None], "to_node": ["MH2", "MH3", None]},
-        geometry=[LineString([(X0, Y0), (X0 + 200, Y0)]),
-                  LineString([(X0 + 200, Y0), (X0 + 400, Y0)]),
-                  LineString([(X0, Y0 - 50), (X0 + 400, Y0 - 50)])],
-        crs=CRS,
-    )
-    manholes = gpd.GeoDataFrame(
-        {"node_id": ["MH1", "MH2", "MH3"], "kind": ["manhole"] * 3},
-        geometry=[Point(X0, Y0), Point(X0 + 200, Y0), Point(X0 + 400, Y0)], crs=CRS)
-    plants = gpd.GeoDataFrame(
-        {"plant_id": ["WWTP"], "name": ["Plant"], "design_flow_mgd": [1.0],
-         "avg_flow_mgd": [0.85]},
-        geometry=[Point(X0 + 450, Y0)], crs=CRS)
-    return Town(name="Testville", crs=gpd.GeoSeries([], crs=CRS).crs,
-                ft_per_unit=feet_per_unit(CRS),
-                layers={"parcels": parcels, "mains": mains, "manholes": manholes,
-                        "plants": plants},
-                profile=load_profile(profile))
+def make_town(profile: str = "poughkeepsie-fourth-ward", **mains: dict) -> Town:
+    """Raw rows through the loader's canonical mapping (gisnet.testing.towns.make_town).
+
+    ``mains``: main id -> attributes that replace those below (``M2={"owner": "private"}``).
+    """
+    main_rows = [
+        towns.main("M1", [(X0, Y0), (X0 + 200, Y0)], diameter_in=8.0, material="PVC",
+                   from_node="MH1", to_node="MH2"),
+        towns.main("M2", [(X0 + 200, Y0), (X0 + 400, Y0)], diameter_in=None, material=None,
+                   from_node="MH2", to_node="MH3"),
+        towns.main("M3", [(X0, Y0 - 50), (X0 + 400, Y0 - 50)], kind="storm", diameter_in=12.0,
+                   material="RCP"),
+    ]
+    return towns.make_town({
+        "parcels": [towns.parcel(f"P{i + 1}", (X0 + i * 100, Y0 + 30, X0 + i * 100 + 90, Y0 + 150),
+                                 address=a)
+                    for i, a in enumerate(["1 Main St", "2 Main St", "3 Main St", "4 Elm St"])],
+        "mains": [r | mains.get(r["main_id"], {}) for r in main_rows],
+        "manholes": [towns.manhole(f"MH{i + 1}", (X0 + 200 * i, Y0)) for i in range(3)],
+        "plants": [towns.plant("WWTP", (X0 + 450, Y0), name="Plant", design_flow_mgd=1.0,
+                               avg_flow_mgd=0.85)],
+    }, crs=CRS, profile=profile, name="Testville")
 
 
 def make_results(town: Town) -> dict[str, gpd.GeoDataFrame]:
@@ -146,6 +139,11 @@ def props_of(block: dict, i: int) -> dict:
             v = dictionary[v]
         p[name] = maps.format_value(v, fmt)
     return p
+
+
+def column_of(block: dict, name: str) -> list:
+    """One property of every feature of a layer, as the page shows it (None where absent)."""
+    return [props_of(block, i).get(name) for i in range(block["n"])]
 
 
 # --------------------------------------------------------------------------- encoding
@@ -257,6 +255,18 @@ def test_every_page_is_written_when_its_inputs_exist(written):
     _, paths = written
     assert [p.name for p in paths] == ["network.html", "obligations.html", "sampling.html",
                                       "capacity.html", "index.html"]
+    # each page draws its own layers
+    want = {
+        "network.html": {"parcels", "mains", "manholes", "plants"},
+        "obligations.html": {"connection_zone", "mains", "parcels_required", "parcels_review",
+                             "parcels_connected", "parcels_not_required", "evidence"},
+        "sampling.html": {"parcels", "mains", "control_paths", "taps", "control_manholes",
+                          "siu", "users"},
+        "capacity.html": {"parcels", "pipes_capacity", "plants"},
+    }
+    for page in paths[:4]:
+        assert set(layer_data(page)) == want[page.name], page.name
+    assert set(layer_data(paths[4])) == set().union(*want.values()) - {"parcels"}
 
 
 def test_pages_without_inputs_are_not_written(tmp_path):
@@ -264,6 +274,12 @@ def test_pages_without_inputs_are_not_written(tmp_path):
     paths = maps.write_maps(town, {}, tmp_path)
     assert [p.name for p in paths] == ["network.html", "index.html"]
     assert not (tmp_path / "obligations.html").exists()
+    # the network page draws the town's own layers, every feature of them
+    layers = layer_data(paths[0])
+    assert {k: column_of(v["data"], f"{k[:-1]}_id" if k != "manholes" else "node_id")
+            for k, v in layers.items()} == {
+        "parcels": ["P1", "P2", "P3", "P4"], "mains": ["M1", "M2", "M3"],
+        "manholes": ["MH1", "MH2", "MH3"], "plants": ["WWTP"]}
 
 
 def test_unknown_page_name_is_an_error(tmp_path):
@@ -312,45 +328,47 @@ def test_network_unknown_diameter_shown_as_unknown_not_zero(written):
 
 
 def test_private_or_inactive_mains_are_drawn_excluded(tmp_path):
-    # the same rules as every analysis (gisnet.rules.is_public / is_active): an unknown
-    # status is in service, an explicit false is not
-    town = make_town()
-    mains = town.layers["mains"].assign(public=[True, False, True],
-                                         active=pd.array([True, True, pd.NA], dtype="boolean"))
-    town.layers["mains"] = mains
-    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
-    block = layer_data(page)["mains"]["data"]
-    got = {props_of(block, i)["main_id"]: props_of(block, i)["_c"] for i in range(block["n"])}
-    assert got == {"M1": "sanitary", "M2": "excluded", "M3": "storm"}
+    # the same rules as every analysis (gisnet.rules.is_public / is_active, applied by
+    # the loader): an unknown status is in service; a private or abandoned main is not
+    for changes, excluded in (({"M1": {"status": None}, "M2": {"owner": "private"},
+                                "M3": {"status": None}}, "M2"),
+                              ({"M1": {"status": "abandoned"}}, "M1")):
+        town = make_town(**changes)
+        [page] = maps.write_maps(town, {}, tmp_path / excluded, names=["network"])
+        block = layer_data(page)["mains"]["data"]
+        got = dict(zip(column_of(block, "main_id"), column_of(block, "_c"), strict=True))
+        want = {"M1": "sanitary", "M2": "sanitary", "M3": "storm"} | {excluded: "excluded"}
+        assert got == want, changes
 
 
 def test_obligation_layers_by_status_cite_the_section(written):
     _, paths = written
     layers = layer_data(paths[1])
-    assert layers["parcels_required"]["data"]["n"] == 1
-    assert layers["parcels_review"]["data"]["n"] == 1
-    assert layers["parcels_connected"]["data"]["n"] == 1
-    assert layers["parcels_not_required"]["data"]["n"] == 1
+    assert {k: column_of(layers[f"parcels_{k}"]["data"], "parcel_id")
+            for k in ("required", "review", "connected", "not_required")} == {
+        "required": ["P1"], "review": ["P3"], "connected": ["P2"], "not_required": ["P4"]}
     req = props_of(layers["parcels_required"]["data"], 0)
     assert req["section"] == "§ 168-22.2G" and req["distance_ft"] == "30.0 ft"
     assert req["deadline_days"] == "30 days"
     fields = [f[1] for f in layers["parcels_required"]["spec"]["fields"]]
     assert "section" in fields and "distance_ft" in fields
     # evidence only for parcels that need attention (required / review)
-    assert layers["evidence"]["data"]["n"] == 1
+    assert column_of(layers["evidence"]["data"], "parcel_id") == ["P1"]
     assert layers["connection_zone"]["spec"]["constants"]["section"] == "§ 168-22.2G"
 
 
 def test_sampling_sets_sius_apart_and_counts_taps_per_control_manhole(written):
     _, paths = written
     layers = layer_data(paths[2])
-    assert layers["siu"]["data"]["n"] == 1 and layers["users"]["data"]["n"] == 1
+    assert column_of(layers["siu"]["data"], "user_id") == ["U1"]
+    assert column_of(layers["users"]["data"], "user_id") == ["U2"]  # not an SIU
     cm = layers["control_manholes"]["data"]
     assert cm["n"] == 1 and props_of(cm, 0)["node_id"] == "MH2"
     assert props_of(cm, 0)["taps"] == 2
     assert layers["control_manholes"]["spec"]["constants"]["section"] == "§ 168-22.5J"
     taps = layers["taps"]["data"]
-    assert {props_of(taps, i)["address"] for i in range(2)} == {"1 Main St", "2 Main St"}
+    assert column_of(taps, "building_id") == ["B1", "B2"]
+    assert column_of(taps, "address") == ["1 Main St", "2 Main St"]  # from the parcels
 
 
 def test_capacity_classes_and_plant_panel(written):
@@ -379,9 +397,13 @@ def test_index_has_every_layer_and_links(written):
 def test_results_without_geometry_join_town_geometry(tmp_path):
     town = make_town()
     res = make_results(town)
+    [drawn] = maps.write_maps(town, res, tmp_path / "drawn", names=["capacity"])
     res["pipes_capacity"] = pd.DataFrame(res["pipes_capacity"].drop(columns="geometry"))
     [page] = maps.write_maps(town, res, tmp_path, names=["capacity"])
-    assert layer_data(page)["pipes_capacity"]["data"]["n"] == 2
+    block = layer_data(page)["pipes_capacity"]["data"]
+    assert column_of(block, "main_id") == ["M1", "M2"]
+    # the mains' own lines, as when the result carries them
+    assert block["g"] == layer_data(drawn)["pipes_capacity"]["data"]["g"]
 
 
 def test_whatif_map_before_and_after(tmp_path):
@@ -430,9 +452,14 @@ def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
     assert main(["map", "capacity", "--out", str(tmp_path), "-q", "--self-contained"]) == 0
     page = tmp_path / "capacity.html"
     assert page.exists() and not (tmp_path / "network.html").exists()
-    assert layer_data(page)["pipes_capacity"]["data"]["n"] == 2
+    pipes = layer_data(page)["pipes_capacity"]["data"]
+    assert column_of(pipes, "main_id") == ["M1", "M2"]
+    assert column_of(pipes, "_c") == ["threshold", "unknown"]
     assert main(["map", "all", "--out", str(tmp_path), "-q"]) == 0
     assert (tmp_path / "index.html").exists() and (tmp_path / "sampling.html").exists()
+    sampling = layer_data(tmp_path / "sampling.html")
+    assert column_of(sampling["siu"]["data"], "user_id") == ["U1"]
+    assert column_of(sampling["taps"]["data"], "building_id") == ["B1", "B2"]
 
 
 def test_cli_map_without_results_is_a_clear_error(tmp_path):
@@ -467,3 +494,34 @@ def test_cli_map_from_gisnet_run_on_the_sample(sample_dir, tmp_path):
     for name, layers in first.items():  # same features whether from memory or the GeoPackage
         assert {k: v["data"]["n"] for k, v in layers.items()} == \
             {k: v["data"]["n"] for k, v in again[name].items()}, name
+        for key, v in layers.items():  # the same features: properties and geometry
+            b = again[name][key]["data"]
+            # a boolean with nulls is not read back as one (see the xfail test below)
+            lost = ("abuts_sewered_street",)
+            assert [{k: x for k, x in props_of(v["data"], i).items() if k not in lost}
+                     for i in range(v["data"]["n"])] == \
+                [{k: x for k, x in props_of(b, i).items() if k not in lost}
+                 for i in range(b["n"])], (name, key)
+            assert v["data"]["g"] == b["g"], (name, key)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "maps.read_results reads a GeoPackage boolean field holding nulls as float64 "
+    "(1.0 / 0.0 / NaN), so a page made by `gisnet map` from the results file shows "
+    "abuts_sewered_street as '1.00' where `gisnet run` shows 'yes'"))
+def test_boolean_with_nulls_is_shown_the_same_from_the_results_file(tmp_path):
+    from gisnet.io import write_results
+
+    town = make_town()
+    res = make_results(town)
+    res["obligations"]["abuts_sewered_street"] = pd.array([True, None, False, True],
+                                                          dtype="boolean")
+    res["obligations"]["status"] = "required"
+    write_results(tmp_path, res)
+    [mem] = maps.write_maps(town, res, tmp_path / "mem", names=["obligations"])
+    [disk] = maps.write_maps(town, maps.read_results(tmp_path), tmp_path / "disk",
+                             names=["obligations"])
+    shown = column_of(layer_data(mem)["parcels_required"]["data"], "abuts_sewered_street")
+    assert shown == ["yes", None, "no", "yes"]
+    again = column_of(layer_data(disk)["parcels_required"]["data"], "abuts_sewered_street")
+    assert again == shown

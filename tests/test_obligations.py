@@ -23,7 +23,7 @@ from gisnet.obligations import (
     nearest,
 )
 from gisnet.profile import load_profile
-from gisnet.schema import column_names
+from gisnet.testing import towns
 from gisnet.town import Town
 from gisnet.units import feet_per_unit
 
@@ -34,40 +34,18 @@ CAMBRIDGE = Path("/work/shared/data/cambridge_ma_parcels/ASSESSING_ParcelsFY2013
 # --------------------------------------------------------------------------- fixtures
 
 
-def layer(role: str, rows: list[dict], crs: str) -> gpd.GeoDataFrame:
-    """A canonical layer: every canonical column of the role, nulls where not given."""
-    cols = column_names(role)
-    data = {c: [r.get(c) for r in rows] for c in cols}
-    extra = sorted({k for r in rows for k in r} - set(cols) - {"geometry"})
-    for c in extra:
-        data[c] = [r.get(c) for r in rows]
-    df = pd.DataFrame(data)
-    for c in ("built_date", "sewer_available_date", "install_date"):
-        if c in df.columns:
-            df[c] = pd.to_datetime(df[c]).astype("datetime64[ms]")
-    for c in ("connected", "septic"):
-        if c in df.columns:
-            df[c] = df[c].astype("boolean")
-    if role == "mains":
-        df["public"] = ~(df["owner"] == "private")
-        df["active"] = df["status"].isna() | (df["status"] == "active")
-    return gpd.GeoDataFrame(df, geometry=[r["geometry"] for r in rows], crs=crs)
-
-
 def make_town(parcels, mains, *, profile="poughkeepsie-fourth-ward", crs=FT_CRS,
               streets=None, buildings=None, laterals=None) -> Town:
-    layers = {"parcels": layer("parcels", parcels, crs), "mains": layer("mains", mains, crs)}
+    """Rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    layers = {"parcels": parcels, "mains": mains}
     for role, rows in (("streets", streets), ("buildings", buildings), ("laterals", laterals)):
         if rows is not None:
-            layers[role] = layer(role, rows, crs)
-    c = CRS.from_user_input(crs)
-    return Town(name="test", crs=c, ft_per_unit=feet_per_unit(c), layers=layers,
-                profile=load_profile(profile))
+            layers[role] = rows
+    return towns.make_town(layers, crs=crs, profile=profile)
 
 
 def main(mid, coords, kind="sanitary", owner="public", status="active", install="2000-01-01"):
-    return {"main_id": mid, "geometry": LineString(coords), "kind": kind, "owner": owner,
-            "status": status, "install_date": install}
+    return towns.main(mid, coords, kind=kind, owner=owner, status=status, install_date=install)
 
 
 def row(df: pd.DataFrame, pid: str) -> pd.Series:
@@ -282,12 +260,17 @@ def test_centreline_streets_are_widened():
     streets = [{"street_id": "S", "geometry": LineString([(-100, 0), (2000, 0)]),
                 "width_ft": 60.0}]
     parcels = [{"parcel_id": "A", "geometry": box(0, 30, 100, 130)},
-               {"parcel_id": "B", "geometry": box(200, 40, 300, 140)}]
+               {"parcel_id": "B", "geometry": box(200, 40, 300, 140)},
+               {"parcel_id": "in", "geometry": box(320, 34.9, 380, 134.9)},
+               {"parcel_id": "out", "geometry": box(400, 35.1, 480, 135.1)}]
     town = make_town(parcels, [main("M1", [(0, 0), (500, 0)])], streets=streets)
-    town.profile.connection  # noqa: B018  (abutting_tolerance_ft = 5 ft)
+    assert town.profile.connection.abutting_tolerance_ft == 5.0
     ob = compute_obligations(town)["obligations"]
     assert bool(row(ob, "A")["abuts_sewered_street"])
     assert not bool(row(ob, "B")["abuts_sewered_street"])  # 10 ft gap > 5 ft tolerance
+    # the tolerance decides: a 4.9 ft gap abuts, a 5.1 ft gap does not
+    assert bool(row(ob, "in")["abuts_sewered_street"])
+    assert not bool(row(ob, "out")["abuts_sewered_street"])
 
 
 def test_main_crossing_a_street_does_not_sewer_it():
@@ -618,7 +601,11 @@ def test_obligation_columns_and_types():
               "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
               "section", "reason", "approximate", "nearest_x", "nearest_y"):
         assert c in ob.columns
-    assert set(ob["status"]) <= {"connected", "required", "not_required", "review"}
+    # the four lots on the sewered street are 25 ft from M1 (street half-width);
+    # "back" is 150 ft away and abuts no street: not required
+    assert ob.set_index("parcel_id")["status"].to_dict() == {
+        "N1": "required", "N2": "required", "N3": "required", "S1": "required",
+        "back": "not_required"}
     assert ob.crs == CRS.from_user_input(FT_CRS)
     assert (res["obligation_evidence"].geom_type == "LineString").all()
     assert ob["reason"].notna().all()
@@ -735,9 +722,9 @@ def test_brute_force_synthetic_town(profile):
     mains = layers["mains"]
     mains.loc[mains.index[::7], "kind"] = "storm"      # some mains do not count
     mains.loc[mains.index[3::11], "owner"] = "private"
-    mains["public"] = mains["owner"] != "private"
-    town = Town(name="syn", crs=crs, ft_per_unit=feet_per_unit(crs), layers=layers,
-                profile=load_profile(profile))
+    town = towns.make_town(layers, crs=crs, profile=profile, name="syn")
+    layers, mains = town.layers, town.layers["mains"]
+    assert (~mains["public"]).sum() == len(mains.index[3::11])  # the loader's flag
     ob = compute_obligations(town)["obligations"]
     elig = mains[(mains["kind"] == "sanitary") & mains["public"] & mains["active"]]
     tg = np.asarray(elig.geometry.values)

@@ -14,11 +14,11 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from shapely.geometry import LineString, Point, box
+from shapely.geometry import Point, box
 
 from gisnet import capacity as cap
-from gisnet.profile import load_profile
-from gisnet.town import Town, TownSettings
+from gisnet.testing import towns
+from gisnet.town import Town
 
 CRS = "EPSG:2260"
 CFS_GPD = 646_316.88  # 1 cfs = 7.48052 gal/ft3 x 86,400 s/day
@@ -40,19 +40,12 @@ def manning_gpd(d_in: float, s: float, n: float = 0.013) -> tuple[float, float]:
 
 def graph(nodes: dict[str, tuple[float, float, str]],
           pipes: list[tuple[str, str, str, float, dict]], outlet: str) -> nx.MultiDiGraph:
-    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=[outlet], snap_tolerance_ft=1.0)
-    for nid, (x, y, kind) in nodes.items():
-        G.add_node(nid, kind=kind, x=x, y=y, public=True, active=True,
-                   is_manhole=kind == "manhole", outlet=nid == outlet)
-    for mid, u, v, d, extra in pipes:
-        geom = LineString([nodes[u][:2], nodes[v][:2]])
-        attrs = dict(main_id=mid, length_ft=geom.length, diameter_in=d, slope=0.004,
-                     up_invert_ft=None, down_invert_ft=None, material="PVC", kind="sanitary",
-                     public=True, active=True, gravity=True, eligible=True,
-                     direction_source="node_ids", geometry=geom, part=1)
-        attrs.update(extra)
-        G.add_edge(u, v, key=mid, **attrs)
-    return G
+    """A graph written by hand (gisnet.testing.towns.hand_graph: flags by gisnet.rules)."""
+    return towns.hand_graph({nid: {"x": x, "y": y, "kind": kind}
+                             for nid, (x, y, kind) in nodes.items()},
+                            [(u, v, mid, {"diameter_in": d, **extra})
+                             for mid, u, v, d, extra in pipes],
+                            crs=CRS, ft_per_unit=1.0, outlets=[outlet])
 
 
 def parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
@@ -66,16 +59,14 @@ def parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
 def town(profile: str, flows: dict[str, float], plant: dict | None = None,
          users: gpd.GeoDataFrame | None = None, plant_flows: pd.DataFrame | None = None
          ) -> Town:
-    layers = {"parcels": parcels(flows), "mains": gpd.GeoDataFrame(geometry=[], crs=CRS)}
+    """Raw layers through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    layers = {"parcels": parcels(flows), "mains": []}
     if plant is not None:
-        layers["plants"] = gpd.GeoDataFrame(
-            {"plant_id": ["PL"], "name": ["WWTP"], "node_id": ["PL"], **{
-                k: [v] for k, v in plant.items()}}, geometry=[Point(0, 0)], crs=CRS)
+        layers["plants"] = [towns.plant("PL", (0, 0), name="WWTP", node_id="PL", **plant)]
     if users is not None:
         layers["users"] = users
-    return Town(name="t", crs=CRS, ft_per_unit=1.0, layers=layers,
-                profile=load_profile(profile), settings=TownSettings(),
-                plant_flows=plant_flows)
+    return towns.make_town(layers, crs=CRS, profile=profile, name="t",
+                           plant_flows=plant_flows)
 
 
 def points(rows: list[tuple[str | None, str | None, str]]) -> gpd.GeoDataFrame:
@@ -106,12 +97,18 @@ def test_harmon_by_hand_p_in_thousands_and_cap():
 
 
 def test_manning_velocity_and_utilization_flags_by_hand():
-    # One 8 in pipe at S = 0.004: DESIGN.md check value 0.764 cfs, 2.19 ft/s.
+    # One 8 in pipe at S = 0.004, n 0.013.
+    # Manning, full pipe: Q = (1.486 / n) A R^(2/3) S^(1/2), with D = 8 / 12 = 0.66667 ft,
+    # A = pi D^2 / 4 = 0.34907 ft2, R = D / 4 = 0.16667 ft (R^(2/3) = 0.30285),
+    # S^(1/2) = sqrt(0.004) = 0.063246, 1.486 / 0.013 = 114.308:
+    # Q = 114.308 x 0.34907 x 0.30285 x 0.063246 = 0.7643 cfs
+    # = 0.7643 x 646,316.88 gpd/cfs (7.48052 gal/ft3 x 86,400 s/day) = 493,959 gpd;
+    # V = Q / A = 0.7643 / 0.34907 = 2.189 ft/s.
     nodes = {"A": (0, 0, "manhole"), "PL": (300, 0, "plant")}
     G = graph(nodes, [("M1", "A", "PL", 8, {})], "PL")
     q_gpd, v_fps = manning_gpd(8, 0.004)
-    assert q_gpd / CFS_GPD == pytest.approx(0.764, abs=5e-4)
-    assert v_fps == pytest.approx(2.19, abs=5e-3)
+    assert q_gpd / CFS_GPD == pytest.approx(0.7643, abs=1e-4)
+    assert v_fps == pytest.approx(2.189, abs=5e-4)
     # 110,000 gpd metered = 1,100 persons: PF by hand, peak / capacity.
     res = cap.compute_capacity(town("berlin-nh", {"a": 110_000.0}), G,
                                points=points([("a", None, "M1")]))
@@ -357,17 +354,10 @@ def test_sample_town_flows_equal_upstream_parcel_sums(sample_dir):
 
 
 def _street():
-    from gisnet.report import Report
-
-    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=["PL"], report=Report(),
-                        snap_tolerance_ft=1.0)
-    for nid, x, kind in (("MH1", 0.0, "manhole"), ("PL", 100.0, "plant")):
-        G.add_node(nid, kind=kind, x=x, y=0.0, public=True, active=True,
-                   is_manhole=kind == "manhole", outlet=nid == "PL")
-    G.add_edge("MH1", "PL", key="S1", main_id="S1", length_ft=100.0, diameter_in=8.0,
-               kind="sanitary", public=True, active=True, gravity=True, eligible=True,
-               geometry=LineString([(0, 0), (100, 0)]), slope=0.01)
-    return G
+    return towns.hand_graph({"MH1": {"x": 0.0, "y": 0.0}, "PL": {"x": 100.0, "y": 0.0,
+                                                                 "kind": "plant"}},
+                            [("MH1", "PL", "S1", {"slope": 0.01})],
+                            crs=CRS, ft_per_unit=1.0, outlets=["PL"])
 
 
 def _check(tmp_path, profile: str, lines: list[str]) -> pd.DataFrame:
@@ -415,19 +405,14 @@ def test_siu_five_percent_uses_the_plant_the_user_drains_to():
     # Two separate sewers: y = 0 drains to PLA (0.1 MGD), y = 1000 to PLB (10 MGD).
     # 40 CFR 403.3(v): >= 5 % of the POTW's design flow. 6,000 gpd is 6 % of PLA
     # but 0.06 % of PLB; 5,000 gpd is exactly 5 % of PLA (>=), 4,999 gpd is not.
-    from gisnet.report import Report
     from gisnet.sampling import sampling_plan
 
-    G = nx.MultiDiGraph(crs=CRS, ft_per_unit=1.0, outlets=["PLA", "PLB"], report=Report(),
-                        snap_tolerance_ft=1.0)
-    for nid, x, y, kind in (("MA", 0, 0, "manhole"), ("PLA", 400, 0, "plant"),
-                            ("MB", 0, 1000, "manhole"), ("PLB", 400, 1000, "plant")):
-        G.add_node(nid, kind=kind, x=float(x), y=float(y), public=True, active=True,
-                   is_manhole=kind == "manhole", outlet=kind == "plant")
-    for key, u, v, y in (("SA", "MA", "PLA", 0), ("SB", "MB", "PLB", 1000)):
-        G.add_edge(u, v, key=key, main_id=key, length_ft=400.0, diameter_in=8.0,
-                   kind="sanitary", public=True, active=True, gravity=True, eligible=True,
-                   geometry=LineString([(0, y), (400, y)]), slope=0.01)
+    G = towns.hand_graph(
+        {nid: {"x": x, "y": y, "kind": kind}
+         for nid, x, y, kind in (("MA", 0, 0, "manhole"), ("PLA", 400, 0, "plant"),
+                                 ("MB", 0, 1000, "manhole"), ("PLB", 400, 1000, "plant"))},
+        [("MA", "PLA", "SA", {"slope": 0.01}), ("MB", "PLB", "SB", {"slope": 0.01})],
+        crs=CRS, ft_per_unit=1.0, outlets=["PLA", "PLB"])
     xs = {"A1": (100, 0), "A2": (200, 0), "A3": (300, 0), "B1": (100, 1000)}
     prc = gpd.GeoDataFrame({"parcel_id": list(xs)}, geometry=[
         box(x - 40, y + 20, x + 40, y + 100) for x, y in xs.values()], crs=CRS)
@@ -442,9 +427,8 @@ def test_siu_five_percent_uses_the_plant_the_user_drains_to():
     plants = gpd.GeoDataFrame({"plant_id": ["PLA", "PLB"], "node_id": ["PLA", "PLB"],
                                "design_flow_mgd": [0.1, 10.0]},
                               geometry=[Point(400, 0), Point(400, 1000)], crs=CRS)
-    t = Town(name="two", crs=CRS, ft_per_unit=1.0, profile=load_profile("berlin-nh"),
-             layers={"parcels": prc, "buildings": bld, "users": users, "plants": plants,
-                     "mains": gpd.GeoDataFrame(geometry=gpd.GeoSeries([], crs=CRS))})
+    t = towns.make_town({"parcels": prc, "buildings": bld, "users": users, "plants": plants},
+                        crs=CRS, profile="berlin-nh", name="two")
     plan = sampling_plan(t, G).set_index("user_id")
     assert dict(plan["plant_id"]) == {"U1": "PLA", "U2": "PLB", "U3": "PLA", "U4": "PLA"}
     assert dict(plan["siu"]) == {"U1": True, "U2": False, "U3": True, "U4": False}

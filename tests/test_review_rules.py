@@ -12,17 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
-from pyproj import CRS
 from shapely.geometry import LineString, Point, box
 
 from gisnet.graph import build_sewer_graph
 from gisnet.io import load_town
 from gisnet.obligations import compute_obligations, connection_zone, frontage_shares
-from gisnet.profile import load_profile
-from gisnet.schema import column_names
+from gisnet.testing import towns
 from gisnet.town import Town
 from gisnet.tracing import connection_points, control_manholes
-from gisnet.units import feet_per_unit
 
 FT_CRS = "EPSG:2222"  # international feet: 1 unit = 1 ft
 POUGH = "poughkeepsie-fourth-ward"
@@ -35,33 +32,14 @@ STREET = {"street_id": "S1", "geometry": box(-200, -25, 2000, 25), "width_ft": 5
 # --------------------------------------------------------------------------- fixtures
 
 
-def _layer(role: str, rows: list[dict]) -> gpd.GeoDataFrame:
-    cols = column_names(role)
-    df = pd.DataFrame({c: [r.get(c) for r in rows] for c in cols})
-    for c in ("built_date", "sewer_available_date", "install_date"):
-        if c in df.columns:
-            df[c] = pd.to_datetime(df[c]).astype("datetime64[ms]")
-    for c in ("connected", "septic"):
-        if c in df.columns:
-            df[c] = df[c].astype("boolean")
-    if role == "mains":
-        df["public"] = df["owner"] != "private"
-        df["active"] = df["status"].isna() | (df["status"] == "active")
-    return gpd.GeoDataFrame(df, geometry=[r["geometry"] for r in rows], crs=FT_CRS)
-
-
 def _town(parcels, mains, *, profile=POUGH, **more) -> Town:
-    layers = {"parcels": _layer("parcels", parcels), "mains": _layer("mains", mains)}
-    for role, rows in more.items():
-        layers[role] = _layer(role, rows)
-    c = CRS.from_user_input(FT_CRS)
-    return Town(name="review", crs=c, ft_per_unit=feet_per_unit(c), layers=layers,
-                profile=load_profile(profile))
+    """Rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    return towns.make_town({"parcels": parcels, "mains": mains, **more}, crs=FT_CRS,
+                           profile=profile, name="review")
 
 
 def _main(mid, coords, **kw):
-    return {"main_id": mid, "geometry": LineString(coords), "kind": "sanitary",
-            "owner": "public", "status": "active", "install_date": "2000-01-01", **kw}
+    return towns.main(mid, coords, **kw)
 
 
 def _row(df: pd.DataFrame, pid: str) -> pd.Series:
@@ -350,8 +328,7 @@ def test_tap_exactly_at_a_manhole_is_controlled_by_it():
                        ("mid", Point(150, 30)))]
     town = _town([{"parcel_id": "P", "geometry": box(0, 25, 300, 100)}], mains,
                  manholes=mh, buildings=bl)
-    town.layers["manholes"]["public"] = True
-    town.layers["manholes"]["active"] = True
+    assert town.layers["manholes"][["public", "active"]].all().all()  # the loader's flags
     G = build_sewer_graph(town)
     got = control_manholes(town, G, paths=False)["control_manholes"].set_index("building_id")
     assert got.loc["atMH1", "control_manhole_id"] == "MH1"

@@ -15,12 +15,11 @@ import networkx as nx
 import pandas as pd
 import pytest
 from pyproj import CRS
-from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry import Polygon
 
 from gisnet.errors import SchemaError
-from gisnet.profile import load_profile
-from gisnet.report import Report
 from gisnet.sampling import canonical_parameter, check_samples, sampling_plan, to_canonical
+from gisnet.testing import towns
 from gisnet.town import Town
 
 CRS_FT = CRS.from_user_input("EPSG:2260")
@@ -36,18 +35,14 @@ CHAIN = ["M1", "J1", "J2", "M2", "P1", "I1", "M3", "PLANT"]
 
 
 def street_graph() -> nx.MultiDiGraph:
-    G = nx.MultiDiGraph(crs=CRS_FT, ft_per_unit=FT, outlets=["PLANT"], report=Report(),
-                        snap_tolerance_ft=1.0)
-    for nid, (x, kind, public, active) in NODES.items():
-        G.add_node(nid, kind=kind, x=float(x), y=0.0, public=public, active=active,
-                   is_manhole=kind == "manhole" and public and active, outlet=nid == "PLANT")
-    for i, (u, v) in enumerate(itertools.pairwise(CHAIN)):
-        geom = LineString([(NODES[u][0], 0), (NODES[v][0], 0)])
-        key = "ABCDEFG"[i]
-        G.add_edge(u, v, key=key, main_id=key, length_ft=geom.length * FT, diameter_in=8.0,
-                   kind="sanitary", public=True, active=True, gravity=True, eligible=True,
-                   geometry=geom, slope=0.01)
-    return G
+    """The street written by hand (gisnet.testing.towns.hand_graph: flags by gisnet.rules)."""
+    nodes = {nid: {"x": float(x), "y": 0.0, "kind": kind,
+                   "owner": "public" if public else "private",
+                   "status": "active" if active else "inactive"}
+             for nid, (x, kind, public, active) in NODES.items()}
+    edges = [(u, v, "ABCDEFG"[i], {"slope": 0.01})
+             for i, (u, v) in enumerate(itertools.pairwise(CHAIN))]
+    return towns.hand_graph(nodes, edges, crs=CRS_FT, ft_per_unit=FT, outlets=["PLANT"])
 
 
 def box(x0, y0, x1, y1):
@@ -55,36 +50,22 @@ def box(x0, y0, x1, y1):
 
 
 def make_town(profile: str) -> Town:
+    """Raw rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
     # parcels north of the street, one per 100 ft, buildings at their centres
-    parcels = gpd.GeoDataFrame(
-        {"parcel_id": [f"P{x}" for x in (50, 150, 250, 350, 650)]},
-        geometry=gpd.GeoSeries([box(x - 40, 20, x + 40, 100) for x in (50, 150, 250, 350, 650)],
-                               crs=CRS_FT), crs=CRS_FT)
-    buildings = gpd.GeoDataFrame(
-        {"building_id": [f"B{x}" for x in (50, 150, 250, 350, 650)],
-         "parcel_id": [f"P{x}" for x in (50, 150, 250, 350, 650)]},
-        geometry=gpd.GeoSeries([Point(x, 60) for x in (50, 150, 250, 350, 650)], crs=CRS_FT),
-        crs=CRS_FT)
-    users = gpd.GeoDataFrame(
-        {
-            "user_id": ["U1", "U2", "U3", "U4", "U5"],
-            "name": ["Plating Co", "Cannery", "Laundry", "Bakery", "Downstream Dye"],
-            "parcel_id": ["P50", "P150", "P250", "P150", "P650"],
-            "building_id": ["B50", None, "B250", "B150", "B650"],
-            "process_flow_gpd": [30000.0, 500.0, 12000.0, 8000.0, 50000.0],
-            "categorical": [False, True, False, False, False],
-            "industrial": [True] * 5,
-        },
-        geometry=gpd.GeoSeries([None] * 5, crs=CRS_FT), crs=CRS_FT)
-    plants = gpd.GeoDataFrame(
-        {"plant_id": ["PLANT"], "name": ["Town WWTP"], "design_flow_mgd": [0.2],
-         "avg_flow_mgd": [0.1], "node_id": ["PLANT"]},
-        geometry=gpd.GeoSeries([Point(700, 0)], crs=CRS_FT), crs=CRS_FT)
-    return Town(name="street", crs=CRS_FT, ft_per_unit=FT,
-                layers={"parcels": parcels, "buildings": buildings, "users": users,
-                        "plants": plants,
-                        "mains": gpd.GeoDataFrame(geometry=gpd.GeoSeries([], crs=CRS_FT))},
-                profile=load_profile(profile))
+    xs = (50, 150, 250, 350, 650)
+    users = [("U1", "Plating Co", "P50", "B50", 30000.0, False),
+             ("U2", "Cannery", "P150", None, 500.0, True),
+             ("U3", "Laundry", "P250", "B250", 12000.0, False),
+             ("U4", "Bakery", "P150", "B150", 8000.0, False),
+             ("U5", "Downstream Dye", "P650", "B650", 50000.0, False)]
+    return towns.make_town({
+        "parcels": [towns.parcel(f"P{x}", box(x - 40, 20, x + 40, 100)) for x in xs],
+        "buildings": [towns.building(f"B{x}", (x, 60), f"P{x}") for x in xs],
+        "users": [towns.user(u, name=n, parcel_id=p, building_id=b, process_flow_gpd=q,
+                             categorical=c, industrial=True) for u, n, p, b, q, c in users],
+        "plants": [towns.plant("PLANT", (700, 0), name="Town WWTP", design_flow_mgd=0.2,
+                               avg_flow_mgd=0.1, node_id="PLANT")],
+    }, crs=CRS_FT, profile=profile, name="street")
 
 
 # ---------------------------------------------------------------------------

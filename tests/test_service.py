@@ -17,14 +17,13 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
-from pyproj import CRS, Transformer
-from shapely.geometry import LineString, Point, box
+from pyproj import Transformer
+from shapely.geometry import LineString, Point
 
-from gisnet.profile import load_profile
-from gisnet.report import Report
 from gisnet.serialize import feature_fragments
 from gisnet.service import ResultTable, ServiceLimits, TownState, create_app
 from gisnet.service.geojson import parse_crs
+from gisnet.testing import towns
 from gisnet.town import Town
 
 with warnings.catch_warnings():
@@ -37,37 +36,29 @@ X0, Y0 = 656_000.0, 1_033_800.0  # Town of Poughkeepsie, NY
 
 
 def _town() -> Town:
-    parcels = gpd.GeoDataFrame(
-        {"parcel_id": ["P1", "P2", "P/3"], "address": ["1 Main St", "3 Main St", "5 Main St"]},
-        geometry=[box(X0, Y0, X0 + 50, Y0 + 100), box(X0 + 60, Y0, X0 + 110, Y0 + 100),
-                  box(X0 + 120, Y0, X0 + 170, Y0 + 100)],
-        crs=CRS_FT,
-    )
-    mains = gpd.GeoDataFrame(
-        {"main_id": ["M1", "M2", "M3"], "diameter_in": [8.0, 8.0, 10.0]},
-        geometry=[LineString([(X0, Y0 - 20), (X0 + 100, Y0 - 20)]),
-                  LineString([(X0 + 100, Y0 - 20), (X0 + 200, Y0 - 20)]),
-                  LineString([(X0 + 200, Y0 - 20), (X0 + 300, Y0 - 20)])],
-        crs=CRS_FT,
-    )
-    report = Report()
-    report.add("gap_snapped", "info", "gap of 0.6 ft snapped", layer="mains", feature_id="M2")
-    report.add("adverse_slope", "warning", "M3 rises downstream", layer="mains",
-               feature_id="M3")
-    return Town(name="Testville", crs=CRS.from_user_input(CRS_FT), ft_per_unit=1.000002,
-                layers={"parcels": parcels, "mains": mains},
-                profile=load_profile("poughkeepsie-fourth-ward"),
-                report=report)
+    """Raw rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    y = Y0 - 20
+    town = towns.make_town({
+        "parcels": [towns.parcel(pid, (X0 + x, Y0, X0 + x + 50, Y0 + 100), address=a)
+                    for pid, x, a in (("P1", 0, "1 Main St"), ("P2", 60, "3 Main St"),
+                                      ("P/3", 120, "5 Main St"))],
+        "mains": [towns.main(mid, [(X0 + x, y), (X0 + x + 100, y)], diameter_in=d)
+                  for mid, x, d in (("M1", 0, 8.0), ("M2", 100, 8.0), ("M3", 200, 10.0))],
+    }, crs=CRS_FT, name="Testville", profile="poughkeepsie-fourth-ward")
+    assert town.report.findings == []  # clean input: the loader finds nothing
+    town.report.add("gap_snapped", "info", "gap of 0.6 ft snapped", layer="mains",
+                    feature_id="M2")
+    town.report.add("adverse_slope", "warning", "M3 rises downstream", layer="mains",
+                    feature_id="M3")
+    return town
 
 
 def _graph() -> nx.MultiDiGraph:
-    G = nx.MultiDiGraph(crs=CRS_FT, ft_per_unit=1.000002, outlets=["WWTP"], report=Report())
-    for n, x in (("MH1", X0), ("MH2", X0 + 100), ("MH3", X0 + 200), ("WWTP", X0 + 300)):
-        G.add_node(n, x=x, y=Y0 - 20, kind="manhole", is_manhole=True)
-    G.add_edge("MH1", "MH2", key="M1")
-    G.add_edge("MH2", "MH3", key="M2")
-    G.add_edge("MH3", "WWTP", key="M3")
-    return G
+    """Manholes MH1 -> MH2 -> MH3 -> WWTP under the mains (gisnet.testing.towns.hand_graph)."""
+    nodes = {n: {"x": x, "y": Y0 - 20, "kind": "manhole"}
+             for n, x in (("MH1", X0), ("MH2", X0 + 100), ("MH3", X0 + 200), ("WWTP", X0 + 300))}
+    edges = [("MH1", "MH2", "M1", {}), ("MH2", "MH3", "M2", {}), ("MH3", "WWTP", "M3", {})]
+    return towns.hand_graph(nodes, edges, crs=CRS_FT, outlets=["WWTP"])
 
 
 def _tables(town: Town) -> dict[str, gpd.GeoDataFrame]:
@@ -560,12 +551,10 @@ def test_bad_result_layer_requests(client, path, params, status, field):
 
 
 def _synthetic_town(n: int = 200) -> Town:
-    from gisnet.profile import load_profile
     from gisnet.testing.synthetic import make_town
 
-    crs = CRS.from_user_input(CRS_FT)
-    return Town(name="synthetic", crs=crs, ft_per_unit=1200 / 3937 / 0.3048,
-                layers=make_town(n, seed=1), profile=load_profile("poughkeepsie-fourth-ward"))
+    return towns.make_town(make_town(n, seed=1), crs=CRS_FT, name="synthetic",
+                           profile="poughkeepsie-fourth-ward")
 
 
 def test_state_from_a_town_serves_the_library_tables():

@@ -135,9 +135,17 @@ def test_pipe_ends_sit_exactly_on_their_structures(rough):
 
 
 def test_manning_and_peaking_match_hand_values():
-    # DESIGN.md check value: 8 in, n 0.013, S 0.004 -> 0.764 cfs
+    # Manning, full pipe: Q = (1.486 / n) A R^(2/3) S^(1/2), with D = 8 / 12 = 0.66667 ft,
+    # A = pi D^2 / 4 = 0.34907 ft2, R = D / 4 = 0.16667 ft (R^(2/3) = 0.30285),
+    # S^(1/2) = sqrt(0.004) = 0.063246, 1.486 / 0.013 = 114.308:
+    # Q = 114.308 x 0.34907 x 0.30285 x 0.063246 = 0.7643 cfs
+    # = 0.7643 x 646,316.88 gpd/cfs (7.48052 gal/ft3 x 86,400 s/day) = 493,959 gpd;
+    # V = Q / A = 2.189 ft/s.
     q = synthetic.manning_capacity_gpd(np.array([8.0]), np.array([0.004]))[0]
-    assert q / 646_316.88 == pytest.approx(0.764, abs=0.001)
+    assert q / 646_316.88 == pytest.approx(0.7643, abs=1e-4)
+    # the generator writes Manning as 0.46318 / n D^(8/3) S^(1/2), a constant rounded
+    # from 1.486 pi / 4 / 4^(2/3) = 0.463165: 3e-5 high
+    assert q == pytest.approx(493_959, rel=1e-4)
     # Harmon at 1,000 people (100,000 gpd): (18 + 1) / (4 + 1) = 3.8; capped at 4 when tiny
     assert synthetic.harmon_peaking(np.array([100_000.0]))[0] == pytest.approx(3.8)
     assert synthetic.harmon_peaking(np.array([100.0]))[0] == pytest.approx(4.0)

@@ -19,8 +19,7 @@ from pyproj import CRS
 from shapely.geometry import LineString, Point, Polygon
 
 from gisnet.errors import ConfigError, NotFoundError
-from gisnet.profile import load_profile
-from gisnet.report import Report
+from gisnet.testing import towns
 from gisnet.town import Town
 from gisnet.tracing import (
     DownstreamIndex,
@@ -40,48 +39,43 @@ FT = 1200.0 / 3937.0 / 0.3048  # feet per US survey foot
 # ---------------------------------------------------------------------------
 
 
+def _raw(public: bool = True, active: bool = True) -> dict:
+    """A feature's owner and status, from which gisnet.rules decide its flags."""
+    return {"owner": "public" if public else "private",
+            "status": "active" if active else "inactive"}
+
+
 def make_graph(nodes: dict, edges: list, *, outlets=("PLANT",)) -> nx.MultiDiGraph:
-    """nodes: id -> (x, y, kind, public, active); edges: (u, v, key, diam, extra)."""
-    G = nx.MultiDiGraph(crs=CRS.from_user_input(CRS_FT), ft_per_unit=FT, outlets=list(outlets),
-                        report=Report(), snap_tolerance_ft=1.0)
-    for nid, (x, y, kind, public, active) in nodes.items():
-        G.add_node(nid, kind=kind, x=x, y=y, public=public, active=active,
-                   is_manhole=(kind == "manhole" and public and active),
-                   outlet=nid in outlets)
+    """nodes: id -> (x, y, kind, public, active); edges: (u, v, key, diam, extra).
+
+    Written by hand (gisnet.testing.towns.hand_graph): public / active /
+    eligible / is_manhole are decided by gisnet.rules from owner, status and
+    kind; ``public`` / ``active`` in ``extra`` say which owner / status.
+    """
+    raw_nodes = {nid: {"x": x, "y": y, "kind": kind, **_raw(public, active)}
+                 for nid, (x, y, kind, public, active) in nodes.items()}
+    raw_edges = []
     for u, v, key, diam, extra in edges:
-        geom = LineString([(G.nodes[u]["x"], G.nodes[u]["y"]), (G.nodes[v]["x"], G.nodes[v]["y"])])
-        attrs = dict(main_id=key.split("@")[0], length_ft=geom.length * FT, diameter_in=diam,
-                     kind="sanitary", public=True, active=True, gravity=True, geometry=geom,
-                     slope=0.01, material="PVC", direction_source="node_ids",
-                     up_invert_ft=None, down_invert_ft=None)
-        attrs.update(extra or {})
-        attrs["eligible"] = bool(attrs["public"] and attrs["active"] and attrs["gravity"]
-                                 and attrs["kind"] in ("sanitary", "combined"))
-        G.add_edge(u, v, key=key, **attrs)
-    return G
+        extra = dict(extra or {})
+        flags = {k: extra.pop(k) for k in ("public", "active") if k in extra}
+        raw_edges.append((u, v, key, {"diameter_in": diam, "slope": 0.01, **_raw(**flags),
+                                      **extra}))
+    return towns.hand_graph(raw_nodes, raw_edges, crs=CRS_FT, ft_per_unit=FT, outlets=outlets)
 
 
 def make_town(parcels=(), buildings=(), users=(), laterals=None,
               profile="poughkeepsie-fourth-ward") -> Town:
-    crs = CRS.from_user_input(CRS_FT)
-    p = gpd.GeoDataFrame(
-        {"parcel_id": [r[0] for r in parcels]},
-        geometry=gpd.GeoSeries([r[1] for r in parcels], crs=crs), crs=crs)
-    layers = {"parcels": p, "mains": gpd.GeoDataFrame(geometry=gpd.GeoSeries([], crs=crs))}
+    """Raw rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
+    layers = {"parcels": [towns.parcel(pid, g) for pid, g in parcels]}
     if buildings:
-        layers["buildings"] = gpd.GeoDataFrame(
-            {"building_id": [r[0] for r in buildings], "parcel_id": [r[1] for r in buildings]},
-            geometry=gpd.GeoSeries([r[2] for r in buildings], crs=crs), crs=crs)
+        layers["buildings"] = [towns.building(b, g, p) for b, p, g in buildings]
     if users:
-        layers["users"] = gpd.GeoDataFrame(
-            {"user_id": [r[0] for r in users], "name": [r[0] for r in users],
-             "parcel_id": [r[1] for r in users], "building_id": [r[2] for r in users],
-             "process_flow_gpd": [float(r[3]) for r in users],
-             "categorical": [bool(r[4]) for r in users], "industrial": True},
-            geometry=gpd.GeoSeries([None] * len(users), crs=crs), crs=crs)
+        layers["users"] = [towns.user(u, name=u, parcel_id=p, building_id=b,
+                                      process_flow_gpd=float(q), categorical=bool(c),
+                                      industrial=True) for u, p, b, q, c in users]
     if laterals is not None:
         layers["laterals"] = laterals
-    return Town(name="t", crs=crs, ft_per_unit=FT, layers=layers, profile=load_profile(profile))
+    return towns.make_town(layers, crs=CRS_FT, profile=profile, name="t")
 
 
 def box(x0, y0, x1, y1):
@@ -215,7 +209,7 @@ def test_storm_private_inactive_mains_never_tapped():
         ("X1", "X2", "STORM", 12.0, {"kind": "storm"}),
         ("X1", "X2", "PRIV", 8.0, {"public": False}),
         ("X1", "X2", "INACT", 8.0, {"active": False}),
-        ("X1", "X2", "FORCE", 8.0, {"kind": "force", "gravity": False}),
+        ("X1", "X2", "FORCE", 8.0, {"kind": "force"}),
     ]
     G = make_graph(nodes, edges)
     # buildings sit right on the ineligible mains (y = 10) and 10 ft from SAN
@@ -516,21 +510,29 @@ def test_sample_town_control_manholes_match_plain_walk(sample_dir):
 
 def test_lateral_to_storm_main_is_not_a_tap(line_graph):
     crs = CRS.from_user_input(CRS_FT)
-    # L1 ends on the storm main (y = 20); L2 ends 0.5 ft from sanitary pipe C
+    # L1 ends on the storm main (y = 20); L2 ends 0.5 ft from sanitary pipe C, within
+    # the 1 ft snap tolerance; L3 ends 1.1 ft from sanitary pipe D, just outside it
     lat = gpd.GeoDataFrame(
-        {"lateral_id": ["L1", "L2"], "building_id": ["B1", "B2"], "parcel_id": ["PA", "PB"],
-         "main_id": ["STORM1", "C"]},
+        {"lateral_id": ["L1", "L2", "L3"], "building_id": ["B1", "B2", "B3"],
+         "parcel_id": ["PA", "PB", "PD"], "main_id": ["STORM1", "C", "D"]},
         geometry=gpd.GeoSeries([LineString([(140, 60), (140, 20)]),
-                                LineString([(260, 60), (250, 0.5)])], crs=crs), crs=crs)
-    town = make_town(parcels=[("PA", box(120, 40, 180, 100)), ("PB", box(220, 40, 280, 100))],
-                     buildings=[("B1", "PA", Point(140, 60)), ("B2", "PB", Point(260, 60))],
+                                LineString([(260, 60), (250, 0.5)]),
+                                LineString([(340, 60), (350, 1.1)])], crs=crs), crs=crs)
+    town = make_town(parcels=[("PA", box(120, 40, 180, 100)), ("PB", box(220, 40, 280, 100)),
+                              ("PD", box(320, 40, 380, 100))],
+                     buildings=[("B1", "PA", Point(140, 60)), ("B2", "PB", Point(260, 60)),
+                                ("B3", "PD", Point(340, 60))],
                      laterals=lat)
+    assert line_graph.graph["snap_tolerance_ft"] == 1.0
     pts = connection_points(town, line_graph).set_index("building_id")
     assert pts.loc["B1", "source"] == "projected" and pts.loc["B1", "main_id"] == "B"
     assert pts.loc["B2", "source"] == "lateral" and pts.loc["B2", "main_id"] == "C"
     assert pts.loc["B2", "tap_distance_ft"] == pytest.approx(50 * FT)
+    # outside the tolerance the building is projected: straight south onto D at x = 340
+    assert pts.loc["B3", "source"] == "projected" and pts.loc["B3", "main_id"] == "D"
+    assert pts.loc["B3", "tap_distance_ft"] == pytest.approx(40 * FT)
     f = town.report.of_kind("lateral_off_main")
-    assert len(f) == 1 and f[0].feature_id == "L1"
+    assert len(f) == 1 and f[0].feature_id == "L1,L3"
 
 
 def test_upstream_trace_marks_septic_parcels_as_not_sewered(sample_dir):
