@@ -127,8 +127,10 @@ def trace_downstream(
     # A bare point has no building or parcel a lateral could belong to.
     laterals = town.layer("laterals") if parcel_id is not None else None
     conn, _ = locate_taps(idx, feats, laterals)
-    if conn["source"].isna().all():
-        raise NotFoundError("no eligible public sanitary main to connect to", layer="mains")
+    if conn["edge_key"].isna().all():
+        why = conn["reason"].iloc[0] if len(conn) else None
+        raise NotFoundError(why or "no eligible public sanitary main to connect to",
+                            layer="mains")
     edge = edge_indices(idx, conn)
     tap_ft = conn["tap_distance_ft"].to_numpy(dtype=float)
     mh, mh_ft, out, _out_ft = idx.tap_targets(edge, tap_ft)
