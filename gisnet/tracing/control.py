@@ -64,7 +64,7 @@ CONTROL_COLUMNS = [
 CONTROL_SOURCES = ("lateral", "private_main", "projected", "owner_manhole", "unresolved")
 
 
-def owner_manholes(town: Town | None) -> dict[str, Any]:
+def owner_manholes(town: Town | None, *, report: bool = True) -> dict[str, Any]:
     """Owner-installed control manholes (§ 168-22.5K), by the id they serve.
 
     The manholes layer's ``control_for`` column names the building
@@ -72,7 +72,7 @@ def owner_manholes(town: Town | None) -> dict[str, Any]:
     the manhole is in. Only active manholes count; the first in layer order
     wins for an id named twice. Rows that cannot be used (inactive, an id
     named by an earlier manhole, an id that is no building and no user) are
-    reported once each as ``control_for_unused``.
+    reported once each as ``control_for_unused`` (when ``report``).
 
     Returns
     -------
@@ -109,14 +109,15 @@ def owner_manholes(town: Town | None) -> dict[str, Any]:
         if why is None:
             out[key] = node
             continue
-        town.report.add(
-            "control_for_unused", "warning",
-            f"manhole {node} is marked control_for {key}, but {why}; it is not used as a "
-            "control manhole", layer="manholes", feature_id=node)
+        if report:
+            town.report.add(
+                "control_for_unused", "warning",
+                f"manhole {node} is marked control_for {key}, but {why}; it is not used as a "
+                "control manhole", layer="manholes", feature_id=node)
     return out
 
 
-def _owner_rows(points: pd.DataFrame, owners: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def owner_rows(points: pd.DataFrame, owners: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Owner manhole (node id, None) and the id it was matched by, per point:
     a user's row by ``user_id``, else by its ``building_id``; a building's by
     ``building_id``."""
@@ -220,7 +221,7 @@ def control_manholes(
     reason = _reasons(points, source, mh_id, entry_id, private_ft)
     cm = None if town is None else town.profile.control_manhole
     section = np.full(len(points), None if cm is None else cm.section, dtype=object)
-    owner, owner_by = _owner_rows(points, owner_manholes(town))
+    owner, owner_by = owner_rows(points, owner_manholes(town))
     own = pd.notna(owner)
     if own.any() and cm is not None:
         sec_k = cm.owner_manhole_section or cm.section

@@ -342,8 +342,9 @@ class DownstreamIndex:
         A tap on a public main: the first public active manhole downstream
         (``u`` itself for a tap at distance 0 into a manhole ``u``). A tap on a
         private main: the first public active manhole at or after the node
-        where its flow enters the public sewer (:attr:`entry`); private or
-        public manholes on the private mains before that point are passed over.
+        where its flow enters the public sewer (:attr:`entry`); private
+        manholes on the private mains are passed over (a public, active
+        manhole met on them is where the flow enters the public sewer).
 
         Parameters
         ----------
