@@ -109,11 +109,12 @@ def owner_manholes(town: Town | None, *, report: bool = True) -> dict[str, Any]:
         if why is None:
             out[key] = node
             continue
-        if report:
-            town.report.add(
-                "control_for_unused", "warning",
-                f"manhole {node} is marked control_for {key}, but {why}; it is not used as a "
-                "control manhole", layer="manholes", feature_id=node)
+        msg = (f"manhole {node} is marked control_for {key}, but {why}; it is not used as a "
+               "control manhole")
+        if report and not any(f.message == msg for f in town.report.of_kind(
+                "control_for_unused")):  # once, however often the analysis runs
+            town.report.add("control_for_unused", "warning", msg, layer="manholes",
+                            feature_id=node)
     return out
 
 
