@@ -401,3 +401,44 @@ def test_control_for_is_read_from_a_shapefile_by_alias(tmp_path, sample_dir):
                                   pd.DataFrame(cm1.loc[~moved, cols]).reset_index(drop=True))
     plan = after.sampling_plan.set_index("user_id")
     assert plan.loc[user["user_id"], "control_manhole_id"] == "OWNER-MH-1"
+
+
+def test_sampling_map_shows_source_owner_manhole_and_unresolved(tmp_path):
+    """The sampling page colours taps by source, draws the owner's control
+    manhole (no graph node) citing § 168-22.5K, and puts each unresolved
+    building on the map with its reason."""
+    import json
+    import re
+
+    from gisnet import maps
+    from gisnet.sampling import analyse_control
+
+    town = make_town("poughkeepsie-fourth-ward")
+    town.layers["manholes"] = gpd.GeoDataFrame(
+        {"node_id": ["OWN-1"], "kind": ["manhole"], "owner": ["private"],
+         "status": ["active"], "control_for": ["U1"], "public": [False], "active": [True]},
+        geometry=gpd.GeoSeries([Point(50, 30)], crs=CRS_FT), crs=CRS_FT)
+    # B350's lateral stops 20 ft short of the street
+    town.layers["laterals"] = gpd.GeoDataFrame(
+        {"lateral_id": ["L350"], "building_id": ["B350"], "parcel_id": ["P350"],
+         "main_id": [None]},
+        geometry=gpd.GeoSeries([LineString([(350, 60), (350, 20)])], crs=CRS_FT), crs=CRS_FT)
+    res = analyse_control(town, street_graph())
+    cm = res.control_manholes
+    assert set(cm["source"]) == {"projected", "owner_manhole", "unresolved"}
+    pages = maps.write_maps(town, res.layers(), tmp_path, self_contained=True)
+    page = next(p for p in pages if p.name == "sampling.html")
+    text = page.read_text(encoding="utf-8")
+    cfg = json.loads(re.search(r"var cfg=(\{.*?\});\n", text).group(1))
+    specs = {s["key"]: s for s in cfg["layers"]}
+    assert specs["taps"]["classKey"] == "_s"
+    assert "source" in {f[1] for f in specs["taps"]["fields"]}
+    # the legend names the sources present, and only those
+    assert "owner-installed control manhole (\\u00a7 168-22.5K)" in text
+    assert "tap projected onto the nearest main" in text
+    assert "tap on a private main" not in text
+    assert specs["unresolved"]["popupTitle"].startswith("No control manhole")
+    assert "20.0 ft from the nearest main" in text
+    cm_spec = specs["control_manholes"]
+    assert ["Ordinance section", "section"] in cm_spec["fields"]
+    assert "OWN-1" in text and "\\u00a7 168-22.5K" in text

@@ -142,8 +142,11 @@ def _reasons(points: pd.DataFrame, source: np.ndarray, mh_id: np.ndarray,
              entry_id: np.ndarray, private_ft: np.ndarray) -> np.ndarray:
     """The ``reason`` column: why a row has its control manhole, or none."""
     n = len(points)
-    out = points["reason"].to_numpy(dtype=object).copy() if "reason" in points \
-        else np.full(n, None, dtype=object)
+    out = np.full(n, None, dtype=object)
+    if "reason" in points:
+        given = points["reason"].to_numpy(dtype=object)
+        has = pd.notna(given)
+        out[has] = given[has]
     main = points["main_id"].to_numpy(dtype=object)
     for i in np.flatnonzero(source == "private_main"):
         out[i] = (f"the building sewer runs {private_ft[i]:,.1f} ft through private main(s) "
@@ -229,7 +232,7 @@ def control_manholes(
         for i in np.flatnonzero(own):
             text = (f"owner-installed control manhole {owner[i]} in the building sewer "
                     f"(manholes.control_for = {owner_by[i]}), {sec_k}")
-            reason[i] = text if reason[i] is None or source[i] == "private_main" \
+            reason[i] = text if pd.isna(reason[i]) or source[i] == "private_main" \
                 else f"{text}; {reason[i]}"
         mh_id[own] = owner[own]
         mh_ft[own] = np.nan
