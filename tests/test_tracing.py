@@ -122,6 +122,34 @@ def walk_control(G, u, v, key, tap_ft):
         node = w
 
 
+def walk_entry(G, node, length):
+    """Plain walk from ``node`` (reached after ``length`` ft of private pipe) to
+    where the flow enters the public sewer: the first public active manhole, or
+    node whose primary out-edge (as :func:`walk_control` picks it) is public.
+    Returns (node, private length ft) or (None, None)."""
+    seen = set()
+    while True:
+        if G.nodes[node]["is_manhole"]:
+            return node, length
+        if G.nodes[node]["outlet"] or node in seen:
+            return None, None
+        seen.add(node)
+        best = None
+        for _, w, k, d in G.out_edges(node, keys=True, data=True):
+            if not d["active"] or d["kind"] == "storm":
+                continue
+            dia = d["diameter_in"] if d["diameter_in"] is not None else -1
+            cand = (-dia, str(k), w, d)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+        if best is None:
+            return None, None
+        if best[3]["public"]:
+            return node, length
+        length += best[3]["length_ft"]
+        node = best[2]
+
+
 # A street of mains along y = 0, flowing east (x increasing) to the plant:
 #   M1 (0) -> J1 (100) -> J2 (200) -> M2 (300) -> P1 private MH (400)
 #   -> I1 inactive MH (500) -> M3 (600) -> PLANT (700)
@@ -321,6 +349,8 @@ def test_index_matches_plain_walk_on_random_networks():
                     extra["kind"] = "storm"
                 if rng.random() < 0.05:
                     extra["active"] = False
+                if rng.random() < 0.2:
+                    extra["public"] = False  # private mains: flow is followed through them
                 edges.append((f"N{i}", v, f"E{trial}_{len(edges)}",
                               rng.choice([6.0, 8.0, 8.0, None]), extra))
         G = make_graph(nodes, edges)
@@ -329,10 +359,20 @@ def test_index_matches_plain_walk_on_random_networks():
         for e in range(len(E.u)):
             u, v, k = idx.nodes[E.u[e]], idx.nodes[E.v[e]], E.key[e]
             tap = E.length_ft[e] * 0.25
-            m, m_ft, _, _ = idx.tap_targets(np.array([e]), np.array([tap]))
+            m, m_ft, _, _, ent, p_ft = idx.connection_targets(np.array([e]), np.array([tap]))
             exp, exp_ft = walk_control(G, u, v, k, tap)
             got = None if m[0] < 0 else idx.nodes[m[0]]
-            assert got == exp, (trial, u, v, k)
+            if G.edges[u, v, k]["public"]:
+                assert got == exp, (trial, u, v, k)
+                assert ent[0] == -1 and p_ft[0] == 0
+            else:  # a private tap: control only where the flow enters the public sewer
+                exp_ent, exp_pft = walk_entry(G, v, G.edges[u, v, k]["length_ft"] - tap)
+                assert (None if ent[0] < 0 else idx.nodes[ent[0]]) == exp_ent, (trial, u, v, k)
+                if exp_ent is None:
+                    assert got is None
+                    continue
+                assert p_ft[0] == pytest.approx(exp_pft)
+                assert got == exp, (trial, u, v, k)
             if exp is not None:
                 assert m_ft[0] == pytest.approx(exp_ft)
 
@@ -792,7 +832,7 @@ def test_unresolved_laterals_are_not_projected(complex_graph):
     assert town.report.of_kind("lateral_off_main")[0].feature_id == "L5"
     assert town.report.of_kind("no_connection_point")
     assert town.report.of_kind("no_control_manhole")
-    with pytest.raises(NotFoundError, match="30.0 ft from the nearest main"):
+    with pytest.raises(NotFoundError, match=r"30\.0 ft from the nearest main"):
         trace_downstream(town, complex_graph, parcel_id="P-B5")
     # a building whose lateral taps a public main keeps source lateral
     assert cm.loc["B6", "source"] == "lateral" and cm.loc["B6", "control_manhole_id"] == "MH1"
