@@ -22,6 +22,15 @@ mains.status / manholes.status
 manholes.kind
     ``manhole``, ``cleanout``, ``junction``, ``fitting``, ``outfall``,
     ``pump_station``, ``catch_basin``, ``plant`` or ``unknown``.
+
+Not normalised
+--------------
+manholes.control_for
+    The ``building_id`` or ``user_id`` an owner-installed control manhole
+    serves (Poughkeepsie § 168-22.5K: "the owner of any property served by a
+    building sewer carrying industrial wastes shall install a suitable control
+    manhole in the building sewer"); compared with those ids as text. Null
+    for every other structure.
 """
 
 from __future__ import annotations
@@ -100,6 +109,11 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         _c("kind", "str", "", "MANHOLETYPE", "NODETYPE", "STRUCTTYPE", "TYPE", "FEATTYPE"),
         _c("owner", "str", "", "OWNEDBY", "OWNER", "OWNERSHIP"),
         _c("status", "str", "", "ACTIVEFLAG", "LIFECYCLESTATUS", "STATUS", "ENABLED"),
+        _c("control_for", "str", "", "CONTROL_FOR", "CONTROLFOR", "CTRL_FOR", "CTRLFOR",
+           "CONTROL_MH_FOR", "SAMPLE_FOR", "SAMPLEFOR",
+           doc="building_id or user_id whose building sewer this owner-installed control "
+               "manhole is in (Poughkeepsie § 168-22.5K); it overrides the default control "
+               "manhole of that building or user. Null for every other structure."),
     ),
     "plants": (
         _c("plant_id", "str", "", "FACILITYID", "PLANT_ID", "PLANTID", "NPDES", "PERMIT", "ID"),

@@ -318,3 +318,108 @@ def test_analyse_control_without_users_has_no_plan():
     res = analyse_control(town, street_graph())
     assert res.sampling_plan is None and "sampling_plan" not in res.layers()
     assert "industrial_users" not in res.totals
+
+
+# ---------------------------------------------------------------------------
+# an owner-installed control manhole (§ 168-22.5K) in the sampling plan
+# ---------------------------------------------------------------------------
+
+
+def test_sampling_plan_samples_at_the_owner_installed_control_manhole():
+    """§ 168-22.5K: "the owner of any property served by a building sewer
+    carrying industrial wastes shall install a suitable control manhole in the
+    building sewer". U1's owner manhole (``control_for`` U1) is its sampling
+    point and its row cites 22.5K; the other users keep § 168-22.5J."""
+    town = make_town("poughkeepsie-fourth-ward")
+    town.layers["manholes"] = gpd.GeoDataFrame(
+        {"node_id": ["OWN-1"], "kind": ["manhole"], "owner": ["private"],
+         "status": ["active"], "control_for": ["U1"], "public": [False], "active": [True]},
+        geometry=gpd.GeoSeries([Point(50, 30)], crs=CRS_FT), crs=CRS_FT)
+    plan = sampling_plan(town, street_graph()).set_index("user_id")
+    assert plan.loc["U1", "control_manhole_id"] == "OWN-1"
+    assert plan.loc["U1", "section"].split("; ")[0] == "§ 168-22.5K"
+    assert pd.isna(plan.loc["U1", "path_length_ft"])
+    assert plan.loc["U1", "main_id"] == "A" and plan.loc["U1", "plant_id"] == "PLANT"
+    assert plan.loc["U4", "control_manhole_id"] == "M2"
+    assert plan.loc["U4", "section"] == "§ 168-22.5J"
+
+
+def test_control_for_is_read_from_a_shapefile_by_alias(tmp_path, sample_dir):
+    """The manholes column ``control_for`` is found by alias (here ``CTRL_FOR``)
+    and moves one industrial user's control manhole to the owner's manhole in
+    the sample town; every other row is unchanged."""
+    import shutil
+
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+    from gisnet.sampling import analyse_control
+
+    town = load_town(sample_dir)
+    G = build_sewer_graph(town)
+    before = analyse_control(town, G, paths=False)
+    user = before.sampling_plan.dropna(subset=["control_manhole_id"]).iloc[0]
+    dst = tmp_path / "town"
+    shutil.copytree(sample_dir, dst, ignore=shutil.ignore_patterns("maps"))
+    mh = gpd.read_file(dst / "manholes.shp")
+    mh["CTRL_FOR"] = None
+    # a manhole placed in the user's building sewer, reached by no main
+    tap = user.geometry
+    extra = mh.iloc[[0]].copy()
+    extra[mh.columns[0]] = "OWNER-MH-1"
+    extra["CTRL_FOR"] = user["user_id"]
+    extra = extra.set_geometry([Point(tap.x + 3, tap.y + 40)], crs=mh.crs)
+    pd.concat([mh, extra], ignore_index=True).to_file(dst / "manholes.shp")
+    town2 = load_town(dst)
+    assert "control_for" in town2.layers["manholes"]
+    after = analyse_control(town2, build_sewer_graph(town2), paths=False)
+    cm0, cm1 = before.control_manholes, after.control_manholes
+    moved = (cm1["user_id"] == user["user_id"]).to_numpy()
+    assert set(cm1.loc[moved, "control_manhole_id"]) == {"OWNER-MH-1"}
+    assert set(cm1.loc[moved, "source"]) == {"owner_manhole"}
+    assert set(cm1.loc[moved, "section"]) == {"§ 168-22.5K"}
+    cols = ["building_id", "user_id", "main_id", "control_manhole_id", "source"]
+    pd.testing.assert_frame_equal(pd.DataFrame(cm0.loc[~moved, cols]).reset_index(drop=True),
+                                  pd.DataFrame(cm1.loc[~moved, cols]).reset_index(drop=True))
+    plan = after.sampling_plan.set_index("user_id")
+    assert plan.loc[user["user_id"], "control_manhole_id"] == "OWNER-MH-1"
+
+
+def test_sampling_map_shows_source_owner_manhole_and_unresolved(tmp_path):
+    """The sampling page colours taps by source, draws the owner's control
+    manhole (no graph node) citing § 168-22.5K, and puts each unresolved
+    building on the map with its reason."""
+    import json
+    import re
+
+    from gisnet import maps
+    from gisnet.sampling import analyse_control
+
+    town = make_town("poughkeepsie-fourth-ward")
+    town.layers["manholes"] = gpd.GeoDataFrame(
+        {"node_id": ["OWN-1"], "kind": ["manhole"], "owner": ["private"],
+         "status": ["active"], "control_for": ["U1"], "public": [False], "active": [True]},
+        geometry=gpd.GeoSeries([Point(50, 30)], crs=CRS_FT), crs=CRS_FT)
+    # B350's lateral stops 20 ft short of the street
+    town.layers["laterals"] = gpd.GeoDataFrame(
+        {"lateral_id": ["L350"], "building_id": ["B350"], "parcel_id": ["P350"],
+         "main_id": [None]},
+        geometry=gpd.GeoSeries([LineString([(350, 60), (350, 20)])], crs=CRS_FT), crs=CRS_FT)
+    res = analyse_control(town, street_graph())
+    cm = res.control_manholes
+    assert set(cm["source"]) == {"projected", "owner_manhole", "unresolved"}
+    pages = maps.write_maps(town, res.layers(), tmp_path, self_contained=True)
+    page = next(p for p in pages if p.name == "sampling.html")
+    text = page.read_text(encoding="utf-8")
+    cfg = json.loads(re.search(r"var cfg=(\{.*?\});\n", text).group(1))
+    specs = {s["key"]: s for s in cfg["layers"]}
+    assert specs["taps"]["classKey"] == "_s"
+    assert "source" in {f[1] for f in specs["taps"]["fields"]}
+    # the legend names the sources present, and only those
+    assert "owner-installed control manhole (\\u00a7 168-22.5K)" in text
+    assert "tap projected onto the nearest main" in text
+    assert "tap on a private main" not in text
+    assert specs["unresolved"]["popupTitle"].startswith("No control manhole")
+    assert "20.0 ft from the nearest main" in text
+    cm_spec = specs["control_manholes"]
+    assert ["Ordinance section", "section"] in cm_spec["fields"]
+    assert "OWN-1" in text and "\\u00a7 168-22.5K" in text

@@ -64,7 +64,7 @@ def make_graph(nodes: dict, edges: list, *, outlets=("PLANT",)) -> nx.MultiDiGra
 
 
 def make_town(parcels=(), buildings=(), users=(), laterals=None,
-              profile="poughkeepsie-fourth-ward") -> Town:
+              profile="poughkeepsie-fourth-ward", manholes=None) -> Town:
     """Raw rows through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
     layers = {"parcels": [towns.parcel(pid, g) for pid, g in parcels]}
     if buildings:
@@ -75,6 +75,8 @@ def make_town(parcels=(), buildings=(), users=(), laterals=None,
                                       industrial=True) for u, p, b, q, c in users]
     if laterals is not None:
         layers["laterals"] = laterals
+    if manholes is not None:
+        layers["manholes"] = manholes
     return towns.make_town(layers, crs=CRS_FT, profile=profile, name="t")
 
 
@@ -112,6 +114,34 @@ def walk_control(G, u, v, key, tap_ft):
         k, w = best[1], best[2]
         length += G.edges[node, w, k]["length_ft"]
         node = w
+
+
+def walk_entry(G, node, length):
+    """Plain walk from ``node`` (reached after ``length`` ft of private pipe) to
+    where the flow enters the public sewer: the first public active manhole, or
+    node whose primary out-edge (as :func:`walk_control` picks it) is public.
+    Returns (node, private length ft) or (None, None)."""
+    seen = set()
+    while True:
+        if G.nodes[node]["is_manhole"]:
+            return node, length
+        if G.nodes[node]["outlet"] or node in seen:
+            return None, None
+        seen.add(node)
+        best = None
+        for _, w, k, d in G.out_edges(node, keys=True, data=True):
+            if not d["active"] or d["kind"] == "storm":
+                continue
+            dia = d["diameter_in"] if d["diameter_in"] is not None else -1
+            cand = (-dia, str(k), w, d)
+            if best is None or cand[:2] < best[:2]:
+                best = cand
+        if best is None:
+            return None, None
+        if best[3]["public"]:
+            return node, length
+        length += best[3]["length_ft"]
+        node = best[2]
 
 
 # A street of mains along y = 0, flowing east (x increasing) to the plant:
@@ -253,7 +283,8 @@ def test_parcel_without_building_and_users_get_points(line_graph):
     users = pts.dropna(subset=["user_id"]).set_index("user_id")
     assert users.loc["U1", "main_id"] == "B"
     assert users.loc["U2", "main_id"] == "E"
-    assert pd.isna(users.loc["U3", "source"])  # unknown parcel, no geometry
+    assert users.loc["U3", "source"] == "unresolved"  # unknown parcel, no geometry
+    assert "no geometry" in users.loc["U3", "reason"]
     assert town.report.of_kind("no_connection_point")
     cm = control_manholes(town, line_graph, points=pts)["control_manholes"]
     by_user = cm.dropna(subset=["user_id"]).set_index("user_id")
@@ -312,6 +343,8 @@ def test_index_matches_plain_walk_on_random_networks():
                     extra["kind"] = "storm"
                 if rng.random() < 0.05:
                     extra["active"] = False
+                if rng.random() < 0.2:
+                    extra["public"] = False  # private mains: flow is followed through them
                 edges.append((f"N{i}", v, f"E{trial}_{len(edges)}",
                               rng.choice([6.0, 8.0, 8.0, None]), extra))
         G = make_graph(nodes, edges)
@@ -320,10 +353,20 @@ def test_index_matches_plain_walk_on_random_networks():
         for e in range(len(E.u)):
             u, v, k = idx.nodes[E.u[e]], idx.nodes[E.v[e]], E.key[e]
             tap = E.length_ft[e] * 0.25
-            m, m_ft, _, _ = idx.tap_targets(np.array([e]), np.array([tap]))
+            m, m_ft, _, _, ent, p_ft = idx.connection_targets(np.array([e]), np.array([tap]))
             exp, exp_ft = walk_control(G, u, v, k, tap)
             got = None if m[0] < 0 else idx.nodes[m[0]]
-            assert got == exp, (trial, u, v, k)
+            if G.edges[u, v, k]["public"]:
+                assert got == exp, (trial, u, v, k)
+                assert ent[0] == -1 and p_ft[0] == 0
+            else:  # a private tap: control only where the flow enters the public sewer
+                exp_ent, exp_pft = walk_entry(G, v, G.edges[u, v, k]["length_ft"] - tap)
+                assert (None if ent[0] < 0 else idx.nodes[ent[0]]) == exp_ent, (trial, u, v, k)
+                if exp_ent is None:
+                    assert got is None
+                    continue
+                assert p_ft[0] == pytest.approx(exp_pft)
+                assert got == exp, (trial, u, v, k)
             if exp is not None:
                 assert m_ft[0] == pytest.approx(exp_ft)
 
@@ -436,8 +479,12 @@ def _check_every_building(town, G):
     egeo = np.array([d["geometry"] for *_, d in elig], dtype=object)
     checked = 0
     for (_, r), (_, p) in zip(bld.iterrows(), pts.loc[bld.index].iterrows(), strict=True):
+        if p["source"] == "unresolved":  # a lateral ending on no usable main
+            assert pd.isna(p["edge_key"]) and r["source"] == "unresolved"
+            assert pd.isna(r["control_manhole_id"]) and r["reason"].startswith("lateral ")
+            continue
         d = G.edges[p["edge_u"], p["edge_v"], p["edge_key"]]
-        assert d["eligible"]
+        assert d["eligible"] or (p["source"] == "private_main" and not d["public"])
         assert d["geometry"].distance(p.geometry) < 1e-6
         exp, exp_ft = walk_control(G, p["edge_u"], p["edge_v"], p["edge_key"],
                                    p["tap_distance_ft"])
@@ -485,12 +532,21 @@ def test_synthetic_town_control_manholes_match_plain_walk(tmp_path, laterals):
     assert storm and not (set(pts["main_id"].dropna()) & storm)
     if laterals:
         # a building's lateral gives its tap exactly when the lateral's main
-        # is eligible; laterals drawn to the storm mains are reported instead
+        # is eligible; a building whose lateral is drawn to a storm main is
+        # unresolved (not projected), and the laterals are reported
         lat = town.layers["laterals"]
         elig = {d["main_id"] for *_, d in G.edges(keys=True, data=True) if d["eligible"]}
         on = lat[lat["main_id"].isin(elig)]
+        offl = lat[~lat["main_id"].isin(elig)]
         b = pts[pts["building_id"].notna() & pts["user_id"].isna()].set_index("building_id")
-        assert set(b.index[b["source"] == "lateral"]) == set(on["building_id"])
+        own_on, own_off = set(on["building_id"].dropna()), set(offl["building_id"].dropna())
+        par_on, par_off = set(on["parcel_id"].dropna()), set(offl["parcel_id"].dropna())
+        exp_lat = {i for i, p in b["parcel_id"].items()
+                   if i in own_on or (i not in own_off and p in par_on)}
+        exp_un = {i for i, p in b["parcel_id"].items()
+                  if i not in exp_lat and (i in own_off or p in par_off)}
+        assert set(b.index[b["source"] == "lateral"]) == exp_lat
+        assert set(b.index[b["source"] == "unresolved"]) == exp_un and exp_un
         off = set(lat["lateral_id"]) - set(on["lateral_id"])
         assert off
         assert set(town.report.of_kind("lateral_off_main")[0].feature_id.split(",")) == off
@@ -509,6 +565,8 @@ def test_sample_town_control_manholes_match_plain_walk(sample_dir):
 
 
 def test_lateral_to_storm_main_is_not_a_tap(line_graph):
+    """A building whose lateral reaches neither a public nor a private sanitary
+    main is unresolved, with the reason; it is not projected onto another main."""
     crs = CRS.from_user_input(CRS_FT)
     # L1 ends on the storm main (y = 20); L2 ends 0.5 ft from sanitary pipe C, within
     # the 1 ft snap tolerance; L3 ends 1.1 ft from sanitary pipe D, just outside it
@@ -525,14 +583,19 @@ def test_lateral_to_storm_main_is_not_a_tap(line_graph):
                      laterals=lat)
     assert line_graph.graph["snap_tolerance_ft"] == 1.0
     pts = connection_points(town, line_graph).set_index("building_id")
-    assert pts.loc["B1", "source"] == "projected" and pts.loc["B1", "main_id"] == "B"
+    assert pts.loc["B1", "source"] == "unresolved" and pd.isna(pts.loc["B1", "main_id"])
+    assert "lateral L1 ends on main STORM1 (a storm main)" in pts.loc["B1", "reason"]
     assert pts.loc["B2", "source"] == "lateral" and pts.loc["B2", "main_id"] == "C"
     assert pts.loc["B2", "tap_distance_ft"] == pytest.approx(50 * FT)
-    # outside the tolerance the building is projected: straight south onto D at x = 340
-    assert pts.loc["B3", "source"] == "projected" and pts.loc["B3", "main_id"] == "D"
-    assert pts.loc["B3", "tap_distance_ft"] == pytest.approx(40 * FT)
+    # outside the tolerance the lateral reaches no main: unresolved, with the reason,
+    # not projected onto D (the building sewer's connection is not known)
+    assert pts.loc["B3", "source"] == "unresolved" and pd.isna(pts.loc["B3", "main_id"])
+    assert "beyond the 1 ft snap tolerance" in pts.loc["B3", "reason"]
     f = town.report.of_kind("lateral_off_main")
     assert len(f) == 1 and f[0].feature_id == "L1,L3"
+    cm = control_manholes(town, line_graph)["control_manholes"].set_index("building_id")
+    assert cm.loc["B1", "source"] == "unresolved"
+    assert pd.isna(cm.loc["B1", "control_manhole_id"]) and cm.loc["B1"].geometry is None
 
 
 def test_upstream_trace_marks_septic_parcels_as_not_sewered(sample_dir):
@@ -610,3 +673,232 @@ def test_control_manholes_cite_the_profile_section(line_graph):
     # without a town there is no profile to cite
     bare = control_manholes(None, line_graph, points=connection_points(town, line_graph))
     assert bare["control_manholes"]["section"].isna().all()
+
+
+# ---------------------------------------------------------------------------
+# building sewers on private mains (§ 168-22.5J) and owner manholes (§ 168-22.5K)
+# ---------------------------------------------------------------------------
+
+# Two streets, both draining west to the plant, and an apartment complex between
+# them served by private mains:
+#   front street (y = 0):   MH2 (400) -F1-> MH1 (0) -F0-> MH5 (-100) -OUT-> PLANT (-200)
+#   rear street (y = 400):  MH4 (400) -R1-> J (200) -R1@2-> MH3 (0) -R0-> MH6 (-100)
+#                           MH6 -T-> MH5
+#   private:  PMH2 (400, 200) -PV2-> PMH (200, 200) -PV1-> MH3 (0, 400)
+#             PMH3 (250, 300) -PV3-> J (200, 400)        (enters the rear street at a tee)
+#             PX1 (600, 100) -PV4-> PX2 (600, 200)       (a private main that ends nowhere)
+COMPLEX_NODES = {
+    "MH2": (400, 0, "manhole", True, True), "MH1": (0, 0, "manhole", True, True),
+    "MH5": (-100, 0, "manhole", True, True), "PLANT": (-200, 0, "plant", True, True),
+    "MH4": (400, 400, "manhole", True, True), "J": (200, 400, "junction", True, True),
+    "MH3": (0, 400, "manhole", True, True), "MH6": (-100, 400, "manhole", True, True),
+    "PMH2": (400, 200, "manhole", False, True), "PMH": (200, 200, "manhole", False, True),
+    "PMH3": (250, 300, "manhole", False, True),
+    "PX1": (600, 100, "junction", False, True), "PX2": (600, 200, "junction", False, True),
+}
+PRIVATE = {"public": False}
+COMPLEX_EDGES = [
+    ("MH2", "MH1", "F1", 8.0, None), ("MH1", "MH5", "F0", 8.0, None),
+    ("MH5", "PLANT", "OUT", 12.0, None),
+    ("MH4", "J", "R1", 8.0, None), ("J", "MH3", "R1@2", 8.0, None),
+    ("MH3", "MH6", "R0", 8.0, None), ("MH6", "MH5", "T", 10.0, None),
+    ("PMH2", "PMH", "PV2", 6.0, PRIVATE), ("PMH", "MH3", "PV1", 6.0, PRIVATE),
+    ("PMH3", "J", "PV3", 6.0, PRIVATE), ("PX1", "PX2", "PV4", 6.0, PRIVATE),
+]
+
+
+def _lat(rows):
+    crs = CRS.from_user_input(CRS_FT)
+    return gpd.GeoDataFrame(
+        {"lateral_id": [r[0] for r in rows], "building_id": [r[1] for r in rows],
+         "parcel_id": [r[2] for r in rows], "main_id": [None] * len(rows)},
+        geometry=gpd.GeoSeries([LineString(r[3]) for r in rows], crs=crs), crs=crs)
+
+
+def _complex_town(manholes=None, users=(), profile="poughkeepsie-fourth-ward"):
+    bld = {"B0": (220, 100), "B1": (200, 100), "B2": (300, 100), "B3": (320, 330),
+           "B4": (650, 150), "B5": (100, -50), "B6": (300, -50)}
+    laterals = _lat([
+        ("L1", "B1", "P-B1", [(200, 110), (150, 250)]),   # onto PV1
+        ("L2", "B2", "P-B2", [(300, 110), (300, 200)]),   # onto PV2, upstream of PV1
+        ("L3", "B3", "P-B3", [(310, 330), (225, 350)]),   # onto PV3, which tees into R1
+        ("L4", "B4", "P-B4", [(640, 150), (600, 150)]),   # onto PV4, which ends nowhere
+        ("L5", "B5", "P-B5", [(100, -40), (100, -30)]),   # stops 30 ft short of F1
+        ("L6", "B6", "P-B6", [(300, -40), (300, 0)]),     # onto the public main F1
+    ])
+    return make_town(
+        parcels=[(f"P-{b}", box(x - 10, y - 10, x + 10, y + 10)) for b, (x, y) in bld.items()],
+        buildings=[(b, f"P-{b}", box(x - 10, y - 10, x + 10, y + 10))
+                   for b, (x, y) in bld.items()],
+        users=users, laterals=laterals, manholes=manholes, profile=profile)
+
+
+@pytest.fixture
+def complex_graph():
+    return make_graph(COMPLEX_NODES, COMPLEX_EDGES)
+
+
+def test_building_on_private_main_gets_the_manhole_its_waste_reaches(complex_graph):
+    """§ 168-22.5J: "the control manhole shall be considered to be the nearest
+    downstream manhole in the public sewer from the point at which the building
+    sewer is connected". B1's lateral taps private main PV1, which enters the
+    public sewer at MH3 on the rear street; the nearest public main is F1 on the
+    front street (100 ft), whose manhole MH1 never receives B1's waste."""
+    town = _complex_town()
+    res = control_manholes(town, complex_graph)
+    cm = res["control_manholes"].set_index("building_id")
+    b1 = cm.loc["B1"]
+    assert b1["source"] == "private_main" and b1["main_id"] == "PV1"
+    assert b1["control_manhole_id"] == "MH3" and b1["entry_node_id"] == "MH3"
+    pv1 = math.hypot(200, 200)
+    tap = math.hypot(50, 50)  # (200, 200) -> (150, 250) along PV1
+    assert b1["tap_distance_ft"] == pytest.approx(tap * FT)
+    assert b1["path_length_ft"] == pytest.approx((pv1 - tap) * FT)
+    assert b1["private_length_ft"] == pytest.approx((pv1 - tap) * FT)
+    assert b1["plant_id"] == "PLANT"
+    assert b1["plant_path_length_ft"] == pytest.approx((pv1 - tap + 100 + 400 + 100) * FT)
+    assert "through private main(s) from PV1 to MH3" in b1["reason"]
+    assert b1["section"] == "§ 168-22.5J"
+    # the neighbour without a lateral is projected onto the nearest public
+    # main, F1, as before: MH1 (what B1 used to get)
+    b0 = cm.loc["B0"]
+    assert b0["source"] == "projected" and b0["main_id"] == "F1"
+    assert b0["control_manhole_id"] == "MH1" and pd.isna(b0["reason"])
+    assert b0["private_length_ft"] == 0
+    # the control path is the whole private + public path, tap to MH3
+    paths = res["control_paths"].set_index("building_id")
+    line = paths.loc["B1"].geometry
+    assert [tuple(c) for c in line.coords] == [(150, 250), (0, 400)]
+    assert line.length * FT == pytest.approx(b1["path_length_ft"])
+    assert paths.loc["B1", "source"] == "private_main"
+
+
+def test_private_chain_of_two_mains_passes_the_private_manhole(complex_graph):
+    """§ 168-22.5J, "the nearest downstream manhole in the public sewer": B2's
+    lateral taps PV2, which runs through private manhole PMH into PV1 and so to
+    MH3; PMH is not in the public sewer and is passed over."""
+    town = _complex_town()
+    res = control_manholes(town, complex_graph)
+    b2 = res["control_manholes"].set_index("building_id").loc["B2"]
+    assert b2["source"] == "private_main" and b2["main_id"] == "PV2"
+    assert b2["tap_distance_ft"] == pytest.approx(100 * FT)
+    assert b2["control_manhole_id"] == "MH3" and b2["entry_node_id"] == "MH3"
+    total = 100 + math.hypot(200, 200)
+    assert b2["path_length_ft"] == pytest.approx(total * FT)
+    assert b2["private_length_ft"] == pytest.approx(total * FT)
+    line = res["control_paths"].set_index("building_id").loc["B2"].geometry
+    assert [tuple(c) for c in line.coords] == [(300, 200), (200, 200), (0, 400)]
+    # the same answer from the independent plain walk
+    pts = connection_points(town, complex_graph).set_index("building_id")
+    p = pts.loc["B2"]
+    assert walk_control(complex_graph, p["edge_u"], p["edge_v"], p["edge_key"],
+                        p["tap_distance_ft"]) == ("MH3", pytest.approx(total * FT))
+
+
+def test_private_main_entering_at_a_tee_takes_the_next_manhole_downstream(complex_graph):
+    """§ 168-22.5J: the control manhole is downstream "from the point at which
+    the building sewer is connected": PV3 tees into the rear street at J, between
+    MH4 (upstream) and MH3 (downstream); MH3 is the control manhole."""
+    town = _complex_town()
+    b3 = control_manholes(town, complex_graph)["control_manholes"].set_index(
+        "building_id").loc["B3"]
+    pv3 = math.hypot(50, 100)
+    assert b3["source"] == "private_main" and b3["main_id"] == "PV3"
+    assert b3["entry_node_id"] == "J" and b3["control_manhole_id"] == "MH3"
+    assert b3["private_length_ft"] == pytest.approx(pv3 / 2 * FT)
+    assert b3["path_length_ft"] == pytest.approx((pv3 / 2 + 200) * FT)
+    idx = DownstreamIndex(complex_graph)
+    assert idx.entry[idx.node_index["PMH2"]] == idx.node_index["MH3"]
+    # PV2 is 200 ft long
+    assert idx.entry_ft[idx.node_index["PMH2"]] == pytest.approx((200 + math.hypot(200, 200))
+                                                                 * FT)
+    assert idx.entry[idx.node_index["PX1"]] == -1  # PV4 never enters the public sewer
+
+
+def test_unresolved_laterals_are_not_projected(complex_graph):
+    """A building whose lateral reaches neither a public nor a private main has
+    no "point at which the building sewer is connected" (§ 168-22.5J) that gisnet
+    can tell: it is unresolved, with the reason, and is not projected onto F1."""
+    town = _complex_town()
+    cm = control_manholes(town, complex_graph)["control_manholes"].set_index("building_id")
+    b5 = cm.loc["B5"]
+    assert b5["source"] == "unresolved"
+    assert pd.isna(b5["control_manhole_id"]) and pd.isna(b5["main_id"])
+    assert b5.geometry is None
+    assert b5["reason"] == ("lateral L5 ends 30.0 ft from the nearest main (F1), beyond the "
+                            "1 ft snap tolerance: it reaches no public or private sanitary main")
+    # a lateral on a private main that never reaches the public sewer
+    b4 = cm.loc["B4"]
+    assert b4["source"] == "unresolved" and b4["main_id"] == "PV4"
+    assert pd.isna(b4["control_manhole_id"]) and pd.isna(b4["entry_node_id"])
+    assert "never enters the public sewer" in b4["reason"]
+    assert town.report.of_kind("lateral_off_main")[0].feature_id == "L5"
+    assert town.report.of_kind("no_connection_point")
+    assert town.report.of_kind("no_control_manhole")
+    with pytest.raises(NotFoundError, match=r"30\.0 ft from the nearest main"):
+        trace_downstream(town, complex_graph, parcel_id="P-B5")
+    # a building whose lateral taps a public main keeps source lateral
+    assert cm.loc["B6", "source"] == "lateral" and cm.loc["B6", "control_manhole_id"] == "MH1"
+
+
+def _owner_manholes(rows):
+    crs = CRS.from_user_input(CRS_FT)
+    return gpd.GeoDataFrame(
+        {"node_id": [r[0] for r in rows], "kind": "manhole", "owner": "private",
+         "status": [r[2] for r in rows], "control_for": [r[1] for r in rows],
+         "public": False, "active": [r[2] in ("active", None) for r in rows]},
+        geometry=gpd.GeoSeries([Point(r[3]) for r in rows], crs=crs), crs=crs)
+
+
+def test_owner_installed_control_manhole_overrides_the_default(complex_graph):
+    """§ 168-22.5K: "When required by the Superintendent, the owner of any
+    property served by a building sewer carrying industrial wastes shall install
+    a suitable control manhole in the building sewer". A manhole marked
+    ``control_for`` a building or user is that building's or user's control
+    manhole, and the row cites 22.5K; unusable marks are reported."""
+    mh = _owner_manholes([
+        ("OMH1", "B6", "active", (300, -45)),      # in B6's building sewer
+        ("OMH2", "U7", "active", (220, 95)),       # a user's own manhole
+        ("OMH3", "NOPE", "active", (0, -80)),      # names nothing
+        ("OMH4", "B1", "abandoned", (200, 95)),    # abandoned: not used
+        ("MH1", None, "active", (0, 0)),
+    ])
+    town = _complex_town(manholes=mh, users=[("U6", "P-B6", "B6", 30000, False),
+                                             ("U7", "P-B0", "B0", 12000, False)])
+    res = control_manholes(town, complex_graph)
+    cm = res["control_manholes"]
+    bld = cm[cm["user_id"].isna()].set_index("building_id")
+    usr = cm.dropna(subset=["user_id"]).set_index("user_id")
+    for row in (bld.loc["B6"], usr.loc["U6"]):  # the building and its user
+        assert row["source"] == "owner_manhole" and row["control_manhole_id"] == "OMH1"
+        assert row["section"] == "§ 168-22.5K"
+        assert pd.isna(row["path_length_ft"])
+        assert "owner-installed control manhole OMH1" in row["reason"]
+        # where the building sewer is connected is still reported
+        assert row["main_id"] == "F1" and row["plant_id"] == "PLANT"
+        assert row["tap_distance_ft"] == pytest.approx(100 * FT)
+    assert usr.loc["U7", "control_manhole_id"] == "OMH2"
+    assert usr.loc["U7", "source"] == "owner_manhole"
+    # the user's manhole does not move the building's default
+    assert bld.loc["B0", "control_manhole_id"] == "MH1"
+    assert bld.loc["B0", "section"] == "§ 168-22.5J"
+    # the abandoned manhole marked for B1 is not used
+    assert bld.loc["B1", "control_manhole_id"] == "MH3"
+    unused = {f.feature_id: f.message for f in town.report.of_kind("control_for_unused")}
+    assert set(unused) == {"OMH3", "OMH4"}
+    assert "no building_id and no user_id" in unused["OMH3"] and "abandoned" in unused["OMH4"]
+    # no path is drawn to a manhole that is not on the pipes
+    paths = res["control_paths"]
+    assert paths[paths["control_manhole_id"] == "OMH1"].geometry.isna().all()
+    # a trace from the parcel names the owner's manhole too
+    assert trace_downstream(town, complex_graph, parcel_id="P-B6")["control_manhole_id"] == "OMH1"
+
+
+def test_owner_manhole_without_an_owner_section_cites_the_profile_section(complex_graph):
+    mh = _owner_manholes([("OMH1", "B6", "active", (300, -45))])
+    town = _complex_town(manholes=mh, profile="berlin-nh")
+    assert town.profile.control_manhole.owner_manhole_section is None
+    row = control_manholes(town, complex_graph)["control_manholes"].set_index(
+        "building_id").loc["B6"]
+    assert row["control_manhole_id"] == "OMH1"
+    assert row["section"] == town.profile.control_manhole.section

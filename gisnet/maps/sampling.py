@@ -1,4 +1,10 @@
-"""The sampling page: taps, paths to control manholes, control manholes, industrial users."""
+"""The sampling page: taps, paths to control manholes, control manholes, industrial users.
+
+Taps are coloured by ``source`` (how the connection was found: a lateral on a
+public main, through private mains, projected, an owner-installed control
+manhole); buildings whose connection is ``unresolved`` have no tap and are
+drawn at the building, with the reason.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,16 @@ import shapely
 from .common import MapContext, MapLayer, auto_props, cited, fields_for, point_geoms
 from .encoding import column, field_label, fmt_text, is_true
 from .layers import mains_layer, node_frame, parcels_layer
+
+#: Tap colour by ``control_manholes.source`` (``lateral`` is the layer's default style).
+SOURCE_STYLE = {
+    "lateral": ("#80deea", "tap: the building's lateral on a public main"),
+    "private_main": ("#ba68c8", "tap on a private main (followed to the public sewer)"),
+    "projected": ("#e0f7fa", "tap projected onto the nearest main (no lateral)"),
+    "owner_manhole": ("#ffb300", "owner-installed control manhole"),
+}
+#: Colour of buildings whose connection is unresolved.
+UNRESOLVED_COLOUR = "#d32f2f"
 
 SAMPLING_ORDER = ("user_id", "name", "parcel_id", "building_id", "process_flow_gpd",
                   "categorical", "siu", "siu_reason", "review", "review_reason",
@@ -54,40 +70,62 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
             interactive=small,
             legend=[{"label": "downstream path, tap to control manhole", "color": "#00838f",
                      "shape": "line"}], legend_title="Paths"))
-    taps = ctx.result("control_manholes")
+    cm_rows = ctx.result("control_manholes")
     served: pd.Series | None = None
-    if taps is not None:
-        taps = point_geoms(taps)
+    owner_ids: set[str] = set()
+    if cm_rows is not None:
+        taps = point_geoms(cm_rows)
         parcels = ctx.layer("parcels")
         if parcels is not None and "address" not in taps.columns and "parcel_id" in taps.columns \
                 and "address" in parcels.columns:
             addr = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
             taps = taps.assign(address=taps["parcel_id"].map(addr))
+        per_row_section = "section" in taps.columns and \
+            taps["section"].dropna().astype(str).nunique() > 1
         cols = fields_for(taps, ["building_id", "parcel_id", "address", "user_id",
-                                 "control_manhole_id", "main_id", "tap_distance_ft",
-                                 "path_length_ft", "plant_id"])
+                                 "control_manhole_id", "source", "main_id", "tap_distance_ft",
+                                 "path_length_ft", "entry_node_id", "private_length_ft",
+                                 "plant_id", "reason"]
+                          + (["section"] if per_row_section else []))
         props = auto_props(taps, cols)
-        fields = [(field_label(c), c) for c in cols]
+        source = column(taps, "source").astype(object)
+        props["_s"] = [s if isinstance(s, str) else "lateral" for s in source.tolist()]
+        fields = [(field_label(c), c, c in ("reason", "entry_node_id", "private_length_ft"))
+                  for c in cols]
         consts = {}
-        if cm_section:
+        if cm_section and not per_row_section:
             consts["section"] = cm_section
             fields.append(("Ordinance section", "section"))
+        present = set(props["_s"])
+        k_cite = cited(ctx.profile.control_manhole.owner_manhole_section)
         data, n = ctx.geojson(taps, props, precision=6)
         layers.append(MapLayer(
             key="taps", name="Taps (connection points)", data=data, count=n,
             style={"radius": 3, "color": "#00838f", "weight": 1, "fillColor": "#80deea",
                    "fillOpacity": 0.9},
+            classes={k: {"fillColor": c} for k, (c, _) in SOURCE_STYLE.items()
+                     if k != "lateral"}, class_key="_s",
             fields=fields, constants=consts, popup_title="Tap of {building_id}",
             tooltip="{building_id} → {control_manhole_id}",
             search=["parcel_id", "address", "building_id", "user_id"],
-            legend=[{"label": "tap (where the building sewer connects)", "color": "#80deea",
-                     "shape": "point"}], legend_title="Taps"))
+            legend=[{"label": label + (f" ({k_cite})" if k == "owner_manhole" and k_cite
+                                       else ""), "color": c, "shape": "point"}
+                    for k, (c, label) in SOURCE_STYLE.items() if k in present]
+            or [{"label": "tap (where the building sewer connects)", "color": "#80deea",
+                 "shape": "point"}], legend_title="Taps"))
+        lost = _unresolved_layer(ctx, cm_rows)
+        if lost is not None:
+            layers.append(lost)
         if "control_manhole_id" in taps.columns:
             served = taps["control_manhole_id"].dropna().astype(str).value_counts()
+            if "source" in taps.columns:
+                own = taps["source"].astype(object) == "owner_manhole"
+                owner_ids = set(taps.loc[own, "control_manhole_id"].dropna().astype(str))
     nodes = node_frame(ctx)
     if served is not None and nodes is not None and len(served):
         idcol = "node_id"
         cm = nodes[column(nodes, idcol).astype(str).isin(served.index).to_numpy()]
+        cm = _with_owner_manholes(ctx, cm, owner_ids, idcol)
         cm = point_geoms(cm)
         counts = cm[idcol].astype(str).map(served).fillna(0).astype(int).to_numpy()
         props = {"node_id": fmt_text(cm[idcol]), "taps": [int(c) for c in counts],
@@ -95,10 +133,18 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                         for c in counts]}
         fields = [("Manhole", "node_id"), ("Taps sampled here", "taps")]
         consts = {}
-        if cm_section:
+        cmp = ctx.profile.control_manhole
+        rule = cited(cmp.rule)
+        if owner_ids:  # two rules on the page: each manhole cites its own
+            is_own = cm[idcol].astype(str).isin(owner_ids).to_numpy()
+            k_sec = cited(cmp.owner_manhole_section) or cm_section
+            k_rule = cited(cmp.owner_manhole_rule) or rule
+            props["section"] = [k_sec if o else cm_section for o in is_own]
+            props["rule"] = [k_rule if o else rule for o in is_own]
+            fields += [("Ordinance section", "section"), ("Rule", "rule")]
+        elif cm_section:
             consts["section"] = cm_section
             fields.append(("Ordinance section", "section"))
-            rule = cited(ctx.profile.control_manhole.rule)
             if rule:
                 consts["rule"] = rule
                 fields.append(("Rule", "rule"))
@@ -147,6 +193,63 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                 legend=[{"label": name.lower(), "color": colour, "shape": "point"}],
                 legend_title="Industrial users"))
     return layers
+
+
+def _with_owner_manholes(ctx: MapContext, cm: gpd.GeoDataFrame, owner_ids: set[str],
+                         idcol: str) -> gpd.GeoDataFrame:
+    """``cm`` plus the owner-installed control manholes that are no graph node
+    (a manhole in a building sewer meets no main), from the manholes layer."""
+    missing = owner_ids - set(column(cm, idcol).astype(str))
+    mh = ctx.layer("manholes")
+    if not missing or mh is None or idcol not in mh.columns:
+        return cm
+    extra = mh[mh[idcol].astype(str).isin(missing).to_numpy()][[idcol, mh.geometry.name]]
+    extra = extra.drop_duplicates(idcol)
+    if extra.crs != cm.crs and cm.crs is not None:
+        extra = extra.to_crs(cm.crs)
+    extra = extra.rename_geometry(cm.geometry.name) if extra.geometry.name != cm.geometry.name \
+        else extra
+    return gpd.GeoDataFrame(pd.concat([cm, extra], ignore_index=True),
+                            geometry=cm.geometry.name, crs=cm.crs)
+
+
+def _unresolved_layer(ctx: MapContext, rows: gpd.GeoDataFrame) -> MapLayer | None:
+    """Buildings (or parcels) whose connection is ``unresolved``, at the building,
+    with the reason: the data a town must fix (a lateral drawn to a storm main,
+    or ending short of every main)."""
+    if "source" not in rows.columns:
+        return None
+    lost = pd.DataFrame(rows[(rows["source"].astype(object) == "unresolved").to_numpy()])
+    lost = lost.reset_index(drop=True)
+    if not len(lost):
+        return None
+    geoms = np.full(len(lost), None, dtype=object)
+    for role, key in (("buildings", "building_id"), ("parcels", "parcel_id")):
+        src = ctx.layer(role)
+        if src is None or key not in src.columns or key not in lost.columns:
+            continue
+        where = point_geoms(src.drop_duplicates(key)).set_index(key).geometry
+        got = lost[key].map(where).to_numpy(dtype=object)
+        take = pd.isna(geoms) & pd.notna(got)
+        geoms[take] = got[take]
+    crs = rows.crs if rows.crs is not None else ctx.crs
+    gdf = gpd.GeoDataFrame(lost.drop(columns=[c for c in lost.columns
+                                              if c == getattr(rows.geometry, "name", None)]),
+                           geometry=gpd.GeoSeries(geoms, crs=crs), crs=crs)
+    gdf = gdf[gdf.geometry.notna().to_numpy()]
+    if not len(gdf):
+        return None
+    cols = fields_for(gdf, ["building_id", "parcel_id", "user_id", "main_id", "reason"])
+    data, n = ctx.geojson(gdf, auto_props(gdf, cols), precision=6)
+    return MapLayer(
+        key="unresolved", name="Unresolved building sewers", data=data, count=n,
+        style={"radius": 5, "color": "#000000", "weight": 1, "fillColor": UNRESOLVED_COLOUR,
+               "fillOpacity": 0.95},
+        fields=[(field_label(c), c) for c in cols],
+        popup_title="No control manhole for {building_id}", tooltip="{building_id}: unresolved",
+        search=["building_id", "parcel_id"],
+        legend=[{"label": "building sewer not traced to the public sewer (see reason)",
+                 "color": UNRESOLVED_COLOUR, "shape": "point"}], legend_title="Unresolved")
 
 
 def _join_users_geometry(ctx: MapContext, plan: pd.DataFrame) -> gpd.GeoDataFrame | None:

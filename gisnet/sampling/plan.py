@@ -125,10 +125,13 @@ def sampling_plan(
             elif pd.isna(f):
                 rr = "process flow unknown"
         rows_review.append(rr)
-    sec_cm = town.profile.control_manhole.section
+    # the control-manhole section of each user's row: § 168-22.5J, or 22.5K
+    # where the owner installed the control manhole
+    sec_cm = uid.map(cm["section"]).where(uid.map(cm["section"]).notna(),
+                                          town.profile.control_manhole.section)
     sections = []
     for i in range(len(users)):
-        parts = [p for p in (sec_cm,) if p]
+        parts = [p for p in (sec_cm.iloc[i],) if p]
         if siu[i]:
             parts.append(str(pre.siu_section))
         if review[i] and pre.local_review_section:

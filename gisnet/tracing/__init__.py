@@ -13,10 +13,13 @@ Stages, one module each:
 ==================  ===========================================================
 :mod:`.index`       :class:`DownstreamIndex`: each node's primary out-edge and,
                     by pointer jumping, its first manhole and outlet downstream
-:mod:`.points`      :func:`connection_points`: taps from laterals, else the
-                    projection onto the nearest eligible main
+:mod:`.points`      :func:`connection_points`: taps from laterals (on a public
+                    or a private main), else the projection onto the nearest
+                    eligible main; laterals that reach neither: unresolved
 :mod:`.paths`       edges of taps, tap-to-manhole lines, rows of pipes
-:mod:`.control`     :func:`control_manholes` and their control paths
+:mod:`.control`     :func:`control_manholes` (through private mains to the
+                    public sewer; owner-installed manholes, § 168-22.5K) and
+                    their control paths
 :mod:`.traces`      :func:`trace_downstream`, :func:`trace_upstream`,
                     :func:`upstream_edges`
 ==================  ===========================================================
@@ -30,26 +33,32 @@ Conventions
   ``(u, v, key=main_id)`` in flow direction, node attribute ``is_manhole``
   (public, active manhole structure) and ``outlet``.
 - Flow is followed only along pipes that carry sanitary flow
-  (:func:`gisnet.rules.carries_sanitary_flow`); only *eligible* edges (the
-  graph's ``eligible`` attribute, :func:`gisnet.rules.is_eligible_for_connection`)
-  are ever tapped.
+  (:func:`gisnet.rules.carries_sanitary_flow`), whoever owns them. A point is
+  projected only onto *eligible* edges (the graph's ``eligible`` attribute,
+  :func:`gisnet.rules.is_eligible_for_connection`); a lateral may end on an
+  eligible edge or on a private main (not public, carrying sanitary flow by
+  gravity: :attr:`EdgeArrays.private_main`), whose flow is followed to the
+  public sewer.
 """
 
-from .control import CONTROL_COLUMNS, control_manholes
+from .control import CONTROL_COLUMNS, CONTROL_SOURCES, control_manholes, owner_manholes
 from .index import DownstreamIndex, EdgeArrays, carries_flow
-from .points import POINT_COLUMNS, THREADED_QUERY_MIN, connection_points
+from .points import POINT_COLUMNS, SOURCES, THREADED_QUERY_MIN, connection_points
 from .traces import POINT_MARGIN_FT, trace_downstream, trace_upstream, upstream_edges
 
 __all__ = [
     "CONTROL_COLUMNS",
+    "CONTROL_SOURCES",
     "POINT_COLUMNS",
     "POINT_MARGIN_FT",
+    "SOURCES",
     "THREADED_QUERY_MIN",
     "DownstreamIndex",
     "EdgeArrays",
     "carries_flow",
     "connection_points",
     "control_manholes",
+    "owner_manholes",
     "trace_downstream",
     "trace_upstream",
     "upstream_edges",

@@ -49,6 +49,13 @@ def carries_flow(attrs: Iterable[Mapping[str, Any]]) -> np.ndarray:
 
 
 
+def _flag(value: Any) -> bool:
+    """A boolean edge flag; a missing one (None/NaN) counts as True."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return bool(value)
+
+
 def _resolve(next_node: np.ndarray, step_ft: np.ndarray, stop: np.ndarray):
     """Follow ``next_node`` pointers from every node to the first ``stop`` node.
 
@@ -105,6 +112,16 @@ class EdgeArrays:
     eligible: np.ndarray  # bool: the graph's ``eligible`` attribute (tappable)
     flowing: np.ndarray  # bool: carries sanitary flow (:func:`carries_flow`)
     geometry: np.ndarray  # shapely LineStrings, working CRS
+    public: np.ndarray  # bool: the graph's ``public`` attribute (owner not private)
+    gravity: np.ndarray  # bool: the graph's ``gravity`` attribute (not a force main)
+
+    @property
+    def private_main(self) -> np.ndarray:
+        """Private mains a building sewer may drain into: not public, carrying
+        sanitary flow (active, not storm) by gravity. A lateral ending on one
+        gives a ``private_main`` tap (Berlin sec. 16-70(c): the branch lines of
+        a development are the private sewer lateral)."""
+        return ~self.public & self.flowing & self.gravity
 
 
 class DownstreamIndex:
@@ -135,8 +152,15 @@ class DownstreamIndex:
         Chain length in feet from the node to that manhole (NaN if none).
     outlet, outlet_ft
         Same for the outlet (plant/outfall) the chain ends at.
-    manhole_cyclic, outlet_cyclic
-        Chain enters a cycle with no manhole / no outlet on it.
+    entry, entry_ft
+        For each node, the first node at or after it where the flow enters
+        the public sewer (a public active manhole, or a node whose primary
+        out-edge is a public main), -1 if the chain never does; and the
+        length (ft) of private pipe from the node to it. For a node on a
+        private main this is where the building sewer ends (Poughkeepsie
+        § 168-22.5J, "the point at which the building sewer is connected").
+    manhole_cyclic, outlet_cyclic, entry_cyclic
+        Chain enters a cycle with no manhole / no outlet / no public main on it.
 
     Examples
     --------
@@ -182,6 +206,13 @@ class DownstreamIndex:
         self.outlet, self.outlet_ft, self.outlet_cyclic = _resolve(
             self.next_node, step, self.is_outlet
         )
+        # where the flow enters the public sewer: a public active manhole, or a
+        # node whose primary out-edge is a public main
+        nxt_pub = np.zeros(len(nodes), bool)
+        nxt_pub[has] = self.edges.public[self.next_edge[has]]
+        self.entry, self.entry_ft, self.entry_cyclic = _resolve(
+            self.next_node, step, self.is_manhole | nxt_pub
+        )
         log.debug(
             "downstream index: %d nodes, %d edges, %d without a manhole downstream",
             len(nodes), len(self.edges.u), int((self.manhole < 0).sum()),
@@ -211,7 +242,10 @@ class DownstreamIndex:
         )
         eligible = np.fromiter((bool(r[3].get("eligible", False)) for r in rows), bool, m)
         flowing = carries_flow(r[3] for r in rows)
-        return EdgeArrays(u, v, key, main_id, length, diam, eligible, flowing, geom)
+        public = np.fromiter((_flag(r[3].get("public")) for r in rows), bool, m)
+        gravity = np.fromiter((_flag(r[3].get("gravity")) for r in rows), bool, m)
+        return EdgeArrays(u, v, key, main_id, length, diam, eligible, flowing, geom,
+                          public, gravity)
 
     def _primary_out_edges(self) -> tuple[np.ndarray, np.ndarray]:
         e = self.edges
@@ -305,6 +339,13 @@ class DownstreamIndex:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Control manhole and outlet of taps, vectorised.
 
+        A tap on a public main: the first public active manhole downstream
+        (``u`` itself for a tap at distance 0 into a manhole ``u``). A tap on a
+        private main: the first public active manhole at or after the node
+        where its flow enters the public sewer (:attr:`entry`); private
+        manholes on the private mains are passed over (a public, active
+        manhole met on them is where the flow enters the public sewer).
+
         Parameters
         ----------
         edge
@@ -317,18 +358,43 @@ class DownstreamIndex:
         manhole, manhole_ft, outlet, outlet_ft
             Node indices (-1 none) and path lengths in feet from the tap.
         """
+        mh, mh_ft, out, out_ft, _, _ = self.connection_targets(edge, tap_ft)
+        return mh, mh_ft, out, out_ft
+
+    def connection_targets(
+        self, edge: np.ndarray, tap_ft: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`tap_targets` plus where each tap's flow enters the public sewer.
+
+        Returns
+        -------
+        manhole, manhole_ft, outlet, outlet_ft, entry, private_ft
+            As :meth:`tap_targets`; ``entry`` is the node index where the flow
+            enters the public sewer (-1 for a tap on a public main, and for a
+            private tap whose mains never reach the public sewer);
+            ``private_ft`` the length (ft) along private mains from the tap to
+            ``entry`` (0 for a tap on a public main, NaN when never entering).
+        """
         edge = np.asarray(edge, dtype=np.int64)
+        tap = np.asarray(tap_ft, dtype=float)
         ok = edge >= 0
         e = np.maximum(edge, 0)
         e_arr = self.edges
         v = e_arr.v[e]
         u = e_arr.u[e]
-        rest = np.maximum(e_arr.length_ft[e] - np.asarray(tap_ft, dtype=float), 0.0)
-        at_u = ok & (np.asarray(tap_ft, dtype=float) <= 0.0) & self.is_manhole[u]
-        mh = np.where(ok, self.manhole[v], -1)
-        mh_ft = np.where(ok, rest + self.manhole_ft[v], np.nan)
+        rest = np.maximum(e_arr.length_ft[e] - tap, 0.0)
+        private = ok & ~e_arr.public[e]
+        at_u = ok & ~private & (tap <= 0.0) & self.is_manhole[u]
+        ent = np.where(private, self.entry[v], -1)
+        ent_ok = ent >= 0
+        ent0 = np.maximum(ent, 0)
+        start = np.where(private, ent0, v)  # node from which the public part runs
+        pre_ft = np.where(private, np.where(ent_ok, rest + self.entry_ft[v], np.nan), rest)
+        mh = np.where(ok & (~private | ent_ok), self.manhole[start], -1)
+        mh_ft = np.where(mh >= 0, pre_ft + self.manhole_ft[start], np.nan)
         mh = np.where(at_u, u, mh)
         mh_ft = np.where(at_u, 0.0, mh_ft)
         out = np.where(ok, self.outlet[v], -1)
         out_ft = np.where(ok, rest + self.outlet_ft[v], np.nan)
-        return mh, mh_ft, out, out_ft
+        private_ft = np.where(private, pre_ft, np.where(ok, 0.0, np.nan))
+        return mh, mh_ft, out, out_ft, ent, private_ft

@@ -1,12 +1,22 @@
-"""Connection points: where each building sewer joins the public sewer (the *tap*).
+"""Connection points: where each building sewer joins the sewer (the *tap*).
 
-A building's tap is the end of its lateral lying on an eligible main, else its
-centroid (a parcel's representative point) projected onto the nearest eligible
-main. *Eligible* is the graph's ``eligible`` edge attribute, set by
-:mod:`gisnet.graph` with :func:`gisnet.rules.is_eligible_for_connection`
-(public, active, gravity, of a kind the profile's ``connection.eligible_kinds``
-names); storm, private, inactive and force mains are never tapped. Geometry is
-in the graph's working CRS, lengths in feet.
+A building's tap is the end of its lateral lying on an eligible main or on a
+private main (source ``lateral`` / ``private_main``); a building with no
+lateral has its centroid (a parcel's representative point) projected onto the
+nearest eligible main (``projected``); a building whose lateral reaches neither
+is ``unresolved``, with the reason. *Eligible* is the graph's ``eligible`` edge
+attribute, set by :mod:`gisnet.graph` with
+:func:`gisnet.rules.is_eligible_for_connection` (public, active, gravity, of a
+kind the profile's ``connection.eligible_kinds`` names). A *private main* is a
+main not owned by the public that carries sanitary flow by gravity
+(:attr:`~gisnet.tracing.index.EdgeArrays.private_main`): the branch lines of
+an apartment complex, industrial park or private street. Poughkeepsie
+§ 168-22.5J measures from "the point at which the building sewer is
+connected" to the public sewer; for a tap on a private main that point is
+where the private mains enter the public sewer, found downstream by
+:meth:`~gisnet.tracing.index.DownstreamIndex.connection_targets`. Storm,
+inactive and force mains are never tapped. Geometry is in the graph's working
+CRS, lengths in feet.
 """
 
 from __future__ import annotations
@@ -40,7 +50,11 @@ POINT_COLUMNS = [
     "tap_distance_ft",
     "offset_ft",
     "source",
+    "reason",
 ]
+
+#: ``source`` of a connection point: how its tap was found.
+SOURCES = ("lateral", "private_main", "projected", "unresolved")
 
 
 def _as_points(geoms: np.ndarray, *, polygon_point: str) -> np.ndarray:
@@ -62,10 +76,10 @@ def _as_points(geoms: np.ndarray, *, polygon_point: str) -> np.ndarray:
     return out
 
 
-def _project(index: DownstreamIndex, points: np.ndarray):
-    """Project points onto their nearest eligible edge.
+def _project(index: DownstreamIndex, points: np.ndarray, candidates: np.ndarray | None = None):
+    """Project points onto their nearest candidate edge (default: eligible edges).
 
-    Returns edge index (-1 where no point or no eligible edge), fraction along
+    Returns edge index (-1 where no point or no candidate edge), fraction along
     the edge (0..1 from its upstream end), tap point and offset (ft) from the
     point to its tap. Ties between equidistant edges go to the lowest edge
     index (deterministic).
@@ -75,7 +89,7 @@ def _project(index: DownstreamIndex, points: np.ndarray):
     frac = np.full(n, np.nan)
     taps = np.empty(n, dtype=object)
     offset = np.full(n, np.nan)
-    elig = np.flatnonzero(index.edges.eligible)
+    elig = np.flatnonzero(index.edges.eligible if candidates is None else candidates)
     has = np.flatnonzero(~shapely.is_missing(points.astype(object)))
     if not len(elig) or not len(has):
         return edge, frac, taps, offset
@@ -119,19 +133,81 @@ def _query_nearest(tree: shapely.STRtree, pts: np.ndarray):
 
 
 def _lateral_taps(index: DownstreamIndex, laterals: gpd.GeoDataFrame):
-    """Tap of each lateral: of its two ends, the one nearer an eligible edge,
-    projected onto that edge. Returns (edge, frac, taps, offset_ft, house_end)."""
+    """Tap of each lateral: of its two ends, the one nearer an eligible or a
+    private main, projected onto that main. Returns (edge, frac, taps,
+    offset_ft, house_end, ends) with ``ends`` both end points (2n: starts, ends)."""
     geoms = laterals.geometry.to_numpy()
     n = len(geoms)
     starts = shapely.get_point(geoms, 0)
     ends = shapely.get_point(geoms, -1)
     both = np.concatenate([starts, ends])
-    edge, frac, taps, offset = _project(index, both)
+    tappable = index.edges.eligible | index.edges.private_main
+    edge, frac, taps, offset = _project(index, both, tappable)
     off = np.where(np.isnan(offset), np.inf, offset)
     use_end = off[n:] < off[:n]
     pick = np.where(use_end, np.arange(n) + n, np.arange(n))
     house = np.where(use_end, starts, ends)
-    return edge[pick], frac[pick], taps[pick], offset[pick], house
+    return edge[pick], frac[pick], taps[pick], offset[pick], house, both
+
+
+def _main_words(attrs: dict[str, Any]) -> str:
+    """Why a main cannot take a building sewer, in words (``storm main``, ...)."""
+    why = []
+    kind = attrs.get("kind")
+    if kind == "storm":
+        why.append("a storm main")
+    active, gravity = attrs.get("active"), attrs.get("gravity")
+    if active is not None and not bool(active):
+        why.append(f"{attrs.get('status') or 'inactive'}")
+    if gravity is not None and not bool(gravity):
+        why.append("a force main")
+    if not why:
+        why.append(f"of kind {kind}, not a sewer the profile's connection rule counts")
+    return ", ".join(why)
+
+
+def _off_main_reasons(index: DownstreamIndex, ids: list[Any], both: np.ndarray,
+                      rows: np.ndarray) -> list[str]:
+    """Reason each lateral (positions ``rows``) reaches no public or private main:
+    what its end nearest any main of the graph lies on, and how far."""
+    n = len(both) // 2
+    out = []
+    geoms = index.edges.geometry
+    if not len(rows):
+        return out
+    if not len(geoms):
+        return [f"lateral {ids[i]} ends on no main (the sewer graph has none)" for i in rows]
+    pts = np.concatenate([both[rows], both[rows + n]])
+    ok = ~shapely.is_missing(pts.astype(object))
+    dist = np.full(len(pts), np.inf)
+    near = np.full(len(pts), -1, dtype=np.int64)
+    if ok.any():
+        tree = shapely.STRtree(geoms)
+        (qi, ti), d = tree.query_nearest(pts[ok], return_distance=True)
+        first = np.ones(len(qi), bool)
+        first[1:] = qi[1:] != qi[:-1]
+        at = np.flatnonzero(ok)[qi[first]]
+        dist[at] = d[first] * index.ft_per_unit
+        near[at] = ti[first]
+    k = len(rows)
+    end = np.where(dist[k:] < dist[:k], np.arange(k) + k, np.arange(k))
+    tol = index.snap_tolerance_ft
+    E = index.edges
+    for j, i in enumerate(rows):
+        e, d = int(near[end[j]]), float(dist[end[j]])
+        lid = ids[i]
+        if e < 0:
+            out.append(f"lateral {lid} has no geometry")
+        elif d > tol:
+            out.append(f"lateral {lid} ends {d:,.1f} ft from the nearest main ({E.main_id[e]}), "
+                       f"beyond the {tol:g} ft snap tolerance: it reaches no public or "
+                       "private sanitary main")
+        else:
+            attrs = index.G.edges[index.nodes[E.u[e]], index.nodes[E.v[e]], E.key[e]]
+            out.append(f"lateral {lid} ends on main {E.main_id[e]} ({_main_words(attrs)}): "
+                       "neither a public sanitary main nor a private main that carries "
+                       "sanitary flow")
+    return out
 
 
 def _id_series(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
@@ -195,17 +271,26 @@ def locate_taps(
 ) -> tuple[gpd.GeoDataFrame, list[Any]]:
     """Taps for feature rows (``building_id, parcel_id, user_id, point``).
 
-    Returns the points and the ids of laterals that do not end on an eligible
-    main (not used)."""
+    A feature with a lateral (its own, by ``building_id``, else its parcel's,
+    by ``parcel_id``: a rear building shares the front building's sewer) is
+    tapped where that lateral ends on an eligible main (``lateral``) or a
+    private main (``private_main``), within the graph's snap tolerance. A
+    feature whose laterals all end elsewhere is ``unresolved``, with the
+    reason; it is not projected. A feature without a lateral is projected onto
+    the nearest eligible main (``projected``).
+
+    Returns the points and the ids of laterals that end on neither (not used)."""
     n = len(feats)
     edge = np.full(n, -1, dtype=np.int64)
     frac = np.full(n, np.nan)
     taps = np.empty(n, dtype=object)
     offset = np.full(n, np.nan)
     source = np.full(n, None, dtype=object)
+    reason = np.full(n, None, dtype=object)
     off_main: list[Any] = []
+    dead = np.zeros(n, bool)
     if laterals is not None and len(laterals) and n:
-        le, lf, lt, lo, house = _lateral_taps(index, laterals)
+        le, lf, lt, lo, house, both = _lateral_taps(index, laterals)
         lat = pd.DataFrame(
             {
                 "building_id": _id_series(laterals, "building_id"),
@@ -213,24 +298,29 @@ def locate_taps(
                 "i": np.arange(len(laterals)),
             }
         )
-        # a lateral gives the tap only if its main end lies on an eligible
-        # main (within the snap tolerance); one drawn to a storm, private or
-        # inactive main does not, and its building is projected instead
+        # a lateral gives the tap only if its main end lies on an eligible or a
+        # private main (within the snap tolerance); one drawn to a storm,
+        # inactive or force main, or ending short of every main, does not
         on_main = (le >= 0) & (np.nan_to_num(lo, nan=np.inf) <= index.snap_tolerance_ft)
-        off_main = _id_series(laterals, "lateral_id")[~on_main].tolist() \
-            if "lateral_id" in laterals else [str(i) for i in np.flatnonzero(~on_main)]
-        lat = lat[on_main]
+        lat_ids = (_id_series(laterals, "lateral_id").tolist() if "lateral_id" in laterals
+                   else [str(i) for i in range(len(laterals))])
+        off_rows = np.flatnonzero(~on_main)
+        off_main = [lat_ids[i] for i in off_rows]
+        lat_reason = np.full(len(laterals), None, dtype=object)
+        lat_reason[off_rows] = _off_main_reasons(index, lat_ids, both, off_rows)
         assigned = np.full(n, -1, dtype=np.int64)
-        # 1. by building id; 2. by parcel id (a rear building shares the front
-        # building's sewer); first lateral in layer order wins.
+        unusable = np.full(n, -1, dtype=np.int64)
+        # 1. by building id; 2. by parcel id. A lateral on a main wins over one
+        # that is not; first in layer order otherwise.
         for col in ("building_id", "parcel_id"):
-            look = lat.dropna(subset=[col]).drop_duplicates(col).set_index(col)["i"]
-            if not len(look):
-                continue
-            keys = feats[col].to_numpy()
-            hit = pd.Series(keys).map(look).to_numpy()
-            take = (assigned < 0) & pd.notna(hit)
-            assigned[take] = hit[take].astype(np.int64)
+            keys = pd.Series(feats[col].to_numpy(dtype=object))
+            for good, target in ((on_main, assigned), (~on_main, unusable)):
+                look = lat[good].dropna(subset=[col]).drop_duplicates(col).set_index(col)["i"]
+                if not len(look):
+                    continue
+                hit = keys.map(look).to_numpy()
+                take = (assigned < 0) & (unusable < 0) & pd.notna(hit)
+                target[take] = hit[take].astype(np.int64)
         got = assigned >= 0
         a = assigned[got]
         edge[got], frac[got], taps[got], offset[got] = le[a], lf[a], lt[a], lo[a]
@@ -238,12 +328,22 @@ def locate_taps(
         # straight line is not meaningful; report the tap's distance from the
         # lateral's house end instead.
         offset[got] = shapely.distance(house[a], lt[a]) * index.ft_per_unit
-        source[got] = "lateral"
-    todo = np.flatnonzero(edge < 0)
+        source[got] = np.where(index.edges.public[le[a]], "lateral", "private_main")
+        dead = unusable >= 0
+        source[dead] = "unresolved"
+        reason[dead] = lat_reason[unusable[dead]]
+    todo = np.flatnonzero((edge < 0) & ~dead)
     if len(todo):
-        pe, pf, pt, po = _project(index, feats["point"].to_numpy()[todo])
+        pts = feats["point"].to_numpy()[todo]
+        pe, pf, pt, po = _project(index, pts)
         edge[todo], frac[todo], taps[todo], offset[todo] = pe, pf, pt, po
         source[todo[pe >= 0]] = "projected"
+        none = todo[pe < 0]
+        source[none] = "unresolved"
+        no_point = shapely.is_missing(pts[pe < 0].astype(object))
+        reason[none] = np.where(
+            no_point, "no lateral and no geometry to place a connection point",
+            "no lateral, and no eligible public sanitary main to project onto")
     ok = edge >= 0
     e = np.maximum(edge, 0)
     E = index.edges
@@ -267,6 +367,7 @@ def locate_taps(
             "tap_distance_ft": np.where(ok, frac * E.length_ft[e], np.nan),
             "offset_ft": offset,
             "source": source,
+            "reason": reason,
         },
         geometry=gpd.GeoSeries(taps, crs=index.crs),
         crs=index.crs,
@@ -277,19 +378,22 @@ def locate_taps(
 def connection_points(
     town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None
 ) -> gpd.GeoDataFrame:
-    """The point where each building sewer joins the public sewer (the tap).
+    """The point where each building sewer is connected (the tap).
 
     One row per building, one per parcel without a building, and one per
     industrial user. With a laterals layer, a building's tap is the end of its
-    lateral (matched by ``building_id``, else by ``parcel_id``) lying on an
-    eligible main, within the graph's snap tolerance, projected onto that
-    main; a lateral ending elsewhere (on a storm, private or inactive main) is
-    not used and reported (``lateral_off_main``). Otherwise the
-    building's centroid (a parcel's representative point) is projected onto
-    the nearest eligible main (``STRtree.query_nearest``, vectorised;
-    equidistant mains: the first in graph edge order). Storm, private,
-    inactive and force mains are never tapped. A user takes its building's tap
-    (by ``building_id``), else its parcel's first, else its own geometry's.
+    lateral (matched by ``building_id``, else by ``parcel_id``) lying, within
+    the graph's snap tolerance, on an eligible main (``source`` ``lateral``) or
+    on a private main (``private_main``: the flow is then followed through the
+    private mains to the public sewer, see :mod:`.control`), projected onto
+    that main. A building whose lateral ends on neither (a storm, inactive or
+    force main, or short of every main) is ``unresolved``: no tap, the reason
+    in ``reason``, and the laterals reported (``lateral_off_main``). A
+    building without a lateral has its centroid (a parcel's representative
+    point) projected onto the nearest eligible main (``projected``;
+    ``STRtree.query_nearest``, vectorised; equidistant mains: the first in
+    graph edge order). A user takes its building's tap (by ``building_id``),
+    else its parcel's first, else its own geometry's.
 
     Parameters
     ----------
@@ -306,8 +410,9 @@ def connection_points(
         ``building_id, parcel_id, user_id, main_id, edge_u, edge_v, edge_key,
         tap_distance_ft`` (ft along the edge from its upstream end),
         ``offset_ft`` (ft from the feature point, or lateral house end, to the
-        tap), ``source`` (``lateral`` | ``projected`` | null when nothing is
-        tappable) and the tap point geometry (working CRS).
+        tap), ``source`` (one of :data:`SOURCES`), ``reason`` (why an
+        ``unresolved`` row has no tap; else null) and the tap point geometry
+        (working CRS; null when unresolved).
     """
     idx = DownstreamIndex.of(G, index)
     feats = features_to_connect(town)
@@ -316,9 +421,10 @@ def connection_points(
     if off_main:
         town.report.add(
             "lateral_off_main", "warning",
-            f"{len(off_main)} lateral(s) do not end on an eligible public sanitary main "
-            f"(within {idx.snap_tolerance_ft:g} ft; e.g. drawn to a storm, private or inactive "
-            "main); their buildings were projected onto the nearest eligible main instead",
+            f"{len(off_main)} lateral(s) end on no public sanitary main and no private main "
+            f"(within {idx.snap_tolerance_ft:g} ft; e.g. drawn to a storm or inactive main, or "
+            "short of every main); the buildings they serve are left unresolved, not "
+            "projected (control_manholes.reason says why)",
             layer="laterals", feature_id=",".join(str(x) for x in off_main[:50]),
         )
     users = town.layer("users")
@@ -327,16 +433,18 @@ def connection_points(
     if not len(pts):
         return _empty_points(idx.crs)
     out = gpd.GeoDataFrame(pts, geometry="geometry", crs=idx.crs)
-    none = out["source"].isna()
+    none = (out["source"] == "unresolved").to_numpy()
     if none.any():
         town.report.add(
             "no_connection_point", "warning",
             f"{int(none.sum())} building(s)/parcel(s)/user(s) could not be given a connection "
-            "point (no geometry or no eligible public sanitary main)",
+            "point (a lateral ending on no usable main, no geometry, or no eligible public "
+            "sanitary main); control_manholes.reason says which",
             layer="buildings",
         )
-    log.info("connection points: %d (%d by lateral)", len(out),
-             int((out["source"] == "lateral").sum()))
+    log.info("connection points: %d (%d by lateral, %d through private mains, %d unresolved)",
+             len(out), int((out["source"] == "lateral").sum()),
+             int((out["source"] == "private_main").sum()), int(none.sum()))
     return out
 
 
@@ -372,6 +480,8 @@ def _user_points(
         r["user_id"] = uid.iloc[i]
         rows.append(r)
     out = gpd.GeoDataFrame(pd.DataFrame(rows, columns=cols), geometry="geometry", crs=idx.crs)
+    for c in ("source", "reason"):
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
     if own:
         geoms = users.geometry.to_numpy() if users.geometry is not None else None
         if geoms is not None:
@@ -387,4 +497,8 @@ def _user_points(
                     out.at[i, c] = located.iloc[j][c]
     for c in ("tap_distance_ft", "offset_ft"):
         out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    lost = out["source"].isna().to_numpy()
+    if lost.any():
+        out.loc[lost, "source"] = "unresolved"
+        out.loc[lost, "reason"] = "no building, parcel or geometry to place a connection point"
     return out

@@ -22,6 +22,7 @@ from pyproj import CRS, Transformer
 
 from ..errors import ConfigError, CRSError, NotFoundError
 from ..flows import parcel_flows
+from .control import owner_manholes, owner_rows
 from .index import DownstreamIndex, carries_flow
 from .paths import edge_indices, edge_rows, tail_coords
 from .points import connection_points, features_to_connect, locate_taps
@@ -97,8 +98,11 @@ def trace_downstream(
     -------
     dict
         ``connection`` (one-row GeoDataFrame of the connection point),
-        ``control_manhole_id``, ``plant_id``, ``control_length_ft`` (tap to
-        control manhole), ``length_ft`` (tap to the outlet, or to the end of the
+        ``control_manhole_id`` (an owner-installed control manhole of the
+        parcel's building, § 168-22.5K, overrides the first public manhole
+        downstream), ``plant_id``, ``control_length_ft`` (tap to control
+        manhole through any private mains; None for an owner manhole),
+        ``length_ft`` (tap to the outlet, or to the end of the
         chain), ``reaches_outlet`` (bool), ``path`` (GeoDataFrame of the pipes
         from the tap downstream, in order, the first cut at the tap, with
         ``seq`` and ``cum_length_ft``; working CRS).
@@ -106,7 +110,8 @@ def trace_downstream(
     Raises
     ------
     NotFoundError
-        Unknown parcel, or nothing tappable.
+        Unknown parcel, or nothing tappable (the message gives the reason,
+        e.g. the building's lateral ends on no public or private main).
     ConfigError
         Neither or both of ``parcel_id`` and ``point``.
     """
@@ -127,8 +132,10 @@ def trace_downstream(
     # A bare point has no building or parcel a lateral could belong to.
     laterals = town.layer("laterals") if parcel_id is not None else None
     conn, _ = locate_taps(idx, feats, laterals)
-    if conn["source"].isna().all():
-        raise NotFoundError("no eligible public sanitary main to connect to", layer="mains")
+    if conn["edge_key"].isna().all():
+        why = conn["reason"].iloc[0] if len(conn) else None
+        raise NotFoundError(why or "no eligible public sanitary main to connect to",
+                            layer="mains")
     edge = edge_indices(idx, conn)
     tap_ft = conn["tap_distance_ft"].to_numpy(dtype=float)
     mh, mh_ft, out, _out_ft = idx.tap_targets(edge, tap_ft)
@@ -145,11 +152,16 @@ def trace_downstream(
     path["cum_length_ft"] = path["length_ft"].cumsum()
     end = int(idx.edges.v[chain[-1]]) if chain else int(idx.edges.v[e0])
     reaches = bool(idx.is_outlet[end])
+    control = None if mh[0] < 0 else idx.nodes[mh[0]]
+    control_ft = None if mh[0] < 0 else float(mh_ft[0])
+    owner, _ = owner_rows(conn, owner_manholes(town, report=False))
+    if owner[0] is not None:  # § 168-22.5K: the owner's manhole in the building sewer
+        control, control_ft = owner[0], None
     return {
         "connection": conn,
-        "control_manhole_id": None if mh[0] < 0 else idx.nodes[mh[0]],
+        "control_manhole_id": control,
         "plant_id": None if out[0] < 0 else idx.nodes[out[0]],
-        "control_length_ft": None if mh[0] < 0 else float(mh_ft[0]),
+        "control_length_ft": control_ft,
         "length_ft": float(path["length_ft"].sum()),
         "reaches_outlet": reaches,
         "path": path,
