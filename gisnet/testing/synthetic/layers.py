@@ -322,6 +322,7 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
             "status": np.full(n_nodes - 1, "active", dtype=object),
             "public": np.ones(n_nodes - 1, bool),
             "active": np.ones(n_nodes - 1, bool),
+            "control_for": np.full(n_nodes - 1, None, dtype=object),
         },
         geometry=shapely.points(mh_xy), crs=crs,
     )
