@@ -213,13 +213,16 @@ def test_plant_gaps_and_short_series_fall_back_to_reported_flow():
     assert row["basis"] == "accumulated" and row["months"] == 2
     assert row["ratio"] == pytest.approx(1000 / 1e6 / 1.38)
     assert not row["over_threshold"]
-    # The worst 3-month mean, by hand: (1.2 + 1.1 + 1.0) / 3 = 1.1 -> 0.797, not over;
-    # and it is the worst window, not the latest (1.1, 1.0, 0.9).
+    # The latest 3-month mean decides (Berlin's profile: plant_basis = "latest"), by
+    # hand: (1.1 + 1.0 + 0.9) / 3 = 1.0 -> 0.725; the worst, (1.2 + 1.1 + 1.0) / 3 =
+    # 1.1 -> 0.797, is kept as history.
     t, G, pts = _plant_town(["2025-01", "2025-02", "2025-03", "2025-04", "2025-05"],
                             [0.5, 1.2, 1.1, 1.0, 0.9])
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
-    assert row["window"] == "2025-02..2025-04"
-    assert row["avg_flow_mgd"] == pytest.approx(1.1) and not row["over_threshold"]
+    assert row["window"] == "2025-03..2025-05"
+    assert row["avg_flow_mgd"] == pytest.approx(1.0) and not row["over_threshold"]
+    assert row["worst_window"] == "2025-02..2025-04"
+    assert row["worst_avg_flow_mgd"] == pytest.approx(1.1) and not row["worst_over_threshold"]
 
 
 # --------------------------------------------------------------------------- what-if
