@@ -286,7 +286,7 @@ def check_samples(
     24-hour sampling periods (:func:`sampling_periods`). The rules:
 
     - ``max`` / ``min``: each result against the profile's limit; consecutive
-      results beyond it are one row. A limit with ``basis = "average"`` is
+      results beyond it, no more than ``slug_max_gap_min`` apart, are one row. A limit with ``basis = "average"`` is
       judged on each period's mean at the point instead (``basis`` column
       ``24h_average``). A limit with ``where = "plant_influent"`` (Poughkeepsie
       § 168-22.5C(9): "average quantities in the sewage as it arrives at the
@@ -414,6 +414,8 @@ def check_samples(
     _add_suspects(ctx, events)
     events.sort(key=lambda e: (e["start"], str(e["manhole_id"]), e["parameter"], e["rule"]))
     out = pd.DataFrame(events + rows, columns=CHECK_COLUMNS)
+    for c in ("n_samples", "baseline_n"):
+        out[c] = pd.to_numeric(out[c]).astype("Int64")
     kinds = out["kind"].value_counts()
     log.info("samples: %d exceedance(s), %d screening, %d above normal strength, "
              "%d problem(s)", kinds.get("exceedance", 0), kinds.get("screening_exceedance", 0),
@@ -496,7 +498,7 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
                 continue
             over = exceeds(vals, bound) if side == "max" else exceeds(bound, vals)
             over = np.asarray(over, bool) & ~in_slug
-            for a, b in _runs(over):
+            for a, b in _runs(over, times, ctx.max_gap):
                 seg = vals[a:b + 1]
                 worst = seg.max() if side == "max" else seg.min()
                 word = "above the maximum" if side == "max" else "below the minimum"
