@@ -221,7 +221,7 @@ class _Context:
         self.slug_baseline = lim.slug_baseline or "normal_strength"
         self.normal = {"bod": lim.normal_bod_mg_l, "ss": lim.normal_ss_mg_l}
         gap = lim.slug_max_gap_min if lim.slug_max_gap_min is not None else lim.slug_minutes
-        self.max_gap = np.timedelta64(int(round(float(gap) * 60)), "s")
+        self.max_gap = np.timedelta64(round(float(gap) * 60), "s")
 
     def at_plant(self, mh: Any) -> bool:
         """A sample taken at a plant's influent: the location is a plant (id or node)
@@ -286,8 +286,9 @@ def check_samples(
     24-hour sampling periods (:func:`sampling_periods`). The rules:
 
     - ``max`` / ``min``: each result against the profile's limit; consecutive
-      results beyond it, no more than ``slug_max_gap_min`` apart, are one row. A limit with ``basis = "average"`` is
-      judged on each period's mean at the point instead (``basis`` column
+      results beyond it, no more than ``slug_max_gap_min`` apart, are one row.
+      A limit with ``basis = "average"`` is judged on each period's mean at
+      the point instead (``basis`` column
       ``24h_average``). A limit with ``where = "plant_influent"`` (Poughkeepsie
       § 168-22.5C(9): "average quantities in the sewage as it arrives at the
       treatment plant") is a violation only at a plant (a location that is a
