@@ -402,12 +402,15 @@ def test_plant_three_month_window_strict_and_gaps():
     pf = pd.DataFrame({"plant_id": "P1", "month": months, "avg_flow_mgd": flows})
     pf = pf.drop(index=9)  # October missing entirely; September has no value
     # Windows: May-Jul (0.86 + 0.82 + 0.78) / 3 = 0.82; Apr-Jun (0.80 + 0.86 + 0.82) / 3
-    # = 0.82667 <- worst; no window spans Sep/Oct.
-    mean, window, gaps, n = cap.plant_window(pf, 3)
+    # = 0.82667 <- worst; no window spans Sep/Oct, so the latest complete window is
+    # Jun-Aug (0.82 + 0.78 + 0.76) / 3 = 0.78667 (Nov-Dec are only two months).
+    mean, window, gaps, n = cap.plant_window(pf, 3, which="worst")
     assert mean == pytest.approx(0.826667, rel=1e-5)
     assert window == "2025-04..2025-06"
     assert gaps == ["2025-09", "2025-10"]
     assert n == 10
+    mean, window, _, _ = cap.plant_window(pf, 3)
+    assert mean == pytest.approx(0.786667, rel=1e-5) and window == "2025-06..2025-08"
     plants = gpd.GeoDataFrame({"plant_id": ["P1"], "design_flow_mgd": [1.0],
                                "avg_flow_mgd": [0.5], "node_id": ["P1"]},
                               geometry=[Point(0, 0)], crs=CRS)
@@ -416,8 +419,12 @@ def test_plant_three_month_window_strict_and_gaps():
     res = cap.compute_capacity(make_town(plants=plants, plant_flows=pf), G,
                                points=points_for([]))
     row = res.plants.iloc[0]
-    assert row["basis"] == "monthly_3mo" and row["over_threshold"]
-    assert row["ratio"] == pytest.approx(0.826667, rel=1e-5)
+    # the profile's basis is the latest window: 78.7 %, not over; the worst is history
+    assert row["basis"] == "monthly_3mo" and row["window_basis"] == "latest"
+    assert row["ratio"] == pytest.approx(0.786667, rel=1e-5) and not row["over_threshold"]
+    assert row["window_months"] == "2025-06,2025-07,2025-08"
+    assert row["worst_window"] == "2025-04..2025-06" and row["worst_over_threshold"]
+    assert row["worst_ratio"] == pytest.approx(0.826667, rel=1e-5)
     assert row["gaps"] == "2025-09,2025-10"
     # exactly 80 % is not "in excess of" 80 %
     flat = pd.DataFrame({"plant_id": "P1", "month": months[:3], "avg_flow_mgd": [0.8] * 3})
@@ -632,8 +639,8 @@ def sample_runs(sample_dir):
 
 @pytest.mark.slow
 def test_sample_plant_three_month_ratio(sample_dir, sample_runs):
-    # Independently from the files: the worst mean of 3 consecutive months over
-    # the plants layer's DESIGNCAP.
+    # Independently from the files: the mean of the latest 3 consecutive months
+    # (the profile's plant_basis) and the worst 3 over the plants layer's DESIGNCAP.
     csv = pd.read_csv(sample_dir / "plant_flows.csv").sort_values("month")
     months = pd.PeriodIndex(csv["month"], freq="M")
     assert (months[1:] - months[:-1] == 1 * months.freq).all()  # no gaps in this file
@@ -641,13 +648,21 @@ def test_sample_plant_three_month_ratio(sample_dir, sample_runs):
     design = gpd.read_file(sample_dir / "plants.shp").set_index("FACILITYID")["DESIGNCAP"]
     _, _, res = sample_runs["poughkeepsie-fourth-ward"]
     row = res.plants.set_index("plant_id").loc["WWTP-01"]
-    assert row["basis"] == "monthly_3mo"
-    assert row["ratio"] == pytest.approx(max(means) / design["WWTP-01"], rel=1e-9)
-    i = int(np.argmax(means))
-    assert row["window"] == f"{csv['month'].iloc[i]}..{csv['month'].iloc[i + 2]}"
+    assert row["basis"] == "monthly_3mo" and row["window_basis"] == "latest"
+    # latest: Oct-Dec 2025, (1.444 + 1.503 + 1.563) / 3 = 1.50333 MGD of 2.14 = 70.2 %
+    assert row["ratio"] == pytest.approx(means[-1] / design["WWTP-01"], rel=1e-9)
+    assert row["ratio"] == pytest.approx((1.444 + 1.503 + 1.563) / 3 / 2.14, rel=1e-3)
+    assert row["window"] == f"{csv['month'].iloc[-3]}..{csv['month'].iloc[-1]}"
+    assert row["window_months"] == "2025-10,2025-11,2025-12"
     assert row["gaps"] == ""
-    # near but below 80 % (one month alone is above: the 3-month rule matters)
-    assert 0.75 < row["ratio"] <= 0.80 and not row["over_threshold"]
+    assert not row["over_threshold"]
+    # history: the worst window, Mar-May 2025, 78.3 %: near but below 80 % (one month
+    # alone is above: the 3-month rule matters)
+    i = int(np.argmax(means))
+    assert row["worst_window"] == f"{csv['month'].iloc[i]}..{csv['month'].iloc[i + 2]}"
+    assert row["worst_window"] == "2025-03..2025-05"
+    assert row["worst_ratio"] == pytest.approx(max(means) / design["WWTP-01"], rel=1e-9)
+    assert 0.75 < row["worst_ratio"] <= 0.80 and not row["worst_over_threshold"]
     assert (csv["avg_flow_mgd"] / design["WWTP-01"]).max() > 0.80
 
 
@@ -678,14 +693,23 @@ def test_sample_whatif_pipe_crossing_and_profile_approvals(sample_runs):
     assert all(a["section"].startswith("§ 168-22.5G(4)") for a in w.approvals)
 
     # Berlin (150 gpd per bedroom): the same 12,000 gpd needs DES approval
-    # (> 5,000 gpd); 40,000 gpd also takes the plant past 80 % of design flow.
+    # (> 5,000 gpd). The plant "operating in excess of 80% design flow capacity" is
+    # judged on its latest 3 months (Oct-Dec 2025, 1.50333 MGD of 2.14 = 70.2 %):
+    # 40,000 gpd takes it to 72.1 %, no plant approval; 210,000 gpd to
+    # (1.50333 + 0.21) / 2.14 = 80.06 %, over.
     btown, bG, bres = sample_runs["berlin-nh"]
     wb = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=12_000)
     assert [a["id"] for a in wb.approvals] == ["des_flow_over_5000_gpd"]
     wb40 = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=40_000)
-    assert [a["id"] for a in wb40.approvals] == ["des_flow_over_5000_gpd",
-                                                 "des_plant_over_80_pct"]
-    assert wb40.plant_crossings == ["WWTP-01"]
+    assert [a["id"] for a in wb40.approvals] == ["des_flow_over_5000_gpd"]
+    pl = wb40.plants.iloc[0]
+    assert (pl["window_basis"], pl["window"]) == ("latest", "2025-10..2025-12")
+    assert pl["ratio_after"] == pytest.approx((1.50333 + 0.04) / 2.14, rel=1e-4)
+    wb210 = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=210_000)
+    assert [a["id"] for a in wb210.approvals] == ["des_flow_over_5000_gpd",
+                                                  "des_plant_over_80_pct"]
+    assert wb210.plant_crossings == ["WWTP-01"]
+    assert "latest months 2025-10..2025-12" in wb210.approvals[1]["reason"]
     wp40 = cap.whatif(town, G, res, parcel_id=parcel, flow_gpd=40_000)
     assert {a["trigger"] for a in wp40.approvals} == {"review_flow_over"}
 

@@ -133,14 +133,15 @@ def sample_file_lines() -> list[str]:
     return lines
 
 
-def test_sample_file_three_exceedances_with_sections_and_suspects(tmp_path):
+def test_sample_file_two_exceedances_a_screening_with_sections_and_suspects(tmp_path):
     town = make_town("poughkeepsie-fourth-ward")
     lines = sample_file_lines()
     path = write_csv(tmp_path, lines)
     res = check_samples(town, street_graph(), path)
     exc = res[res["kind"] == "exceedance"].reset_index(drop=True)
-    assert list(exc["rule"]) == ["min", "slug", "max"]  # time order
-    ph, slug, cu = exc.iloc[0], exc.iloc[1], exc.iloc[2]
+    assert list(exc["rule"]) == ["min", "slug"]  # time order
+    ph, slug = exc.iloc[0], exc.iloc[1]
+    (cu,) = [r for _, r in res[res["kind"] == "screening_exceedance"].iterrows()]
     # pH 5.9 < 6.5
     assert ph["parameter"] == "ph" and ph["value"] == 5.9 and ph["limit"] == 6.5
     assert ph["section"] == "§ 168-22.5C(8)" and ph["lines"] == "5"
@@ -149,9 +150,17 @@ def test_sample_file_three_exceedances_with_sections_and_suspects(tmp_path):
     assert slug["duration_min"] == 20 and slug["value"] == 1440 and slug["limit"] == 1200
     assert slug["section"].startswith("§ 168-22.5C(15)")
     assert "§ 168-22.5G(1)" in slug["section"]  # also above BOD 240 ppm
-    # Cu 1.4 ppm > 1 ppm
+    assert slug["basis"] == "normal_strength" and slug["baseline"] == 240
+    # Cu 1.4 ppm > 1 ppm at M3, a manhole in the street, not the plant: § 168-22.5C(9)
+    # limits "average quantities in the sewage as it arrives at the treatment plant",
+    # so this grab only screens. Flow-weighted at the plant, by hand: M3's mean
+    # (1.4 + 0.6) / 2 = 1.0 mg/L x the 50,500 gpd of U1-U4 upstream / the plant's
+    # 0.1 MGD = 0.505 mg/L, not above 1 ppm: no violation at the plant.
     assert cu["parameter"] == "copper" and cu["value"] == 1.4 and cu["limit"] == 1.0
     assert cu["section"] == "§ 168-22.5C(9)" and cu["manhole_id"] == "M3"
+    assert (cu["rule"], cu["basis"], cu["point"], cu["plant_id"]) == ("max", "sample", "sewer",
+                                                                      "PLANT")
+    assert "at least 0.505 mg/L" in cu["message"] and "not above 1 mg/L" in cu["message"]
     # suspects: M2 drains B50 (U1), B150/P150 (U2, U4), B250 (U3); largest first
     assert slug["suspect_user_ids"] == "U1,U3,U4,U2"
     assert ph["suspect_user_ids"] == "U1,U3,U4,U2"
@@ -179,15 +188,19 @@ def test_short_high_run_is_no_slug_but_limit_exceedance(tmp_path):
 def test_hourly_rule_three_times_average(tmp_path):
     town = make_town("poughkeepsie-fourth-ward")
     # zinc (limit 3 ppm) at 0.1 ppm for 7 hours, one hour at 0.9: mean of all
-    # eight = (7 x 0.1 + 0.9) / 8 = 0.2; 0.9 >= 3 x 0.2 -> hourly exceedance
-    lines = [f"M3,2026-05-01 {h:02d}:00,Zn,0.1,mg/L" for h in range(8, 15)]
-    lines.append("M3,2026-05-01 15:30,zinc,900,ug/L")
-    exc = check_samples(town, street_graph(), write_csv(tmp_path, lines))
-    assert list(exc["rule"]) == ["hourly"]
-    row = exc.iloc[0]
-    assert row["value"] == pytest.approx(0.9)
-    assert row["limit"] == pytest.approx(0.6)
-    assert row["section"] == "§ 168-22.5C(9)"
+    # eight = (7 x 0.1 + 0.9) / 8 = 0.2; 0.9 >= 3 x 0.2 -> hourly rule broken. At the
+    # plant (PLANT) it is a violation; at M3 it screens (the C(9) rule is on the
+    # sewage as it arrives at the treatment plant).
+    for where, kind in (("PLANT", "exceedance"), ("M3", "screening_exceedance")):
+        lines = [f"{where},2026-05-01 {h:02d}:00,Zn,0.1,mg/L" for h in range(8, 15)]
+        lines.append(f"{where},2026-05-01 15:30,zinc,900,ug/L")
+        exc = check_samples(town, street_graph(), write_csv(tmp_path, lines))
+        assert list(zip(exc["kind"], exc["rule"], strict=True)) == [(kind, "hourly")]
+        row = exc.iloc[0]
+        assert row["value"] == pytest.approx(0.9)
+        assert row["limit"] == pytest.approx(0.6) and row["baseline"] == pytest.approx(0.2)
+        assert row["baseline_lines"] == "2,3,4,5,6,7,8,9" and row["baseline_n"] == 8
+        assert row["section"] == "§ 168-22.5C(9)"
     # BOD is not under the hourly rule of the metals paragraph
     lines = [f"M3,2026-05-01 {h:02d}:00,BOD,20,mg/L" for h in range(8, 15)]
     lines.append("M3,2026-05-01 15:30,BOD,200,mg/L")
@@ -269,11 +282,15 @@ def test_cli_sampling_plan_and_samples(tmp_path, capsys):
     rc = main(["samples", str(csv_path), "--layers", str(tmp_path / "t"),
                "--csv-out", str(tmp_path / "f.csv")])
     text = capsys.readouterr().out
-    assert rc == 1
-    assert "EXCEEDANCE" in text and "§ 168-22.5C(9)" in text and user["user_id"] in text
+    # a copper grab at a user's control manhole screens: § 168-22.5C(9) is on the
+    # sewage as it arrives at the plant, so nothing exceeds and the exit status is 0
+    assert rc == 0
+    assert "SCREENING" in text and "§ 168-22.5C(9)" in text and user["user_id"] in text
+    assert "EXCEEDANCE" not in text
     assert "line 3" in text
     found = pd.read_csv(tmp_path / "f.csv")
     assert list(found["rule"]) == ["max", "malformed"]
+    assert list(found["kind"]) == ["screening_exceedance", "problem"]
     # upstream trace names the same user
     assert main(["trace", "--layers", str(tmp_path / "t"), "--manhole", mh, "--upstream"]) == 0
     assert f"user {user['user_id']}" in capsys.readouterr().out

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 #: Columns of :attr:`WhatIfResult.plants`.
 PLANT_DELTA_COLUMNS = [
-    "plant_id", "design_flow_mgd", "basis", "avg_flow_mgd_before", "avg_flow_mgd_after",
+    "plant_id", "design_flow_mgd", "basis", "window_basis", "window", "avg_flow_mgd_before",
+    "avg_flow_mgd_after",
     "ratio_before", "ratio_after", "over_threshold_before", "over_threshold_after",
     "crosses_threshold", "section"]
 
@@ -60,7 +61,9 @@ class WhatIfResult:
     crossings
         Main ids of the pipes that go from at or below the threshold to over it.
     plants
-        Plants reached: ratio before and after, over before and after.
+        Plants reached: ratio before and after, over before and after, on the
+        same flow as the ``plants`` layer (the profile's ``capacity.plant_basis``:
+        ``window_basis`` and the months in ``window``).
     plant_crossings
         Plant ids that go from at or below the plant threshold to over it.
     approvals
@@ -271,7 +274,12 @@ def _pipe_rows(result: CapacityResult, reach: _Reach, delta: np.ndarray, G: nx.M
 
 
 def _plant_rows(result: CapacityResult, reach: _Reach, flow_gpd: float) -> pd.DataFrame:
-    """The plants the flow reaches, their ratio to design flow before and after."""
+    """The plants the flow reaches, their ratio to design flow before and after.
+
+    "Before" is the plant's flow in the ``plants`` layer, on the profile's
+    ``capacity.plant_basis`` (by default the latest complete months); the
+    proposal's average flow is added to it.
+    """
     net, acc = result.network, result.accumulation
     cap = result.profile.capacity
     pthr = float(cap.plant_threshold)
@@ -293,6 +301,7 @@ def _plant_rows(result: CapacityResult, reach: _Reach, flow_gpd: float) -> pd.Da
         over_a = exceeds(ra, pthr, strict)
         rows.append({
             "plant_id": rec.plant_id, "design_flow_mgd": design, "basis": rec.basis,
+            "window_basis": rec.window_basis, "window": rec.window,
             "avg_flow_mgd_before": base, "avg_flow_mgd_after": base + add_mgd,
             "ratio_before": rb, "ratio_after": ra, "over_threshold_before": over_b,
             "over_threshold_after": over_a, "crosses_threshold": (not over_b) and over_a,
@@ -415,8 +424,11 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
             if len(over):
                 p = over.iloc[0]
                 when = "already operates" if p["over_threshold_before"] else "would operate"
+                months = (f", {p['window_basis']} months {p['window']}"
+                          if p.get("window") else f", by {p['basis']}")
                 reason = (f"plant {p['plant_id']} {when} in excess of {plant_thr:.0%} of design "
-                          f"flow ({p['ratio_before']:.1%} before, {p['ratio_after']:.1%} after)")
+                          f"flow ({p['ratio_before']:.1%} before, {p['ratio_after']:.1%} after"
+                          f"{months})")
         elif trig == "industrial":
             if industrial:
                 reason = "industrial wastewater"

@@ -14,9 +14,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="check sample results (CSV) against the limits; name upstream suspects",
         description="Check a CSV of results (columns manhole_id,datetime,parameter,value,"
         "unit) against the profile's limits, the hourly rule and the slug rule; for each "
-        "exceedance list the industrial users upstream of the manhole, largest process "
-        "flow first. Unknown parameters and units and malformed rows are reported. Exit "
-        "status 1 when something exceeds a limit.",
+        "finding list the industrial users upstream of the manhole, largest process flow "
+        "first. A limit on the sewage as it arrives at the treatment plant is a violation "
+        "only at the plant (or on the flow-weighted plant average); a result above it at a "
+        "user's manhole is a screening exceedance. A result above normal strength is the "
+        "basis of surcharge, not a violation. Unknown parameters and units and malformed "
+        "rows are reported. Exit status 1 when something exceeds a limit (a violation).",
     )
     p.add_argument("csv", type=Path, help="results file")
     add_town_options(p)
@@ -40,13 +43,18 @@ def run(args: argparse.Namespace) -> int:
 
         with atomic_path(args.csv_out, "findings CSV") as tmp:
             res.to_csv(tmp, index=False)
-    exc = res[res["kind"] == "exceedance"]
-    prob = res[res["kind"] == "problem"]
-    say(args, f"{len(exc)} exceedance(s), {len(prob)} problem(s) in {args.csv}")
-    for r in exc.itertuples():
-        say(args, f"EXCEEDANCE {r.manhole_id} {r.start:%Y-%m-%d %H:%M}: {r.message} "
-                  f"[{r.section}] (lines {r.lines})")
-        say(args, f"  upstream users: {r.suspects or 'none known'}")
-    for r in prob.itertuples():
+    labels = {"exceedance": "EXCEEDANCE", "screening_exceedance": "SCREENING",
+              "above_normal_strength": "ABOVE NORMAL STRENGTH"}
+    counts = res["kind"].value_counts()
+    say(args, f"{counts.get('exceedance', 0)} exceedance(s), "
+              f"{counts.get('screening_exceedance', 0)} screening exceedance(s), "
+              f"{counts.get('above_normal_strength', 0)} above normal strength, "
+              f"{counts.get('problem', 0)} problem(s) in {args.csv}")
+    for kind, label in labels.items():
+        for r in res[res["kind"] == kind].itertuples():
+            say(args, f"{label} {r.manhole_id} {r.start:%Y-%m-%d %H:%M}: {r.message} "
+                      f"[{r.section}] (lines {r.lines})")
+            say(args, f"  upstream users: {r.suspects or 'none known'}")
+    for r in res[res["kind"] == "problem"].itertuples():
         say(args, f"PROBLEM {r.rule}: {r.message}")
-    return 1 if len(exc) else 0
+    return 1 if counts.get("exceedance", 0) else 0

@@ -30,6 +30,22 @@ UNKNOWN_AGE = ("review", "new", "existing")
 #: Peaking formulas gisnet.capacity implements (``[flow] peaking_formula``): Harmon
 #: (the Ten States Standards formula), or none (peak = average).
 PEAKING_FORMULAS = ("harmon", "none")
+#: Which window of ``plant_months`` consecutive complete months decides the plant
+#: rule (``[capacity] plant_basis``): the most recent one, or the highest of the record.
+PLANT_BASES = ("latest", "worst")
+#: What a ``[[limits.parameter]]`` limit is judged on (``basis``): each result
+#: (None), the average of a 24-hour sampling period at the point (``average``),
+#: or the normal-strength line, a basis of surcharge and not a prohibition
+#: (``normal_strength``).
+LIMIT_BASES = ("average", "normal_strength")
+#: Where a limit (``where``) or the hourly rule (``[limits] hourly_where``)
+#: applies: anywhere in the sewer (``sewer``, as None), or to the sewage as it
+#: arrives at the treatment plant (``plant_influent``).
+LIMIT_WHERE = ("sewer", "plant_influent")
+#: The concentration a slug is a multiple of (``[limits] slug_baseline``): the
+#: normal-strength numbers of the profile, or the discharger's own average
+#: 24-hour concentration during normal operation at the sampling point.
+SLUG_BASELINES = ("normal_strength", "own_24h_average")
 
 def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
     return f"must be one of {', '.join(allowed)}, not {value!r}"
@@ -210,6 +226,10 @@ class Capacity(ProfileTable):
     plant_strict: bool = key("The plant rule is ``in excess of`` (``>``) rather than "
                              "``at least`` (``>=``).")
     plant_section: str = key("Section (or source) of the plant rule.")
+    plant_basis: str | None = key(
+        "Which window of ``plant_months`` consecutive complete months decides the plant "
+        "rule: ``latest`` (the most recent: how the plant operates now; the default) or "
+        "``worst`` (the highest in the record); see PLANT_BASES.", optional=True)
     min_velocity_fps: float = key("Minimum velocity flowing full.", "ft/s")
     min_slope_pct: Mapping[float, float] = key(
         "Minimum slope by nominal pipe diameter (inches), ascending ([capacity.min_slope_pct]).",
@@ -229,6 +249,8 @@ class Capacity(ProfileTable):
             yield "deficient", "must lie between utilization_threshold and surcharged"
         if self.plant_months < 1:
             yield "plant_months", "must be >= 1"
+        if self.plant_basis is not None and self.plant_basis not in PLANT_BASES:
+            yield "plant_basis", _one_of(self.plant_basis, PLANT_BASES)
         if self.min_velocity_fps <= 0:
             yield "min_velocity_fps", "must be > 0"
         for d, v in self.min_slope_pct.items():
@@ -302,10 +324,15 @@ class LimitParameter(ProfileTable):
     max: float | None = key("Largest allowed value.", "the entry's unit", optional=True)
     min: float | None = key("Smallest allowed value.", "the entry's unit", optional=True)
     section: str = key("Ordinance section.")
-    basis: str | None = key("What the limit applies to (``average``, ``normal_strength`` "
-                            "...).", optional=True)
-    where: str | None = key("Where it applies (``sewer``, ``plant_influent`` ...).",
-                            optional=True)
+    basis: str | None = key("What the limit is judged on: each result (left out), the "
+                            "average of a 24-hour sampling period at the point "
+                            "(``average``), or the normal-strength line, a basis of "
+                            "surcharge, not a prohibition (``normal_strength``); see "
+                            "LIMIT_BASES.", optional=True)
+    where: str | None = key("Where it applies: anywhere in the sewer (``sewer``, the "
+                            "default) or to the sewage as it arrives at the treatment plant "
+                            "(``plant_influent``: a result elsewhere only screens); see "
+                            "LIMIT_WHERE.", optional=True)
     text: str | None = key("Text of the limit.", optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
@@ -313,6 +340,10 @@ class LimitParameter(ProfileTable):
             yield "", f"({self.name}) needs max or min"
         if self.max is not None and self.min is not None and self.min > self.max:
             yield "min", f"({self.name}) is above max"
+        if self.basis is not None and self.basis not in LIMIT_BASES:
+            yield "basis", f"({self.name}) " + _one_of(self.basis, LIMIT_BASES)
+        if self.where is not None and self.where not in LIMIT_WHERE:
+            yield "where", f"({self.name}) " + _one_of(self.where, LIMIT_WHERE)
 
 
 @documented
@@ -328,10 +359,24 @@ class Limits(ProfileTable):
         "A clock hour's mean may not reach this multiple of the daily average.", "ratio",
         optional=True)
     hourly_section: str | None = key("Section of the hourly rule.", optional=True)
-    slug_factor: float = key("A slug is a discharge over this multiple of normal strength "
+    hourly_where: str | None = key("Where the hourly rule applies (``sewer`` or "
+                                   "``plant_influent``; a result elsewhere only screens); see "
+                                   "LIMIT_WHERE.", optional=True)
+    slug_factor: float = key("A slug is a discharge over this multiple of the slug baseline "
                              "(> 1).", "ratio")
     slug_minutes: float = key("... lasting longer than this.", "min")
     slug_section: str = key("Section of the slug rule.")
+    slug_baseline: str | None = key(
+        "What the slug is a multiple of: ``normal_strength`` (``normal_bod_mg_l`` / "
+        "``normal_ss_mg_l``, the default) or ``own_24h_average`` (the same point's average "
+        "24-hour concentration during normal operation); see SLUG_BASELINES.", optional=True)
+    slug_parameters: tuple[str, ...] | None = key(
+        "Parameters the slug rule measures (default: every concentration parameter for "
+        "``own_24h_average``, BOD and SS for ``normal_strength``).", optional=True)
+    slug_max_gap_min: float | None = key(
+        "Consecutive results further apart than this do not show one continuous discharge: "
+        "a slug's run of results never spans a longer gap (default ``slug_minutes``).",
+        "min", optional=True)
     normal_bod_mg_l: float = key("Upper BOD of normal-strength (domestic) waste.", "mg/L")
     normal_ss_mg_l: float = key("Upper suspended solids of normal-strength waste.", "mg/L")
     normal_section: str = key("Section defining normal strength.")
@@ -347,6 +392,12 @@ class Limits(ProfileTable):
             yield "slug_factor", "must be > 1"
         if self.hourly_max_over_average is not None and self.hourly_max_over_average <= 1:
             yield "hourly_max_over_average", "must be > 1"
+        if self.hourly_where is not None and self.hourly_where not in LIMIT_WHERE:
+            yield "hourly_where", _one_of(self.hourly_where, LIMIT_WHERE)
+        if self.slug_baseline is not None and self.slug_baseline not in SLUG_BASELINES:
+            yield "slug_baseline", _one_of(self.slug_baseline, SLUG_BASELINES)
+        if self.slug_max_gap_min is not None and self.slug_max_gap_min <= 0:
+            yield "slug_max_gap_min", "must be > 0"
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

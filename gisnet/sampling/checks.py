@@ -2,12 +2,17 @@
 
 :func:`check_samples` reads a CSV of lab results (``manhole_id, datetime,
 parameter, value, unit``) and checks it against the profile's ``[limits]``:
-each parameter's max/min, the hourly rule ("at no time shall the hourly
-concentration be three times the average concentration") and the slug rule
-(more than ``slug_factor`` x normal strength of BOD/SS for more than
-``slug_minutes``). Each exceedance lists the industrial users upstream of its
+each parameter's max/min on the basis and at the place the profile gives
+(``basis``, ``where``: a limit on the sewage as it arrives at the treatment
+plant is judged at the plant, or on the flow-weighted plant average of
+:mod:`.plant_average`; at a user's manhole it only screens), the
+normal-strength line (the basis of surcharge, not a prohibition), the hourly
+rule ("at no time shall the hourly concentration be three times the average
+concentration", the same point's 24-hour average) and the slug rule (more than
+``slug_factor`` x the slug baseline in a continuous run lasting more than
+``slug_minutes``). Each finding lists the industrial users upstream of its
 manhole (:func:`gisnet.tracing.trace_upstream`), largest process flow first.
-Units are those of :mod:`.parameters`.
+Units are those of :mod:`.parameters`; rows are :mod:`.findings`.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ import pandas as pd
 from ..errors import LayerError, SchemaError
 from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points, trace_upstream
+from .findings import CHECK_COLUMNS, event, fmt_time, lines, name_baseline, row, user_labels
 from .parameters import CANONICAL_UNIT, canonical_parameter, profile_limits, to_canonical
-from .plan import fmt_gpd
+from .plant_average import flow_weighted_rows, plant_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..town import Town
@@ -35,12 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 SAMPLE_COLUMNS = ("manhole_id", "datetime", "parameter", "value", "unit")
-
-CHECK_COLUMNS = [
-    "kind", "rule", "manhole_id", "parameter", "start", "end", "duration_min", "n_samples",
-    "value", "unit", "limit", "limit_unit", "section", "message", "lines", "suspects",
-    "suspect_user_ids",
-]
 
 
 def _parse_time(text: str) -> dt.datetime | None:
@@ -155,20 +155,121 @@ def read_samples(csv_path: str | Path) -> tuple[pd.DataFrame, list[dict[str, Any
     return df, bad
 
 
-def _runs(flag: np.ndarray) -> list[tuple[int, int]]:
-    """(start, end) inclusive index pairs of consecutive True runs."""
+#: 24 hours: the sampling period over which an average concentration is taken.
+DAY = np.timedelta64(24, "h")
+
+
+def sampling_periods(times: np.ndarray) -> np.ndarray:
+    """The 24-hour sampling period of each result time (times in ascending order).
+
+    A period starts at a result and holds every result less than 24 hours after
+    it; the next period starts at the first result after that. A sampling
+    campaign from 08:00 to 08:00 the next morning is one period, however the
+    clock days fall.
+
+    Returns
+    -------
+    numpy.ndarray
+        Period number (0, 1, ...) of each time.
+    """
+    out = np.zeros(len(times), dtype=int)
+    if not len(times):
+        return out
+    start, k = times[0], 0
+    for i, t in enumerate(times):
+        if t - start >= DAY:
+            k, start = k + 1, t
+        out[i] = k
+    return out
+
+
+def _runs(flag: np.ndarray, times: np.ndarray | None = None,
+          max_gap: np.timedelta64 | None = None) -> list[tuple[int, int]]:
+    """(start, end) inclusive index pairs of consecutive True runs.
+
+    With ``times`` and ``max_gap``, two flagged results further apart than
+    ``max_gap`` end one run and start another (no continuity is shown between them).
+    """
     out = []
     i, n = 0, len(flag)
     while i < n:
         if flag[i]:
             j = i
-            while j + 1 < n and flag[j + 1]:
+            while j + 1 < n and flag[j + 1] and (
+                    max_gap is None or times is None or times[j + 1] - times[j] <= max_gap):
                 j += 1
             out.append((i, j))
             i = j + 1
         else:
             i += 1
     return out
+
+
+class _Context:
+    """What every group of results is checked against: the profile's rules, the
+    plants and the users upstream of each manhole (traced once)."""
+
+    def __init__(self, town: Town, G: nx.MultiDiGraph, index: DownstreamIndex | None,
+                 points: gpd.GeoDataFrame | None) -> None:
+        self.town, self.G = town, G
+        self.lim = town.profile.limits
+        self.limits = profile_limits(town.profile)
+        self._index, self._points = index, points
+        self._up: dict[Any, pd.DataFrame] = {}
+        self.plant_of = plant_ids(town, G)
+        lim = self.lim
+        self.slug_baseline = lim.slug_baseline or "normal_strength"
+        self.normal = {"bod": lim.normal_bod_mg_l, "ss": lim.normal_ss_mg_l}
+        gap = lim.slug_max_gap_min if lim.slug_max_gap_min is not None else lim.slug_minutes
+        self.max_gap = np.timedelta64(round(float(gap) * 60), "s")
+
+    def at_plant(self, mh: Any) -> bool:
+        """A sample taken at a plant's influent: the location is a plant (id or node)
+        or an outlet of the graph."""
+        if mh in self.plant_of:
+            return True
+        if mh in self.G:
+            return self.G.nodes[mh].get("kind") == "plant" or \
+                mh in (self.G.graph.get("outlets") or ())
+        return False
+
+    def plant_id(self, mh: Any) -> Any:
+        """The plant a location is at or drains to (None if not known)."""
+        if mh in self.plant_of:
+            return self.plant_of[mh]
+        if mh not in self.G:
+            return None
+        out = self.index.outlet_of(mh)
+        if out is None:
+            return None
+        return self.plant_of.get(out, out if self.G.nodes[out].get("kind") == "plant" else None)
+
+    @property
+    def index(self) -> DownstreamIndex:
+        if self._index is None:
+            self._index = DownstreamIndex.of(self.G)
+        return self._index
+
+    def upstream_users(self, mh: Any) -> pd.DataFrame:
+        """Industrial users draining to a manhole, largest process flow first."""
+        if mh not in self._up:
+            users = self.town.layer("users")
+            if users is None or not len(users) or mh not in self.G:
+                self._up[mh] = pd.DataFrame({"user_id": [], "process_flow_gpd": []})
+            else:
+                if self._points is None:
+                    self._points = connection_points(self.town, self.G, index=self.index)
+                self._up[mh] = trace_upstream(self.town, self.G, mh, points=self._points,
+                                              index=self.index)["users"]
+        return self._up[mh]
+
+    def slug_params(self, dim: dict[str, str]) -> set[str]:
+        """Parameters the slug rule measures."""
+        if self.lim.slug_parameters is not None:
+            return set(self.lim.slug_parameters)
+        if self.slug_baseline == "normal_strength":
+            return {"bod", "ss"}
+        return {p for p, d in dim.items() if d == "concentration"}
 
 
 def check_samples(
@@ -181,23 +282,43 @@ def check_samples(
 ) -> pd.DataFrame:
     """Check lab results against the profile's limits; name upstream suspects.
 
-    Rules, per manhole and parameter, samples in time order:
+    Results are grouped by manhole and parameter, in time order, and into
+    24-hour sampling periods (:func:`sampling_periods`). The rules:
 
-    - ``max`` / ``min``: each result against the profile's limit for the
-      parameter; consecutive results beyond the same limit are one exceedance.
-    - ``slug``: BOD or SS above ``slug_factor`` x normal strength
-      (``normal_bod_mg_l`` / ``normal_ss_mg_l``) in consecutive results spanning
-      more than ``slug_minutes`` (first to last result of the run). The
-      results of a slug are reported once, as the slug, with the section of
-      the plain limit they also break.
-    - ``hourly``: a clock hour's mean at or above ``hourly_max_over_average`` x the
-      mean of all results of the file for that manhole and parameter (only
-      for parameters limited in the same section as the hourly rule, the
-      metals table in Poughkeepsie; all concentrations if none is).
+    - ``max`` / ``min``: each result against the profile's limit; consecutive
+      results beyond it, no more than ``slug_max_gap_min`` apart, are one row.
+      A limit with ``basis = "average"`` is judged on each period's mean at
+      the point instead (``basis`` column
+      ``24h_average``). A limit with ``where = "plant_influent"`` (Poughkeepsie
+      § 168-22.5C(9): "average quantities in the sewage as it arrives at the
+      treatment plant") is a violation only at a plant (a location that is a
+      plant id or an outlet) or on the flow-weighted average at the plant
+      computed from the users' results and process flows
+      (:func:`gisnet.sampling.plant_average.flow_weighted_rows`, ``basis``
+      ``flow_weighted_at_plant``); a result above it at a user's manhole is a
+      ``screening_exceedance``, never a violation.
+    - ``normal_strength``: a limit with ``basis = "normal_strength"`` (Berlin
+      ch. 16 definitions no. 29) is the basis of surcharge, not a
+      prohibition: a result above it is ``above_normal_strength``.
+    - ``hourly``: a clock hour's mean at or above ``hourly_max_over_average`` x
+      the average of the same parameter at the same point over the 24-hour
+      period (the samples that formed it in ``baseline_*``); only for the
+      parameters limited in the hourly rule's section (all concentrations if
+      none is). With ``hourly_where = "plant_influent"`` it screens elsewhere.
+    - ``slug``: results above ``slug_factor`` x the baseline, in a continuous
+      run (consecutive results no more than ``slug_max_gap_min`` apart) lasting
+      more than ``slug_minutes`` from its first to its last result. The
+      baseline is the profile's ``slug_baseline``: ``normal_strength`` (the
+      ``normal_*_mg_l`` numbers) or ``own_24h_average`` (the point's own
+      average over the 24-hour period during normal operation: the period's
+      results without those above ``slug_factor`` x the period's median, so a
+      slug never raises its own baseline). Results of a slug are reported once,
+      as the slug.
 
     Problems are rows too: ``malformed`` (with the line), ``unknown_parameter``,
     ``unknown_unit`` (wrong dimension or unknown spelling), ``no_limit``
-    (known parameter the profile does not limit) and ``unknown_manhole``.
+    (known parameter the profile does not limit), ``unknown_manhole`` and
+    ``plant_flow_unknown`` (no flow for a flow-weighted plant average).
 
     Parameters
     ----------
@@ -211,20 +332,25 @@ def check_samples(
     Returns
     -------
     DataFrame
-        One row per exceedance or problem: ``kind`` (``exceedance`` |
-        ``problem``), ``rule``, ``manhole_id``, ``parameter``, ``start``,
-        ``end``, ``duration_min``, ``n_samples``, ``value`` (the worst, in
-        ``unit``, the canonical unit), ``limit``, ``limit_unit``, ``section``,
-        ``message``, ``lines`` (line numbers in the file), ``suspects``
-        (upstream industrial users, largest process flow first, as text) and
-        ``suspect_user_ids``. Exceedances come first, in time order.
+        Columns :data:`CHECK_COLUMNS`, one row per finding or problem:
+        ``kind`` (``exceedance`` | ``screening_exceedance`` |
+        ``above_normal_strength`` | ``problem``), ``rule``, ``basis``, ``point``
+        (``plant_influent`` | ``sewer``), ``manhole_id``, ``plant_id``,
+        ``parameter``, ``start``, ``end``, ``duration_min``, ``n_samples``,
+        ``value`` (the worst, in ``unit``, the canonical unit), ``limit``,
+        ``limit_unit``, ``baseline`` (the average the hourly and slug rules
+        multiply) with ``baseline_n``, ``baseline_lines``, ``baseline_start``,
+        ``baseline_end``, ``section``, ``message``, ``lines`` (line numbers in
+        the file), ``suspects`` (upstream industrial users, largest process
+        flow first, as text) and ``suspect_user_ids``. Findings come first,
+        in time order, then problems.
     """
     df, bad = read_samples(csv_path)
-    lim = town.profile.limits
-    limits = profile_limits(town.profile)
+    ctx = _Context(town, G, index, points)
+    limits = ctx.limits
     rows: list[dict[str, Any]] = []
     for b in bad:
-        rows.append(_row("problem", "malformed", manhole_id=b.get("manhole_id"),
+        rows.append(row("problem", "malformed", manhole_id=b.get("manhole_id"),
                          parameter=b.get("parameter"), lines=str(b["line"]),
                          message=f"line {b['line']}: {b['problem']}"))
     known = set(limits)
@@ -237,149 +363,261 @@ def check_samples(
         df = df.assign(param=None, dim=None, cvalue=np.nan)
     # unknown parameters
     for name, g in df[df["param"].isna()].groupby("parameter", sort=True):
-        rows.append(_row("problem", "unknown_parameter", parameter=name,
-                         lines=_lines(g), n_samples=len(g),
+        rows.append(row("problem", "unknown_parameter", parameter=name,
+                         lines=lines(g), n_samples=len(g),
                          message=f"parameter {name!r} is not known; {len(g)} result(s) not "
                                  "checked"))
     df = df[df["param"].notna()]
-    # known parameter without a limit in the profile
-    for name, g in df[~df["param"].isin(known)].groupby("param", sort=True):
-        rows.append(_row("problem", "no_limit", parameter=name, lines=_lines(g),
-                         n_samples=len(g),
-                         message=f"the profile sets no limit for {name}; {len(g)} result(s) "
-                                 "not checked"))
-    df = df[df["param"].isin(known)].copy()
-    # unit of the wrong dimension or unknown
     lim_dim = {p: ls[0].dimension for p, ls in limits.items()}
+    # known parameters without a limit: checked for slugs only where the slug rule
+    # measures any constituent, else not at all
+    slug_any = ctx.lim.slug_parameters is None and ctx.slug_baseline == "own_24h_average"
+    unlimited = ~df["param"].isin(known)
+    for name, g in df[unlimited].groupby("param", sort=True):
+        conc = g["dim"] == "concentration"
+        what = f"{len(g)} result(s) not checked"
+        if slug_any and conc.any():
+            what = (f"{int(conc.sum())} result(s) checked for slugs only "
+                    f"({ctx.lim.slug_section})" +
+                    (f", {int((~conc).sum())} not checked" if (~conc).any() else ""))
+        rows.append(row("problem", "no_limit", parameter=name, lines=lines(g),
+                         n_samples=len(g),
+                         message=f"the profile sets no limit for {name}; {what}"))
+    if slug_any:
+        for name in df.loc[unlimited & (df["dim"] == "concentration"), "param"].unique():
+            lim_dim[name] = "concentration"
+    df = df[df["param"].isin(set(lim_dim))].copy()
+    # unit of the wrong dimension or unknown
     wrong = df["dim"].isna() | (df["dim"] != df["param"].map(lim_dim))
-    for (name, unit), g in df[wrong].groupby(["param", "unit"], sort=True):
-        rows.append(_row("problem", "unknown_unit", parameter=name, unit=unit,
-                         lines=_lines(g), n_samples=len(g),
+    for (name, unit), g in df[wrong & df["param"].isin(known)].groupby(["param", "unit"],
+                                                                       sort=True):
+        rows.append(row("problem", "unknown_unit", parameter=name, unit=unit,
+                         lines=lines(g), n_samples=len(g),
                          message=f"unit {unit!r} cannot be converted exactly to "
                                  f"{CANONICAL_UNIT[lim_dim[name]]} for {name}; "
                                  f"{len(g)} result(s) not checked"))
     df = df[~wrong].sort_values(["manhole_id", "param", "datetime", "line"], kind="stable")
     # unknown manholes: still checked, but nobody can be named upstream
-    for mh, g in df[~df["manhole_id"].isin(set(G.nodes))].groupby("manhole_id", sort=True):
-        rows.append(_row("problem", "unknown_manhole", manhole_id=mh, lines=_lines(g),
+    unknown = ~df["manhole_id"].isin(set(G.nodes)) & ~df["manhole_id"].isin(set(ctx.plant_of))
+    for mh, g in df[unknown].groupby("manhole_id", sort=True):
+        rows.append(row("problem", "unknown_manhole", manhole_id=mh, lines=lines(g),
                          n_samples=len(g),
                          message=f"manhole {mh!r} is not in the sewer graph; its results are "
                                  "checked but no upstream users can be named"))
     events: list[dict[str, Any]] = []
-    slug_factor = lim.slug_factor
-    slug_minutes = lim.slug_minutes
-    normal = {"bod": lim.normal_bod_mg_l, "ss": lim.normal_ss_mg_l}
-    hourly_x = lim.hourly_max_over_average
-    hourly_sec = lim.hourly_section
-    hourly_params = {p for p, ls in limits.items() if any(x.section == hourly_sec for x in ls)}
-    if not hourly_params:
-        hourly_params = {p for p, d in lim_dim.items() if d == "concentration"}
+    slug_params = ctx.slug_params(lim_dim)
     for (mh, param), g in df.groupby(["manhole_id", "param"], sort=True):
         g = g.reset_index(drop=True)
-        vals = g["cvalue"].to_numpy(float)
-        times = pd.to_datetime(g["datetime"]).to_numpy()
-        in_slug = np.zeros(len(g), bool)
-        # slug
-        if param in normal and normal[param] and slug_factor and slug_minutes is not None:
-            thr = float(slug_factor) * float(normal[param])
-            for a, b in _runs(vals > thr):
-                minutes = (times[b] - times[a]) / np.timedelta64(1, "m")
-                if minutes > float(slug_minutes):
-                    in_slug[a:b + 1] = True
-                    also = [x for x in limits[param] if x.max is not None
-                            and (vals[a:b + 1] > x.max).any()]
-                    sec = "; ".join([str(lim.slug_section)] + [x.section for x in also])
-                    msg = (f"slug: {param} above {slug_factor:g} x normal "
-                           f"({thr:g} mg/L) for {minutes:g} min (> {slug_minutes:g} min), "
-                           f"peak {vals[a:b + 1].max():g} mg/L")
-                    if also:
-                        msg += "; also above the limit " + ", ".join(
-                            f"{x.max:g} {x.unit} ({x.section})" for x in also)
-                    events.append(_event("slug", mh, param, g.iloc[a:b + 1], vals[a:b + 1].max(),
-                                         "mg/L", thr, "mg/L", sec, msg, times[a], times[b]))
-        # plain limits
-        for x in limits[param]:
-            for kind, bound in (("max", x.max), ("min", x.min)):
-                if bound is None:
-                    continue
-                over = (vals > bound) if kind == "max" else (vals < bound)
-                over &= ~in_slug
-                for a, b in _runs(over):
-                    seg = vals[a:b + 1]
-                    worst = seg.max() if kind == "max" else seg.min()
-                    word = "above the maximum" if kind == "max" else "below the minimum"
-                    msg = f"{param} {worst:g} {x.unit} {word} {bound:g} {x.unit}"
-                    if x.basis or x.where:
-                        msg += " (limit basis: " + ", ".join(
-                            s for s in (x.basis, x.where) if s) + ")"
-                    events.append(_event(kind, mh, param, g.iloc[a:b + 1], worst, x.unit, bound,
-                                         x.unit, x.section, msg, times[a], times[b]))
-        # hourly
-        if hourly_x and param in hourly_params and len(g) > 1:
-            avg = vals.mean()
-            hours = pd.Series(vals).groupby(pd.to_datetime(times).floor("h").to_numpy())
-            hmean = hours.mean()
-            unit = CANONICAL_UNIT[lim_dim[param]]
-            for h, m in hmean.items():
-                if avg > 0 and exceeds(m, float(hourly_x) * avg, strict=False):
-                    sel = pd.to_datetime(times).floor("h") == h
-                    msg = (f"hourly: {param} mean {m:g} {unit} in the hour from {h} is "
-                           f"{m / avg:.2f} x the average {avg:g} {unit} (limit "
-                           f"{float(hourly_x):g} x)")
-                    events.append(_event("hourly", mh, param, g[sel], m, unit,
-                                         float(hourly_x) * avg, unit, str(hourly_sec), msg,
-                                         np.datetime64(h), np.datetime64(h) +
-                                         np.timedelta64(59, "m")))
-    _add_suspects(town, G, events, index=index, points=points)
-    events.sort(key=lambda e: (e["start"], e["manhole_id"], e["parameter"], e["rule"]))
+        events.extend(_check_group(ctx, mh, param, g, lim_dim[param], param in slug_params))
+    fw, fw_problems = flow_weighted_rows(ctx, df, events)
+    events.extend(fw)
+    rows.extend(fw_problems)
+    _add_suspects(ctx, events)
+    events.sort(key=lambda e: (e["start"], str(e["manhole_id"]), e["parameter"], e["rule"]))
     out = pd.DataFrame(events + rows, columns=CHECK_COLUMNS)
-    log.info("samples: %d exceedance(s), %d problem(s)", len(events), len(rows))
+    for c in ("n_samples", "baseline_n"):
+        out[c] = pd.to_numeric(out[c]).astype("Int64")
+    kinds = out["kind"].value_counts()
+    log.info("samples: %d exceedance(s), %d screening, %d above normal strength, "
+             "%d problem(s)", kinds.get("exceedance", 0), kinds.get("screening_exceedance", 0),
+             kinds.get("above_normal_strength", 0), len(rows))
     return out
 
 
-def _lines(g: pd.DataFrame) -> str:
-    return ",".join(str(int(x)) for x in g["line"])
+def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, slug: bool
+                 ) -> list[dict[str, Any]]:
+    """The findings of one manhole's results of one parameter (time order)."""
+    lim = ctx.lim
+    vals = g["cvalue"].to_numpy(float)
+    times = pd.to_datetime(g["datetime"]).to_numpy()
+    period = sampling_periods(times)
+    unit = CANONICAL_UNIT[dim]
+    at_plant = ctx.at_plant(mh)
+    point = "plant_influent" if at_plant else "sewer"
+    plant = ctx.plant_id(mh)
+    limits = ctx.limits.get(param, [])
+    events: list[dict[str, Any]] = []
+    common = {"manhole_id": mh, "parameter": param, "point": point, "plant_id": plant}
+
+    def status(where: str | None) -> str:
+        return "screening_exceedance" if where == "plant_influent" and not at_plant \
+            else "exceedance"
+
+    # slug
+    in_slug = np.zeros(len(g), bool)
+    if slug and lim.slug_factor:
+        factor = float(lim.slug_factor)
+        base, base_sel = _slug_baselines(ctx, param, vals, period, factor)
+        with np.errstate(invalid="ignore"):
+            over = np.asarray(exceeds(vals, factor * base), bool) & np.isfinite(base)
+        for a, b in _runs(over, times, ctx.max_gap):
+            minutes = (times[b] - times[a]) / np.timedelta64(1, "m")
+            if not minutes > float(lim.slug_minutes):
+                continue
+            in_slug[a:b + 1] = True
+            thr = factor * float(base[a])
+            seg = vals[a:b + 1]
+            also = [x for x in limits if x.max is not None and x.basis is None
+                    and status(x.where) == "exceedance" and (seg > x.max).any()]
+            normal_too = [x for x in limits if x.max is not None
+                          and x.basis == "normal_strength" and (seg > x.max).any()]
+            sec = "; ".join([str(lim.slug_section)] + [x.section for x in also])
+            if ctx.slug_baseline == "normal_strength":
+                what = f"{factor:g} x normal strength {float(base[a]):g} {unit}"
+            else:
+                sel = base_sel[period[a]]
+                what = (f"{factor:g} x its own 24-hour average {float(base[a]):.4g} {unit} "
+                        f"during normal operation ({int(sel.sum())} result(s) "
+                        f"{fmt_time(times[sel][0])}..{fmt_time(times[sel][-1])})")
+            msg = (f"slug: {param} above {what} = {thr:.4g} {unit} for {minutes:g} min "
+                   f"(> {float(lim.slug_minutes):g} min; results no more than "
+                   f"{ctx.max_gap / np.timedelta64(1, 'm'):g} min apart), peak "
+                   f"{seg.max():g} {unit}")
+            if also:
+                msg += "; also above the limit " + ", ".join(
+                    f"{x.max:g} {x.unit} ({x.section})" for x in also)
+            if normal_too:
+                msg += "; also above normal strength " + ", ".join(
+                    f"{x.max:g} {x.unit} ({x.section}, the basis of surcharge)"
+                    for x in normal_too)
+            ev = event("exceedance", "slug", g.iloc[a:b + 1], seg.max(), unit, thr, unit, sec,
+                        msg, times[a], times[b], basis=ctx.slug_baseline, **common)
+            if ctx.slug_baseline == "own_24h_average":
+                name_baseline(ev, g[base_sel[period[a]]], float(base[a]))
+            else:
+                ev["baseline"] = float(base[a])
+            events.append(ev)
+    # plain limits
+    for x in limits:
+        kind = "above_normal_strength" if x.basis == "normal_strength" else status(x.where)
+        for side, bound in (("max", x.max), ("min", x.min)):
+            if bound is None or (kind == "above_normal_strength" and side == "min"):
+                continue
+            if x.basis == "average" and kind == "exceedance":
+                events.extend(_average_events(x, side, float(bound), g, vals, times, period,
+                                              kind, common))
+                continue
+            over = exceeds(vals, bound) if side == "max" else exceeds(bound, vals)
+            over = np.asarray(over, bool) & ~in_slug
+            for a, b in _runs(over, times, ctx.max_gap):
+                seg = vals[a:b + 1]
+                worst = seg.max() if side == "max" else seg.min()
+                word = "above the maximum" if side == "max" else "below the minimum"
+                msg = f"{param} {worst:g} {x.unit} {word} {bound:g} {x.unit}"
+                rule = side
+                if kind == "above_normal_strength":
+                    rule = "normal_strength"
+                    msg = (f"{param} {worst:g} {x.unit} above normal strength {bound:g} "
+                           f"{x.unit}: the basis of surcharge ({x.section}), not a prohibition")
+                elif kind == "screening_exceedance":
+                    msg = (f"screening: {param} {worst:g} {x.unit} at manhole {mh} is above "
+                           f"{bound:g} {x.unit}, a limit on the average in the sewage as it "
+                           f"arrives at the treatment plant ({x.section}); not a violation "
+                           "at a user's manhole")
+                events.append(event(kind, rule, g.iloc[a:b + 1], worst, x.unit, bound, x.unit,
+                                     x.section, msg, times[a], times[b], basis="sample",
+                                     **common))
+    # hourly
+    hourly_x = lim.hourly_max_over_average
+    if hourly_x and param in _hourly_params(ctx) and len(g) > 1:
+        events.extend(_hourly_events(ctx, g, vals, times, period, unit, float(hourly_x),
+                                     status(lim.hourly_where), common))
+    return events
 
 
-def _row(kind: str, rule: str, **kw: Any) -> dict[str, Any]:
-    r: dict[str, Any] = dict.fromkeys(CHECK_COLUMNS)
-    r.update(kind=kind, rule=rule, **kw)
-    return r
+def _slug_baselines(ctx: _Context, param: str, vals: np.ndarray, period: np.ndarray,
+                    factor: float) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """The slug baseline of each result, and the results that formed each period's one."""
+    if ctx.slug_baseline == "normal_strength":
+        n = ctx.normal.get(param)
+        return np.full(len(vals), float(n) if n else np.nan), {}
+    base = np.full(len(vals), np.nan)
+    used: dict[int, np.ndarray] = {}
+    for k in np.unique(period):
+        sel = period == k
+        med = float(np.median(vals[sel]))
+        normal = sel & ~np.asarray(exceeds(vals, factor * med), bool)
+        used[int(k)] = normal
+        mean = float(vals[normal].mean()) if normal.sum() >= 2 else np.nan
+        base[sel] = mean if mean > 0 else np.nan
+    return base, used
 
 
-def _event(rule: str, mh: Any, param: str, g: pd.DataFrame, value: float, unit: str,
-           limit: float, limit_unit: str, section: str, message: str, t0: Any, t1: Any
-           ) -> dict[str, Any]:
-    t0, t1 = pd.Timestamp(t0), pd.Timestamp(t1)
-    return _row("exceedance", rule, manhole_id=mh, parameter=param, start=t0, end=t1,
-                duration_min=(t1 - t0).total_seconds() / 60.0, n_samples=len(g),
-                value=float(value), unit=unit, limit=float(limit), limit_unit=limit_unit,
-                section=section, message=message, lines=_lines(g))
+def _hourly_params(ctx: _Context) -> set[str]:
+    sec = ctx.lim.hourly_section
+    params = {p for p, ls in ctx.limits.items() if any(x.section == sec for x in ls)}
+    return params or {p for p, ls in ctx.limits.items() if ls[0].dimension == "concentration"}
 
 
-def _add_suspects(town: Town, G: nx.MultiDiGraph, events: list[dict[str, Any]], *,
-                  index: DownstreamIndex | None, points: gpd.GeoDataFrame | None) -> None:
-    if not events:
-        return
-    users = town.layer("users")
-    mhs = {e["manhole_id"] for e in events if e["manhole_id"] in G}
+def _span_note(times: np.ndarray) -> str:
+    hours = (times[-1] - times[0]) / np.timedelta64(1, "h")
+    return f"; its results span {hours:.1f} h of the 24" if hours < 20 else ""
+
+
+def _average_events(x: Any, side: str, bound: float, g: pd.DataFrame, vals: np.ndarray,
+                    times: np.ndarray, period: np.ndarray, kind: str, common: dict[str, Any]
+                    ) -> list[dict[str, Any]]:
+    """A limit on the average: each 24-hour period's mean at the point."""
+    out = []
+    for k in np.unique(period):
+        sel = period == k
+        m = float(vals[sel].mean())
+        if not (exceeds(m, bound) if side == "max" else exceeds(bound, m)):
+            continue
+        word = "above the maximum" if side == "max" else "below the minimum"
+        where = "at the plant's influent" if common["point"] == "plant_influent" else \
+            f"at {common['manhole_id']}"
+        t = times[sel]
+        msg = (f"{common['parameter']} 24-hour average {m:.4g} {x.unit} {where} "
+               f"({int(sel.sum())} result(s) {fmt_time(t[0])}..{fmt_time(t[-1])}"
+               f"{_span_note(t)}) {word} {bound:g} {x.unit}")
+        ev = event(kind, side, g[sel], m, x.unit, bound, x.unit, x.section, msg, t[0], t[-1],
+                    basis="24h_average", **common)
+        out.append(ev)
+    return out
+
+
+def _hourly_events(ctx: _Context, g: pd.DataFrame, vals: np.ndarray, times: np.ndarray,
+                   period: np.ndarray, unit: str, factor: float, kind: str,
+                   common: dict[str, Any]) -> list[dict[str, Any]]:
+    """Clock hours at or above ``factor`` x the same point's 24-hour average."""
+    out = []
+    hour = pd.to_datetime(times).floor("h").to_numpy()
+    for k in np.unique(period):
+        sel = period == k
+        if sel.sum() < 2:
+            continue
+        avg = float(vals[sel].mean())
+        if not avg > 0:
+            continue
+        t = times[sel]
+        for h in np.unique(hour[sel]):
+            in_h = sel & (hour == h)
+            m = float(vals[in_h].mean())
+            if not exceeds(m, factor * avg, strict=False):
+                continue
+            msg = (f"hourly: {common['parameter']} mean {m:g} {unit} in the hour from "
+                   f"{fmt_time(h)} is {m / avg:.2f} x the 24-hour average {avg:.4g} {unit} "
+                   f"at the same point ({int(sel.sum())} result(s) {fmt_time(t[0])}.."
+                   f"{fmt_time(t[-1])}{_span_note(t)}; limit {factor:g} x)")
+            if kind == "screening_exceedance":
+                msg = ("screening: " + msg + "; the rule is on the sewage as it arrives at the "
+                       "treatment plant, not a violation at a user's manhole")
+            ev = event(kind, "hourly", g[in_h], m, unit, factor * avg, unit,
+                        str(ctx.lim.hourly_section), msg, h, h + np.timedelta64(59, "m"),
+                        basis="24h_average", **common)
+            name_baseline(ev, g[sel], avg)
+            out.append(ev)
+    return out
+
+
+def _add_suspects(ctx: _Context, events: list[dict[str, Any]]) -> None:
     cache: dict[Any, tuple[str, str]] = {}
-    if users is not None and len(users) and mhs:
-        idx = DownstreamIndex.of(G, index)
-        if points is None:
-            points = connection_points(town, G, index=idx)
-        for mh in sorted(mhs, key=str):
-            up = trace_upstream(town, G, mh, points=points, index=idx)["users"]
-            names = []
-            for _, u in up.iterrows():
-                f = u.get("process_flow_gpd")
-                label = str(u["user_id"])
-                nm = u.get("name")
-                if nm is not None and pd.notna(nm) and str(nm) != label:
-                    label += f" {nm}"
-                label += f" ({fmt_gpd(f)})" if f is not None and pd.notna(f) else \
-                    " (process flow unknown)"
-                names.append(label)
-            cache[mh] = ("; ".join(names), ",".join(str(x) for x in up["user_id"]))
     for e in events:
-        e["suspects"], e["suspect_user_ids"] = cache.get(e["manhole_id"], ("", ""))
+        if e.get("suspects") is not None:
+            continue
+        mh = e["manhole_id"]
+        if mh not in cache:
+            up = ctx.upstream_users(mh) if mh in ctx.G else None
+            cache[mh] = ("", "") if up is None or not len(up) else user_labels(up)
+        e["suspects"], e["suspect_user_ids"] = cache[mh]
