@@ -622,6 +622,13 @@ def _grounds(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
     return out
 
 
+def _use(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
+    """The building's use, else the lot's land use, else ``use unknown``."""
+    use = pd.Series(f.use[ix], dtype=object)
+    use = use.where(use.notna(), pd.Series(f.land_use[ix], dtype=object))
+    return use.where(use.notna(), "use unknown").astype(str).to_numpy(dtype=object)
+
+
 def _septic_note(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
     rule = f"; {o.septic_rule}" if o.septic_rule else "."
     return choose(f.septic[ix], " The parcel is on a private system" + rule, "")
@@ -653,8 +660,7 @@ FIELDS: dict[str, Callable[[ParcelFacts, Ordinance, np.ndarray], np.ndarray | st
     "notice_date": lambda f, o, ix: _date_text(f.notice_date[ix]),
     "deadline_date": lambda f, o, ix: _date_text(deadline_dates(f, o, ix)),
     "grounds": _grounds,
-    "use": lambda f, o, ix: np.array(["use unknown" if v is None else str(v)
-                                      for v in f.use[ix]], dtype=object),
+    "use": _use,
     # the terms of the ordinance
     "limit": lambda f, o, ix: f"{o.distance_ft:g} ft",
     "section": lambda f, o, ix: o.section,
