@@ -122,7 +122,9 @@ def test_profiles_differ_where_their_measures_differ(lot_ft, house_ft, house_y, 
     assert b["status"] == berlin, b["reason"]
     assert b["building_id"] == "B1" and not b["approximate"]
     if pough == "subject_to_notice":
-        assert pd.isna(p["deadline_days"]) and p["section"] == "§ 168-22.2G"
+        # the 30 days are the term once notice is served; no date until then
+        assert p["deadline_days"] == 30 and pd.isna(p["deadline_date"])
+        assert p["section"] == "§ 168-22.2G"
         assert "300 ft" in p["reason"] and "public health hazard" in p["reason"]
     if berlin == "required":
         assert b["deadline_days"] == 90 and b["section"] == "sec. 16-50"
@@ -950,7 +952,8 @@ def test_decide_first_match_wins():
                                  "subject_to_notice"]
     assert d.reason[1] == ("Nearest eligible main M1 is 400.0 ft from the property line, "
                            "beyond the 300 ft of § 168-22.2G.")
-    assert d.deadline_days.tolist() == [pd.NA, pd.NA, pd.NA, pd.NA]
+    assert d.deadline_days.tolist() == [pd.NA, pd.NA, pd.NA, 30]
+    assert pd.isna(d.deadline_date).all()
 
 
 def test_analyse_obligations_is_typed():

@@ -94,7 +94,7 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
     quiet = _row(ob, "P0")
     assert quiet["distance_ft"] == pytest.approx(25.0)
     assert quiet["status"] == "subject_to_notice", quiet["reason"]
-    assert pd.isna(quiet["deadline_days"]) and pd.isna(quiet["deadline_date"])
+    assert quiet["deadline_days"] == 30 and pd.isna(quiet["deadline_date"])
     assert "no notice, health hazard or highway improvement program" in quiet["reason"]
     noticed = _row(ob, "P1")
     assert noticed["status"] == "required" and noticed["deadline_days"] == 30

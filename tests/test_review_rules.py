@@ -255,7 +255,8 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
         assert r["status"] == want, (pid, r["reason"])
         assert r["section"] == con.section
         if want == "subject_to_notice":
-            assert con.deadline_days == 30 and pd.isna(r["deadline_days"])
+            assert r["deadline_days"] == con.deadline_days == 30
+            assert pd.isna(r["deadline_date"])
             assert "due 30 days after it" in r["reason"] and bool(r["within_distance"])
         else:
             assert pd.isna(r["deadline_days"]), pid

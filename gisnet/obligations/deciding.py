@@ -506,7 +506,7 @@ RULES: tuple[Rule, ...] = (
          "subject_to_notice", _WITHIN + ", {abutting}): connection can be ordered by "
          "official notice, due {deadline_days} days after it, but no notice, health hazard "
          "or highway improvement program is recorded for the parcel ({section}).{notice}"
-         "{septic_note}"),
+         "{septic_note}", deadline=True),
     Rule("within_and_abutting",
          "§ 168-22.2G: 'all houses, buildings or property used for human occupancy ... "
          "abutting on any street ... [shall] connect directly with the proper public sewer "
