@@ -77,7 +77,8 @@ def _lot(i: int, **kw) -> dict:
 
 def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_grounds():
     """§ 168-22.2G: "... to connect such facilities directly with the proper public
-    sewer ... within 30 days after the date of official notice to do so, provided that
+    sewer in accordance with the provisions of this Article within 30 days after the
+    date of official notice to do so, provided that
     said public sewer is within 300 feet of the property line. Such notice shall be
     given only when it shall be necessary to eliminate a public health hazard or to
     promote a highway improvement program."
@@ -87,7 +88,8 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
                _lot(2, septic=True, health_hazard=True),
                _lot(3, highway_program=True),
                _lot(4),                                       # in the highway program area
-               _lot(5, notice_date="2026-12-15", health_hazard=True)]
+               _lot(5, notice_date="2026-12-15", health_hazard=True),
+               _lot(6, septic=True, highway_program=True)]
     program = [{"program_id": "RT9", "geometry": box(790, 0, 910, 200)}]
     town = _town(parcels, streets=[STREET], highway_program=program)
     ob = compute_obligations(town)["obligations"]
@@ -112,10 +114,17 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
         assert "highway improvement program" in r["reason"] and pd.isna(r["deadline_date"])
     year_end = _row(ob, "P5")  # 2026-12-15 + 30 days = 2027-01-14
     assert year_end["deadline_date"] == pd.Timestamp("2027-01-14")
-    assert (ob["section"] == "§ 168-22.2G").all()
+    # § 168-22.3C: "At such times as a public sewer system becomes available to a
+    # property served by a private sewage disposal system ... Such notice shall be given
+    # only when it shall be necessary to eliminate a public health hazard."
+    septic_road = _row(ob, "P6")
+    assert septic_road["status"] == "subject_to_notice", septic_road["reason"]
+    assert septic_road["section"] == "§ 168-22.3C" and pd.isna(septic_road["deadline_date"])
+    assert "private system" in septic_road["reason"]
+    assert (ob.drop(index=ob.index[ob["parcel_id"] == "P6"])["section"] == "§ 168-22.2G").all()
     # before: every one of these lots was "required"; now only those with a notice or
-    # one of the two grounds are
-    assert ob["status"].value_counts().to_dict() == {"required": 5, "subject_to_notice": 1}
+    # one of its grounds are
+    assert ob["status"].value_counts().to_dict() == {"required": 5, "subject_to_notice": 2}
 
 
 def test_berlin_highway_program_is_no_ground_and_new_buildings_date_from_notice():

@@ -34,8 +34,9 @@ ordinance:
  21   age_unknown                       review             new or existing cannot be told
  22   notice_served                     required           notice date recorded
  23   notice_grounds                    required           hazard / highway program
- 24   subject_to_notice                 subject_to_notice  no notice, no ground recorded
- 25   within_and_abutting               required           notice not conditioned
+ 24   septic_highway_only               subject_to_notice  septic, highway program only
+ 25   subject_to_notice                 subject_to_notice  no notice, no ground recorded
+ 26   within_and_abutting               required           notice not conditioned
 ====  ================================  =================  ============================
 
 A parcel no rule decides stays ``not_required`` without a reason (the last
@@ -98,6 +99,9 @@ class Ordinance:
         also makes an unnoticed parcel ``subject_to_notice`` (:attr:`notice_conditioned`).
     notice_highway_program
         Notice may be given to promote a highway improvement program.
+    septic_notice_section
+        The section that limits notice to a property on a private system to a
+        public health hazard (None: no such limit).
     """
 
     distance_ft: float
@@ -113,6 +117,7 @@ class Ordinance:
     notice_condition: str
     septic_rule: str | None
     notice_highway_program: bool = False
+    septic_notice_section: str | None = None
 
     @classmethod
     def of(cls, connection: Any) -> Ordinance:
@@ -127,6 +132,7 @@ class Ordinance:
             unoccupied_land_uses=tuple(c.unoccupied_land_uses or ()),
             notice_condition=c.notice_condition or "", septic_rule=c.septic_rule or None,
             notice_highway_program=bool(c.notice_highway_program),
+            septic_notice_section=c.septic_notice_section or None,
         )
 
     @property
@@ -145,8 +151,10 @@ class Ordinance:
         return self.new_buildings_only and self.septic_max_years is not None
 
     def cited(self, key: str) -> str:
-        """The section a rule cites: ``section`` or ``septic_section``."""
-        return {"section": self.section, "septic_section": self.septic_section or ""}[key]
+        """The section a rule cites: ``section``, ``septic_section`` or
+        ``septic_notice_section``."""
+        return {"section": self.section, "septic_section": self.septic_section or "",
+                "septic_notice_section": self.septic_notice_section or ""}[key]
 
 
 @dataclass
@@ -265,8 +273,12 @@ def noticed(f: ParcelFacts) -> np.ndarray:
 
 def notice_grounds(f: ParcelFacts, o: Ordinance) -> np.ndarray:
     """A ground on which notice may be given: a health hazard, or a highway
-    improvement program where the profile allows notice for one."""
-    return f.hazard | (f.highway if o.notice_highway_program else False)
+    improvement program where the profile allows notice for one (not, where the
+    profile has a ``septic_notice_section``, to a property on a private system)."""
+    highway = f.highway if o.notice_highway_program else np.zeros(f.n, dtype=bool)
+    if o.septic_notice_section:
+        highway = highway & ~f.septic
+    return f.hazard | highway
 
 
 def treated_as_new(f: ParcelFacts, o: Ordinance) -> np.ndarray:
@@ -304,7 +316,8 @@ class Rule:
     reason
         The reason template (``{field}`` from :data:`FIELDS`).
     cites
-        The ``[connection]`` key of the section it cites.
+        The ``[connection]`` key of the section it cites (``section``,
+        ``septic_section`` or ``septic_notice_section``).
     deadline
         The parcel gets the ordinance's ``deadline_days``.
     septic_date
@@ -497,6 +510,17 @@ RULES: tuple[Rule, ...] = (
          "required", _WITHIN + ", {abutting}) and {grounds}: official notice must be served; "
          "connect within {deadline_days} days after it ({section}).{septic_note}",
          deadline=True),
+    Rule("septic_highway_only",
+         "§ 168-22.3C: 'At such times as a public sewer system becomes available to a "
+         "property served by a private sewage disposal system ... Such notice shall be given "
+         "only when it shall be necessary to eliminate a public health hazard.' A highway "
+         "improvement program is no ground for notice to a property on a private system.",
+         lambda f, o: ((not o.new_buildings_only) & o.notice_conditioned
+                       & bool(o.septic_notice_section) & f.septic & f.highway & ~f.hazard),
+         "subject_to_notice", _WITHIN + ", {abutting}) and in a highway improvement "
+         "program, but the parcel is on a private system: notice to connect may be given only "
+         "to eliminate a public health hazard, none is recorded ({septic_notice_section}).",
+         cites="septic_notice_section", deadline=True),
     Rule("subject_to_notice",
          "§ 168-22.2G: connection is due 'within 30 days after the date of official notice', "
          "and 'such notice shall be given only when it shall be necessary to eliminate a "
@@ -665,6 +689,7 @@ FIELDS: dict[str, Callable[[ParcelFacts, Ordinance, np.ndarray], np.ndarray | st
     "limit": lambda f, o, ix: f"{o.distance_ft:g} ft",
     "section": lambda f, o, ix: o.section,
     "septic_section": lambda f, o, ix: o.septic_section or "",
+    "septic_notice_section": lambda f, o, ix: o.septic_notice_section or "",
     "septic_years": lambda f, o, ix: str(o.septic_max_years),
     "deadline_days": lambda f, o, ix: str(o.deadline_days),
     "notice": lambda f, o, ix: f" {o.notice_condition}" if o.notice_condition else "",

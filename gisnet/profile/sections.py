@@ -102,6 +102,10 @@ class Connection(ProfileTable):
     notice_highway_program: bool | None = key(
         "Notice to connect may be given to promote a highway improvement program (as well as "
         "to eliminate a public health hazard).", optional=True)
+    septic_notice_section: str | None = key(
+        "Section limiting notice to a property on a private system to a public health "
+        "hazard (Poughkeepsie § 168-22.3C): there a highway improvement program is no "
+        "ground for notice.", optional=True)
     building_sewer_reach_ft: float | None = key(
         "A lateral connects a building when its house end comes this close to the footprint "
         "(default: the town's snap tolerance).", "ft", optional=True)
