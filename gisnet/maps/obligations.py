@@ -44,7 +44,8 @@ def _obligation_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
 
 OBLIGATION_ORDER = ("parcel_id", "address", "status", "distance_ft", "main_id",
                     "within_distance", "abuts_sewered_street", "deadline_days",
-                    "deadline_date", "notice_date", "septic_deadline", "measure", "building_id", "reason", "section")
+                    "deadline_date", "notice_date", "septic_deadline", "measure", "building_id",
+                    "reason", "section")
 
 
 def obligation_layers(ctx: MapContext) -> list[MapLayer]:

@@ -30,10 +30,10 @@ or in a town without a buildings layer, counts as it is drawn.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import shapely
 from shapely import STRtree
 
@@ -98,11 +98,6 @@ class BuildingSewers:
     shared_parcels: dict[str, str] = field(default_factory=dict)
 
 
-def base_id(lateral_id: str) -> str:
-    """A lateral's id without the ``:k`` suffix the loader gives exploded parts."""
-    return re.sub(r":\d+$", "", lateral_id)
-
-
 def reach_ft(town: Town) -> float:
     """How close a lateral's house end must come to a footprint to reach it (ft)."""
     r = town.profile.connection.building_sewer_reach_ft
@@ -154,27 +149,25 @@ def building_sewers(town: Town, house_end: np.ndarray) -> BuildingSewers:
     bpar = (text_values(b["parcel_id"]).astype(object).to_numpy() if "parcel_id" in b.columns
             else np.full(len(b), None, dtype=object))
     keep = counts[li]
-    li, bj = li[keep], fp[bj[keep]]
-    if not len(li):
-        return out
-    groups: dict[str, set[int]] = {}
-    for i, j in zip(li.tolist(), bj.tolist(), strict=True):
-        groups.setdefault(base_id(lid[i]), set()).add(j)
+    base = pd.Series(lid).str.replace(r":\d+$", "", regex=True).to_numpy(dtype=object)
+    pairs = [pd.DataFrame({"lat": base[li[keep]], "b": fp[bj[keep]]})]
     # the named building counts too (a lateral may be drawn to its house end only)
     if "building_id" in lat.columns:
-        pos = {v: k for k, v in enumerate(bid.tolist())}
-        named = text_values(lat["building_id"]).to_numpy(dtype=object)
-        for i in np.flatnonzero(counts):
-            if named[i] is not None and str(named[i]) in pos and base_id(lid[i]) in groups:
-                groups[base_id(lid[i])].add(pos[str(named[i])])
+        named = pd.Series(text_values(lat["building_id"]).to_numpy(dtype=object))
+        at = named.map(pd.Series(np.arange(len(bid)), index=bid).groupby(level=0).first())
+        ok = counts & at.notna().to_numpy()
+        pairs.append(pd.DataFrame({"lat": base[ok], "b": at[ok].to_numpy(dtype=np.int64)}))
+    pairs_df = pd.concat(pairs, ignore_index=True).drop_duplicates()
+    size = pairs_df.groupby("lat")["b"].transform("size")
+    pairs_df = pairs_df[size.to_numpy() >= 2]
+    if not len(pairs_df):
+        return out
     fix_parcels(town, bgeom, bpar)
-    for lateral, members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
-        rows = sorted(members, key=lambda k: bid[k])
-        parts = lgeom[np.array([base_id(x) == lateral for x in lid])]
-        s = rear_exception(town, lateral, rows, bgeom, bid, bpar, r_u)
-        s.geometry = shapely.union_all(parts)
+    where = pd.Series(np.arange(len(base))).groupby(base).agg(list)
+    for lateral, members in pairs_df.groupby("lat", sort=True)["b"]:
+        rows = sorted(members.tolist(), key=lambda k: bid[k])
+        s = rear_exception(town, str(lateral), rows, bgeom, bid, bpar, r_u)
+        s.geometry = shapely.union_all(lgeom[where[lateral]])
         out.shared.append(s)
         for p in dict.fromkeys(s.parcel_ids):
             if p is not None:
