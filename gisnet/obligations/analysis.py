@@ -42,7 +42,6 @@ from .measuring import (
     building_age,
     check_town,
     connected,
-    house_ends,
     measured_geometries,
     nearest_per_parcel,
     newest_building,
@@ -336,11 +335,7 @@ def _once(town: Town, kind: str, severity: str, message: str, layer: str | None,
 
 def _building_sewers(town: Town) -> BuildingSewers:
     """Test the laterals against the footprints and report stubs and shared sewers."""
-    lat = town.layer("laterals")
-    if lat is None or not len(lat):
-        return building_sewers(town, np.empty(0, dtype=object))
-    ends = house_ends(town, np.asarray(lat.geometry.values, dtype=object))
-    sewers = building_sewers(town, ends)
+    sewers = building_sewers(town)
     if sewers.stubs:
         shown = ", ".join(sewers.stubs[:50]) + (" ..." if len(sewers.stubs) > 50 else "")
         _once(town, "stub_lateral", "warning",

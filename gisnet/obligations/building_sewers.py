@@ -11,8 +11,11 @@ A lateral *reaches* a building when its house end lies within the profile's
 ``building_sewer_reach_ft`` of the building's footprint (Poughkeepsie: the
 building sewer begins "five feet outside the inner face of the building wall",
 § 168-22.1A BUILDING DRAIN; default the town's snap tolerance). It *serves*
-the buildings that any part of it comes that close to (a building sewer
-extended from the front building to the rear one passes the front building).
+the nearest footprint within that reach of each of its vertices (its ends and
+bends: a building sewer extended from the front building to the rear one turns
+at the front building). A line skimming a neighbour's corner between two
+vertices serves nothing there, and a house end at a wall two row houses share
+serves one of them, not both.
 Only footprints (polygons) can be tested; a lateral near point buildings only,
 or in a town without a buildings layer, counts as it is drawn.
 
@@ -106,15 +109,18 @@ def reach_ft(town: Town) -> float:
     return float(r)
 
 
-def building_sewers(town: Town, house_end: np.ndarray) -> BuildingSewers:
+def building_sewers(town: Town) -> BuildingSewers:
     """Test every lateral against the building footprints.
+
+    A lateral reaches a building when either of its ends lies within the reach
+    of a footprint (its other end lies on the main, in the street); one whose
+    ends are nearer a point building than any footprint cannot be tested and
+    counts as drawn.
 
     Parameters
     ----------
     town
         The town (laterals, buildings, parcels, streets layers).
-    house_end
-        The house end (Point) of every lateral row.
     """
     lat = town.layer("laterals")
     n = 0 if lat is None else len(lat)
@@ -134,13 +140,28 @@ def building_sewers(town: Town, house_end: np.ndarray) -> BuildingSewers:
     fp = np.flatnonzero(poly)
     tree = STRtree(bgeom[fp])
     every = STRtree(bgeom)
-    # reach: house end within r of a footprint; laterals whose house end is nearest a
-    # point building cannot be tested and count as drawn
-    hi, _ = tree.query(house_end, predicate="dwithin", distance=r_u)
+    ends = np.concatenate([shapely.get_point(lgeom, 0), shapely.get_point(lgeom, -1)])
+    hi, _ = tree.query(ends, predicate="dwithin", distance=r_u)
     reaches = np.zeros(n, dtype=bool)
-    reaches[hi] = True
-    li, bj = tree.query(lgeom, predicate="dwithin", distance=r_u)
-    counts = reaches | ~poly[every.nearest(house_end)]
+    reaches[hi % n] = True
+    counts = reaches.copy()
+    miss = np.flatnonzero(~reaches)
+    if len(miss) and not poly.all():  # nearer a point building: cannot be tested
+        k = every.nearest(np.concatenate([ends[miss], ends[miss + n]]))
+        counts[miss] = ~(poly[k[:len(miss)]] & poly[k[len(miss):]])
+    # served: the nearest footprint within reach of each vertex of the line (its ends
+    # and bends), so a line skimming a neighbour's corner between vertices does not
+    # count, and a wall shared by two row houses gives one building, not both
+    pts, li = shapely.get_coordinates(lgeom, return_index=True)
+    vpts = shapely.points(pts)
+    vi, bj = tree.query(vpts, predicate="dwithin", distance=r_u)
+    if len(vi):  # the nearest footprint of each vertex (ties: the lower position)
+        d = shapely.distance(vpts[vi], bgeom[fp[bj]])
+        order = np.lexsort((bj, d, vi))
+        vi, bj = vi[order], bj[order]
+        first = np.r_[True, vi[1:] != vi[:-1]]
+        vi, bj = vi[first], bj[first]
+    li = li[vi]
     lid = text_values(lat["lateral_id"]).fillna("?").astype(str).to_numpy()
     stubs = sorted({lid[i] for i in np.flatnonzero(~counts)})
     out = BuildingSewers(True, r_ft, counts, stubs)
@@ -163,10 +184,11 @@ def building_sewers(town: Town, house_end: np.ndarray) -> BuildingSewers:
     if not len(pairs_df):
         return out
     fix_parcels(town, bgeom, bpar)
+    ctx = StreetContext.of(town)
     where = pd.Series(np.arange(len(base))).groupby(base).agg(list)
     for lateral, members in pairs_df.groupby("lat", sort=True)["b"]:
         rows = sorted(members.tolist(), key=lambda k: bid[k])
-        s = rear_exception(town, str(lateral), rows, bgeom, bid, bpar, r_u)
+        s = rear_exception(ctx, str(lateral), rows, bgeom, bid, bpar, r_u)
         s.geometry = shapely.union_all(lgeom[where[lateral]])
         out.shared.append(s)
         for p in dict.fromkeys(s.parcel_ids):
@@ -188,7 +210,30 @@ def fix_parcels(town: Town, bgeom: np.ndarray, bpar: np.ndarray) -> None:
     bpar[idx[pi]] = pid[qi]
 
 
-def rear_exception(town: Town, lateral: str, rows: list[int], bgeom: np.ndarray,
+@dataclass
+class StreetContext:
+    """What the rear-building test reads, built once: the lots by id, the street areas
+    and a tree over them, the abutting tolerance (CRS units)."""
+
+    lots: dict[str, object]
+    streets: np.ndarray | None
+    tree: STRtree | None
+    tol_u: float
+
+    @classmethod
+    def of(cls, town: Town) -> StreetContext:
+        P = town.layers["parcels"]
+        lots = dict(zip(text_values(P["parcel_id"]).astype(str), P.geometry.values,
+                        strict=True))
+        tol_u = town.profile.connection.abutting_tolerance_ft / town.ft_per_unit
+        areas = street_areas(town, tol_u)
+        if areas is None:
+            return cls(lots, None, None, tol_u)
+        g = np.asarray([a for a in areas[0] if a is not None], dtype=object)
+        return cls(lots, g, STRtree(g), tol_u)
+
+
+def rear_exception(ctx: StreetContext, lateral: str, rows: list[int], bgeom: np.ndarray,
                    bid: np.ndarray, bpar: np.ndarray, r_u: float) -> SharedSewer:
     """Does the rear-building exception of a shared building sewer hold?"""
     ids = [str(bid[k]) for k in rows]
@@ -202,17 +247,14 @@ def rear_exception(town: Town, lateral: str, rows: list[int], bgeom: np.ndarray,
                   "sewer be extended to one rear building")
     if pars[0] is None or pars[0] != pars[1]:
         return no("the buildings stand on different lots")
-    P = town.layers["parcels"]
-    hit = np.flatnonzero(text_values(P["parcel_id"]).astype(str).to_numpy() == pars[0])
-    if not len(hit):
+    lot = ctx.lots.get(pars[0])
+    if lot is None:
         return no("their lot is not in the parcels layer")
-    lot = P.geometry.values[hit[0]]
-    tol_u = town.profile.connection.abutting_tolerance_ft / town.ft_per_unit
-    areas = street_areas(town, tol_u)
-    if areas is None:
+    if ctx.streets is None:
         return no("without a streets layer gisnet cannot tell an interior lot or the front "
                   "building")
-    streets = [a for a in areas[0] if a is not None and shapely.dwithin(lot, a, tol_u)]
+    near = ctx.tree.query(lot, predicate="dwithin", distance=ctx.tol_u)
+    streets = list(ctx.streets[np.sort(near)])
     if not streets:
         return no("the lot abuts no street in the streets layer")
     street = shapely.union_all(streets)
