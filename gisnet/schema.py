@@ -46,6 +46,8 @@ ROLES: tuple[str, ...] = (
     "streets",
     "laterals",
     "users",
+    "district",
+    "highway_program",
 )
 REQUIRED_ROLES: tuple[str, ...] = ("parcels", "mains")
 
@@ -59,6 +61,8 @@ GEOMETRY: dict[str, tuple[str, ...]] = {
     "streets": ("line", "polygon"),
     "laterals": ("line",),
     "users": ("point", "polygon", "none"),
+    "district": ("polygon",),
+    "highway_program": ("polygon",),
 }
 
 
@@ -136,6 +140,15 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         _c("septic", "bool", "", "SEPTIC", "ON_SEPTIC", "SEPTIC_YN", "SEWAGE"),
         _c("connected", "bool", "", "CONNECTED", "SEWERED", "ON_SEWER", "SEWER_CONN"),
         _c("sewer_available_date", "date", "", "SEWER_AVAILABLE_DATE", "SEWER_AVAIL", "SEWERDATE"),
+        _c("notice_date", "date", "", "NOTICE_DATE", "NOTICEDATE", "NOTICE_DT", "NOTICE",
+           "CONN_NOTICE", "ORDER_DATE",
+           doc="date official notice to connect was served (Poughkeepsie § 168-22.2G)"),
+        _c("health_hazard", "bool", "", "HEALTH_HAZARD", "HEALTHHAZ", "HLTH_HAZ", "HAZARD",
+           "PUB_HEALTH",
+           doc="the private system is (found to be) a public health hazard"),
+        _c("highway_program", "bool", "", "HIGHWAY_PROGRAM", "HWY_PROGRAM", "HWY_PROG",
+           "HIGHWAY_IMP", "ROAD_PROJECT",
+           doc="the parcel lies in a highway improvement program"),
     ),
     "buildings": (
         _c("building_id", "str", "", "BUILDING_ID", "BLDG_ID", "BLDGID", "BUILDINGID", "ID",
@@ -167,6 +180,18 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         _c("industrial", "bool", "", "INDUSTRIAL", "IND"),
         _c("sic_code", "str", "", "SIC", "SIC_CODE", "NAICS"),
     ),
+    # the area a connection rule binds ("situated within the area", § 168-22.2G)
+    "district": (
+        _c("district_id", "str", "", "DISTRICT_ID", "DISTRICT", "AREA_ID", "ID",
+           "OBJECTID", "FID"),
+        _c("name", "str", "", "NAME", "DISTRICT_NAME", "AREA_NAME", "LABEL"),
+    ),
+    # areas of a highway improvement program (notice may be given there, § 168-22.2G)
+    "highway_program": (
+        _c("program_id", "str", "", "PROGRAM_ID", "PROJECT_ID", "PROJECT", "ID", "OBJECTID",
+           "FID"),
+        _c("name", "str", "", "NAME", "PROJECT_NAME", "PROGRAM", "LABEL"),
+    ),
 }
 
 #: The id column of each role.
@@ -179,6 +204,8 @@ ID_COLUMN: dict[str, str] = {
     "streets": "street_id",
     "laterals": "lateral_id",
     "users": "user_id",
+    "district": "district_id",
+    "highway_program": "program_id",
 }
 
 #: Canonical value sets for normalised text columns, with the source spellings

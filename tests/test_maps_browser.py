@@ -146,7 +146,8 @@ def expected_counts(layers: dict) -> dict[str, dict[str, int]]:
         "network": {"mains": _located(layers["graph_edges"]),
                     "quality": _located(layers["quality"])},
         "obligations": {f"parcels_{s}": int((status == s).sum())
-                        for s in ("required", "review", "connected", "not_required")
+                        for s in ("required", "review", "subject_to_notice", "connected",
+                                  "not_required", "outside_district")
                         if (status == s).any()},
         "sampling": {"taps": _located(cm),
                      "control_manholes": int(cm["control_manhole_id"].dropna().nunique()),
@@ -175,10 +176,12 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
     assert "profile" in title and "Offline page" in title
     if name == "obligations":
         ob = layers["obligations"]
-        row = ob[ob["status"] == "required"].iloc[0]
+        # the sample records no notice, hazard or highway program: its parcels within
+        # 300 ft on septic are subject to notice (§ 168-22.2G), none is required yet
+        row = ob[ob["status"] == "subject_to_notice"].iloc[0]
         text = search(driver, str(row["parcel_id"]))
         assert str(row["parcel_id"]) in text and str(row["section"]) in text
-        assert "must connect" in text
+        assert "connection can be ordered (notice)" in text
     elif name == "capacity":
         text = click_feature(driver, "plants")
         assert "Plant" in text

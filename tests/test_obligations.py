@@ -73,8 +73,10 @@ def _lot_and_house(lot_ft: float, house_ft: float, house_y: float):
 @pytest.mark.parametrize(
     ("lot_ft", "house_ft", "house_y", "pough", "berlin"),
     [
-        (250.0, 320.0, 100.0, "required", "not_required"),
-        (150.0, 180.0, 50.0, "required", "required"),
+        # Poughkeepsie: within 300 ft and abutting, but no notice and no ground for one
+        # recorded: connection can be ordered (§ 168-22.2G), not yet required
+        (250.0, 320.0, 100.0, "subject_to_notice", "not_required"),
+        (150.0, 180.0, 50.0, "subject_to_notice", "required"),
         (310.0, 330.0, 60.0, "not_required", "not_required"),
     ],
 )
@@ -97,8 +99,10 @@ def test_profiles_differ_where_their_measures_differ(lot_ft, house_ft, house_y, 
     assert p["status"] == pough, p["reason"]
     assert b["status"] == berlin, b["reason"]
     assert b["building_id"] == "B1" and not b["approximate"]
-    if pough == "required":
-        assert p["deadline_days"] == 30 and p["section"] == "§ 168-22.2G"
+    if pough == "subject_to_notice":
+        # the 30 days are the term once notice is served; no date until then
+        assert p["deadline_days"] == 30 and pd.isna(p["deadline_date"])
+        assert p["section"] == "§ 168-22.2G"
         assert "300 ft" in p["reason"] and "public health hazard" in p["reason"]
     if berlin == "required":
         assert b["deadline_days"] == 90 and b["section"] == "sec. 16-50"
@@ -136,7 +140,7 @@ def test_touching_is_zero_and_exactly_300_ft_is_within():
     assert row(ob, "touch")["distance_ft"] == 0.0
     assert row(ob, "at300")["distance_ft"] == 300.0
     assert bool(row(ob, "at300")["within_distance"])
-    assert row(ob, "at300")["status"] == "required"
+    assert row(ob, "at300")["status"] == "subject_to_notice"
     assert not bool(row(ob, "at300.02")["within_distance"])
     assert row(ob, "at300.02")["status"] == "not_required"
 
@@ -150,7 +154,7 @@ def test_exactly_300_ft_in_us_survey_feet_and_metres():
         )
         r = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
         assert r["distance_ft"] == pytest.approx(300.0, abs=1e-3)
-        assert r["status"] == "required"
+        assert r["status"] == "subject_to_notice"
 
 
 @pytest.mark.parametrize(
@@ -239,7 +243,7 @@ def test_no_streets_layer_is_review_and_says_so():
     assert "abutting test was skipped (no streets layer)" in r["reason"]
     assert pd.isna(r["abuts_sewered_street"])
     r2 = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
-    assert r2["status"] == "required" and "abutting assumed" in r2["reason"]
+    assert r2["status"] == "subject_to_notice" and "abutting assumed" in r2["reason"]
 
 
 def test_within_distance_but_not_abutting():
@@ -299,12 +303,13 @@ def test_connected_by_flag_or_lateral():
     assert row(ob, "flag")["status"] == "connected"
     assert row(ob, "lat")["status"] == "connected" and "L1" in row(ob, "lat")["reason"]
     assert row(ob, "latgeo")["status"] == "connected" and "L2" in row(ob, "latgeo")["reason"]
-    assert row(ob, "none")["status"] == "required"
+    assert row(ob, "none")["status"] == "subject_to_notice"
 
 
 def test_berlin_existing_building_gets_septic_deadline():
     lot, house = _lot_and_house(150.0, 180.0, 50.0)
     base = {"parcels": [{"parcel_id": "P1", "geometry": lot, "septic": True,
+                         "land_use": "residential_single",
                          "sewer_available_date": "2012-05-15"}],
             "mains": [main("M1", [(0, 0), (500, 0)])], "streets": [STREET]}
     old = make_town(profile="berlin-nh", buildings=[
@@ -333,7 +338,8 @@ def test_berlin_existing_building_gets_septic_deadline():
 def test_berlin_availability_falls_back_to_main_install_date():
     lot, house = _lot_and_house(150.0, 180.0, 50.0)
     town = make_town(profile="berlin-nh",
-                     parcels=[{"parcel_id": "P1", "geometry": lot}],
+                     parcels=[{"parcel_id": "P1", "geometry": lot,
+                               "land_use": "residential_single"}],
                      mains=[main("M1", [(0, 0), (500, 0)], install="2004-02-29")],
                      streets=[STREET],
                      buildings=[{"building_id": "B1", "parcel_id": "P1", "geometry": house,
@@ -458,7 +464,7 @@ def test_brute_force_cambridge(cambridge):
     want_ft = want * feet_per_unit("EPSG:2249")
     assert np.abs(ob["distance_ft"].to_numpy() - want_ft).max() < 0.01
     within = ob["distance_ft"] <= 300.005
-    assert (ob.loc[within, "status"] == "required").all()
+    assert (ob.loc[within, "status"] == "subject_to_notice").all()
     assert (ob.loc[~within, "status"] == "not_required").all()
     assert 0 < within.sum() < len(ob)
 
@@ -601,11 +607,11 @@ def test_obligation_columns_and_types():
               "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
               "section", "reason", "approximate", "nearest_x", "nearest_y"):
         assert c in ob.columns
-    # the four lots on the sewered street are 25 ft from M1 (street half-width);
-    # "back" is 150 ft away and abuts no street: not required
+    # the four lots on the sewered street are 25 ft from M1 (street half-width), with
+    # no notice served: subject to notice; "back" is 150 ft away and abuts no street
     assert ob.set_index("parcel_id")["status"].to_dict() == {
-        "N1": "required", "N2": "required", "N3": "required", "S1": "required",
-        "back": "not_required"}
+        "N1": "subject_to_notice", "N2": "subject_to_notice", "N3": "subject_to_notice",
+        "S1": "subject_to_notice", "back": "not_required"}
     assert ob.crs == CRS.from_user_input(FT_CRS)
     assert (res["obligation_evidence"].geom_type == "LineString").all()
     assert ob["reason"].notna().all()
@@ -648,7 +654,7 @@ def test_cli_writes_the_four_layers(town_files):
     assert {"obligations", "obligation_evidence", "connection_zone", "frontage"} <= names
     ob = pyogrio.read_dataframe(gpkg, layer="obligations")
     assert set(ob["parcel_id"]) == {"N1", "N2", "N3", "S1", "back"}
-    assert (ob.set_index("parcel_id").loc[["N1", "S1"], "status"] == "required").all()
+    assert (ob.set_index("parcel_id").loc[["N1", "S1"], "status"] == "subject_to_notice").all()
 
 
 def test_cli_parcel_id_list(town_files, capsys):
@@ -686,10 +692,10 @@ def test_cli_one_parcel_printed(town_files, capsys):
     assert cli_main(args) == 0
     out = capsys.readouterr().out
     assert "parcel            S1" in out
-    assert "status            required" in out
+    assert "status            subject_to_notice" in out
     assert "nearest main      M1" in out
     assert "distance          25.00 ft (limit 300 ft" in out
-    assert "§ 168-22.2G" in out and "30 days after official notice" in out
+    assert "§ 168-22.2G" in out and "by official notice, due 30 days after it" in out
     assert not (tmp_path / "out").exists()
     assert cli_main([*args[:3], "--parcel", "NOPE", *args[5:]]) == 2
     assert "NOPE" in capsys.readouterr().err
@@ -796,8 +802,8 @@ def test_vacant_lot_without_building_is_not_required_under_poughkeepsie():
     assert v["status"] == "not_required", v["reason"]
     assert "vacant" in v["reason"] and "§ 168-22.2G" in v["reason"]
     assert v["distance_ft"] == pytest.approx(25.0)
-    assert vb["status"] == "required" and vb["building_id"] == "B9", vb["reason"]
-    assert pk["status"] == "required", pk["reason"]
+    assert vb["status"] == "subject_to_notice" and vb["building_id"] == "B9", vb["reason"]
+    assert pk["status"] == "subject_to_notice", pk["reason"]
 
 
 def test_main_through_a_lot_that_abuts_no_sewered_street_is_review():
@@ -857,7 +863,7 @@ def test_mains_of_unknown_kind_count_as_sanitary(sample_dir, unknown):
     for name in ("obligations", "obligation_evidence"):
         pd.testing.assert_frame_equal(got[name], want[name])
     ob = got["obligations"]
-    assert ob["main_id"].notna().any() and (ob["status"] == "required").any()
+    assert ob["main_id"].notna().any() and (ob["status"] == "subject_to_notice").any()
     assert not ob["reason"].str.startswith("No eligible").any()
     # the same mains as the graph's eligible edges
     G = build_sewer_graph(town)
@@ -877,7 +883,7 @@ def test_no_kind_column_counts_as_sanitary():
     town = make_town(parcels, [main("M", [(0, 0), (10, 0)])])
     town.layers["mains"] = town.layers["mains"].drop(columns="kind")
     r = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
-    assert r["status"] == "required" and r["main_id"] == "M", r["reason"]
+    assert r["status"] == "subject_to_notice" and r["main_id"] == "M", r["reason"]
 
 
 # --------------------------------------------------------------------------- rule table
@@ -891,13 +897,17 @@ def test_rule_table_reads_as_the_law():
     assert names[0] == "connected" and names[-1] == "within_and_abutting"
     for r in RULES:
         assert r.status in STATUSES
-        assert r.cites in ("section", "septic_section")
+        assert r.cites in ("section", "septic_section", "septic_notice_section")
         assert len(r.law) > 20, r.name
     # the order is the ordinance's: exemptions before obligations
     assert names.index("beyond_distance") < names.index("not_abutting") \
         < names.index("new_building")
     assert [r.name for r in RULES if r.status == "required"] == [
-        "new_building", "existing_building_dated", "within_and_abutting"]
+        "new_building", "resident_health_hazard", "existing_building_dated", "notice_served",
+        "notice_grounds", "within_and_abutting"]
+    # notice before its grounds, both before "subject to notice"
+    assert names.index("notice_served") < names.index("notice_grounds") \
+        < names.index("subject_to_notice") < names.index("within_and_abutting")
 
 
 def test_decide_first_match_wins():
@@ -923,11 +933,13 @@ def test_decide_first_match_wins():
     )
     d = decide(f, Ordinance.of(con))
     assert d.rule.tolist() == ["connected", "beyond_distance", "not_abutting",
-                               "within_and_abutting"]
-    assert d.status.tolist() == ["connected", "not_required", "not_required", "required"]
+                               "subject_to_notice"]
+    assert d.status.tolist() == ["connected", "not_required", "not_required",
+                                 "subject_to_notice"]
     assert d.reason[1] == ("Nearest eligible main M1 is 400.0 ft from the property line, "
                            "beyond the 300 ft of § 168-22.2G.")
     assert d.deadline_days.tolist() == [pd.NA, pd.NA, pd.NA, 30]
+    assert pd.isna(d.deadline_date).all()
 
 
 def test_analyse_obligations_is_typed():
@@ -941,9 +953,9 @@ def test_analyse_obligations_is_typed():
     assert isinstance(res, ObligationsResult)
     assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
                                  "frontage"}
-    assert res.totals == {"not_required": 1, "required": 1}
+    assert res.totals == {"not_required": 1, "subject_to_notice": 1}
     pd.testing.assert_frame_equal(res.obligations, compute_obligations(town)["obligations"])
     bare = analyse_obligations(town, parcels=["P1"], zone=False, frontage=False)
     assert bare.connection_zone is None and bare.frontage is None
     assert set(bare.layers()) == {"obligations", "obligation_evidence"}
-    assert bare.totals == {"required": 1}
+    assert bare.totals == {"subject_to_notice": 1}

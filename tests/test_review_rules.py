@@ -76,7 +76,7 @@ def test_lateral_without_parcel_id_connects_only_the_parcel_it_comes_from():
     assert "L9" in _row(ob, "back")["reason"]
     assert _row(ob, "own")["status"] == "connected"
     front = _row(ob, "front")
-    assert front["status"] == "required", front["reason"]
+    assert front["status"] == "subject_to_notice", front["reason"]
     assert front["distance_ft"] == pytest.approx(25.0)
 
 
@@ -91,7 +91,7 @@ def test_berlin_new_building_behind_an_old_one_is_newly_constructed():
           {"building_id": "shed", "parcel_id": "C", "geometry": box(50, 260, 60, 270),
            "built_date": "2024-01-01"}]
     parcel = {"parcel_id": "C", "geometry": box(0, 25, 200, 325), "septic": True,
-              "sewer_available_date": "2010-01-01"}
+              "land_use": "residential_single", "sewer_available_date": "2010-01-01"}
     town = _town([parcel], [_main("M1", [(-100, 0), (1000, 0)])], profile=BERLIN,
                  streets=[STREET], buildings=bl)
     r = _row(compute_obligations(town)["obligations"], "C")
@@ -122,7 +122,7 @@ def test_berlin_new_building_counts_only_within_the_abutting_sewers_reach():
           {"building_id": "new", "parcel_id": "C", "geometry": box(285, 250, 325, 280),
            "built_date": "2020-01-01"}]
     parcel = {"parcel_id": "C", "geometry": box(0, 25, 330, 300), "septic": True,
-              "sewer_available_date": "2010-01-01"}
+              "land_use": "residential_single", "sewer_available_date": "2010-01-01"}
     town = _town([parcel], mains, profile=BERLIN, streets=[STREET, s2], buildings=bl)
     r = _row(compute_obligations(town)["obligations"], "C")
     assert r["abutting_main_id"] == "M1"
@@ -140,7 +140,7 @@ def test_main_inside_parcel_is_zero_and_abutting_street_decides():
                  [_main("M1", [(-100, 0), (100, 0), (100, 100)])], streets=[STREET])
     r = _row(compute_obligations(town)["obligations"], "A")
     assert r["distance_ft"] == 0.0 and bool(r["within_distance"])
-    assert r["status"] == "required"
+    assert r["status"] == "subject_to_notice"
 
 
 def test_nearest_main_in_a_street_not_abutted_does_not_oblige():
@@ -162,7 +162,7 @@ def test_nearest_main_in_a_street_not_abutted_does_not_oblige():
                  streets=[STREET, s2])
     r = _row(compute_obligations(town)["obligations"], "K")
     assert r["abutting_main_id"] == "M2" and r["abutting_distance_ft"] == pytest.approx(25.0)
-    assert r["status"] == "required"
+    assert r["status"] == "subject_to_notice"
 
 
 # --------------------------------------------------------------------------- sample town
@@ -226,15 +226,16 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
             want = "not_required"  # no building: no occupancy (Pough.), nothing to measure
         elif b["dist"] > lim or not b["abut"] or b["abut_d"] > lim:
             want = "not_required"
-        elif name == POUGH:
-            want = "required"
+        elif name == POUGH:  # no notice date, hazard or highway program in the sample
+            want = "subject_to_notice"
         else:  # Berlin: the sample has no built dates, so newness cannot be told
             want = "review"
         assert r["status"] == want, (pid, r["reason"])
         assert r["section"] == con.section
-        if want == "required":
+        if want == "subject_to_notice":
             assert r["deadline_days"] == con.deadline_days == 30
-            assert "within 30 days" in r["reason"] and bool(r["within_distance"])
+            assert pd.isna(r["deadline_date"])
+            assert "due 30 days after it" in r["reason"] and bool(r["within_distance"])
         else:
             assert pd.isna(r["deadline_days"]), pid
         if want == "review":  # the 15-year date: sewer available + 15 years

@@ -36,9 +36,11 @@ KIND_COLOURS = {
 }
 STATUS_COLOURS = {
     "required": "#d7301f",
+    "subject_to_notice": "#f1b6da",
     "review": "#fc8d59",
     "connected": "#1a9850",
     "not_required": "#9e9e9e",
+    "outside_district": "#e0e0e0",
 }
 UTIL_CLASSES: tuple[tuple[str, str, str], ...] = (
     # key, colour, label template (filled with the profile's thresholds)

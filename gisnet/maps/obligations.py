@@ -1,6 +1,7 @@
 """The obligations page: parcels by connection status, the connection zone, evidence.
 
-Parcels that need attention (must connect, needs review) are drawn strongly with
+Parcels that need attention (must connect, needs review, connection can be ordered by
+notice) are drawn strongly with
 every field; the others lightly with a few. The zone and the parcels cite the
 profile's ``connection.section``.
 """
@@ -43,7 +44,8 @@ def _obligation_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
 
 OBLIGATION_ORDER = ("parcel_id", "address", "status", "distance_ft", "main_id",
                     "within_distance", "abuts_sewered_street", "deadline_days",
-                    "septic_deadline", "measure", "building_id", "reason", "section")
+                    "deadline_date", "notice_date", "septic_deadline", "measure", "building_id",
+                    "reason", "section")
 
 
 def obligation_layers(ctx: MapContext) -> list[MapLayer]:
@@ -77,8 +79,11 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
         cols = fields_for(ob, OBLIGATION_ORDER)
         for st, label, light in (("required", "Must connect", False),
                                  ("review", "Needs review", False),
+                                 ("subject_to_notice", "Connection can be ordered (notice)",
+                                  False),
                                  ("connected", "Connected", True),
                                  ("not_required", "Not required", True),
+                                 ("outside_district", "Outside the district", True),
                                  ("unknown", "Status unknown", True)):
             sel = (status == st).to_numpy()
             if st == "unknown":

@@ -33,6 +33,12 @@ the test is skipped and each reason says so.
 of :data:`DISTANCE_TOLERANCE_FT` (a distance that prints as 300.00 ft is
 within 300 ft, whatever the CRS's foot).
 
+Where notice may be given only on a ground (Poughkeepsie § 168-22.2G: "only when
+it shall be necessary to eliminate a public health hazard or to promote a highway
+improvement program"), a parcel within the distance is ``required`` only with a
+notice date or such a ground recorded, and ``subject_to_notice`` otherwise; a
+parcel outside the town's ``district`` layer is ``outside_district``.
+
 The status, section, deadline and reason of each parcel come from one ordered
 table of rules, :data:`RULES` (:mod:`gisnet.obligations.deciding`), applied
 to the measured facts of each parcel: the first rule that holds decides.
@@ -54,6 +60,12 @@ Modules
     street areas, which street holds which main, the abutting test
 :mod:`~gisnet.obligations.measuring`
     eligible mains, what is measured from, connected, sewer dates, building age
+:mod:`~gisnet.obligations.notice`
+    the district a rule binds, notice dates and their grounds (health hazard,
+    highway improvement program), residences
+:mod:`~gisnet.obligations.building_sewers`
+    which buildings a lateral reaches; stub laterals; shared building sewers and
+    the rear-building exception (§ 168-22.4D)
 :mod:`~gisnet.obligations.deciding`
     the facts, the terms of the ordinance and the rule table
 :mod:`~gisnet.obligations.analysis`
@@ -72,6 +84,7 @@ from .analysis import (
     compute_obligations,
     select_ids,
 )
+from .building_sewers import BuildingSewers, SharedSewer, building_sewers
 from .deciding import RULES, STATUSES, Decision, Ordinance, ParcelFacts, Rule, decide
 from .measuring import eligible_mask
 from .spatial import default_threads, nearest
@@ -87,11 +100,14 @@ __all__ = [
     "OBLIGATION_COLUMNS",
     "RULES",
     "STATUSES",
+    "BuildingSewers",
     "Decision",
     "Ordinance",
     "ParcelFacts",
     "Rule",
+    "SharedSewer",
     "analyse_obligations",
+    "building_sewers",
     "compute_obligations",
     "connection_zone",
     "decide",

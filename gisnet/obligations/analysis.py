@@ -34,6 +34,7 @@ from ..results import ObligationsResult
 from ..rules import within
 from ..schema import column_names
 from ..town import Town
+from .building_sewers import BuildingSewers, building_sewers, sentence
 from .deciding import Ordinance, ParcelFacts, decide
 from .measuring import (
     EligibleMains,
@@ -46,6 +47,7 @@ from .measuring import (
     newest_building,
     septic,
 )
+from .notice import district_message, notice_facts
 from .spatial import Clock, default_threads, nearest, text_values, threaded_pairs
 from .street_frontage import frontage as frontage_layer
 from .streets import abutting
@@ -59,7 +61,8 @@ OBLIGATION_COLUMNS = [
     "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
     "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
     "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
-    "sewer_available_date", "profile",
+    "sewer_available_date", "notice_date", "deadline_date", "health_hazard", "highway_program",
+    "in_district", "profile",
 ]
 #: Columns of the ``obligation_evidence`` layer (then the measured line).
 EVIDENCE_COLUMNS = ["parcel_id", "building_id", "main_id", "distance_ft", "measure",
@@ -206,8 +209,13 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     meta, geoms = nearest_per_parcel(all_meta, all_geoms, measure)
     found = meta["j"].to_numpy() >= 0
     clock.lap("nearest")
-    # ---- connected: parcels.connected, or a lateral serves the parcel
-    is_connected, connected_by = connected(town, P)
+    # ---- building sewers: stubs and shared ones; then connected (parcels.connected, or a
+    #      lateral that reaches a building serves the parcel)
+    sewers = _building_sewers(town)
+    is_connected, connected_by = connected(town, P, sewers.counts)
+    pids = text_values(P["parcel_id"]).astype(str).to_numpy()
+    for k in np.flatnonzero(is_connected & np.isin(pids, list(sewers.shared_parcels))):
+        connected_by[k] = f"{connected_by[k]} {sewers.shared_parcels[pids[k]]}"
     clock.lap("connected")
     # ---- abutting test, for the parcels not connected
     ab = abutting(town, pgeom, geoms, mgeom, mains.rank,
@@ -246,6 +254,12 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     built = pd.to_datetime(meta["built_date"]).to_numpy()
     avail = availability(P, mains.frame, j, ab.main)
     is_new, age_known = building_age(built, avail, con.new_construction_from)
+    land_use = text_values(P["land_use"]).to_numpy(dtype=object)
+    use = meta["use"].to_numpy(dtype=object) if "use" in meta.columns else \
+        np.full(n, None, dtype=object)
+    nf = notice_facts(town, P, pgeom, use, land_use)
+    if not nf.district_given:
+        _once(town, "district_assumed", "info", district_message(town), "district")
 
     facts = ParcelFacts(
         connected=is_connected, connected_by=np.asarray(connected_by, dtype=object),
@@ -254,8 +268,12 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         uncertain=uncertain, abutting_tested=ab.tested, assume_abutting=assume_abutting,
         abuts=ab.abuts_mask, abutting_main=ab.main, abutting_distance_ft=ab.distance_ft,
         no_building=meta["no_building"].to_numpy(dtype=bool),
-        land_use=text_values(P["land_use"]).to_numpy(dtype=object),
+        land_use=land_use,
         is_new=is_new, age_known=age_known, sewer_available=avail, septic=septic(P),
+        buildings_given=town.layer("buildings") is not None,
+        district_given=nf.district_given, in_district=nf.in_district,
+        notice_date=nf.notice_date, hazard=nf.hazard, highway=nf.highway,
+        residential=nf.residential, use_known=nf.use_known, use=use,
     )
     dec = decide(facts, Ordinance.of(con))
 
@@ -283,6 +301,12 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         "from_y": coords[:, 1],
         "built_date": pd.to_datetime(meta["built_date"]).astype("datetime64[ms]").to_numpy(),
         "sewer_available_date": avail,
+        "notice_date": nf.notice_date,
+        "deadline_date": dec.deadline_date,
+        "health_hazard": nf.hazard,
+        "highway_program": nf.highway,
+        "in_district": pd.array(nf.in_district if nf.district_given
+                                else np.full(n, None, dtype=object), dtype="boolean"),
         "profile": prof.id,
     })
     out = out[OBLIGATION_COLUMNS]
@@ -296,3 +320,34 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     counts = ob["status"].value_counts().to_dict()
     log.info("obligations: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return ob, ev
+
+
+def _once(town: Town, kind: str, severity: str, message: str, layer: str | None,
+          feature_id: str | None = None, geometry: Any = None) -> None:
+    """Add a finding to the town's report unless the same one is there already (the
+    obligations may be computed more than once for a town)."""
+    for f in town.report.of_kind(kind):
+        if f.feature_id == feature_id and f.message == message:
+            return
+    town.report.add(kind, severity, message, layer=layer, feature_id=feature_id,
+                    geometry=geometry)
+
+
+def _building_sewers(town: Town) -> BuildingSewers:
+    """Test the laterals against the footprints and report stubs and shared sewers."""
+    sewers = building_sewers(town)
+    if sewers.stubs:
+        shown = ", ".join(sewers.stubs[:50]) + (" ..." if len(sewers.stubs) > 50 else "")
+        _once(town, "stub_lateral", "warning",
+              f"{len(sewers.stubs)} lateral(s) end more than {sewers.reach_ft:g} ft from every "
+              f"building footprint (stubs, e.g. to the property line): they connect no "
+              f"building; the parcels' connected/septic data decides: {shown}",
+              "laterals", ",".join(sewers.stubs[:50]))
+    con = town.profile.connection
+    for sh in sewers.shared:
+        severity = "info" if sh.allowed or con.separate_building_sewer_section is None \
+            else "warning"
+        _once(town, "shared_building_sewer", severity,
+              sentence(town, sh),
+              "laterals", ",".join([sh.lateral_id, *sh.building_ids]), sh.geometry)
+    return sewers

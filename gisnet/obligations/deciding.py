@@ -7,28 +7,37 @@ predicate holds for a parcel decides its status, the section cited, the
 deadline and the one-sentence reason. Read top to bottom, the table is the
 ordinance:
 
-====  ================================  ============  =================================
- #    rule                              status        when
-====  ================================  ============  =================================
- 1    connected                         connected     a lateral serves it / marked so
- 2    no_eligible_main                  not_required  the town has no eligible main
- 3    unmeasurable                      review        no usable parcel geometry
- 4    unoccupied_lot                    not_required  no building, unoccupied land use
- 5    occupied_lot_without_building     review        no footprint, occupied land use
- 6    no_building                       not_required  building measure, no building
- 7    beyond_distance                   not_required  farther than the distance
- 8    main_through_lot                  review        main across a lot on no sewered street
- 9    not_abutting                      not_required  abuts no sewered street
- 10   abutting_sewer_beyond             not_required  the sewer it abuts is too far
- 11   abutting_untested                 review        no streets layer to test abutting
- 12   possibly_within                   review        approximate measure straddles the limit
- 13   new_building                      required      newly constructed building
- 14   existing_building_dated           required      existing plumbing, septic deadline
- 15   existing_building_undated         review        existing plumbing, no availability date
- 16   existing_building                 not_required  existing building, not covered
- 17   age_unknown                       review        new or existing cannot be told
- 18   within_and_abutting               required      every building (``applies_to = all``)
-====  ================================  ============  =================================
+====  ================================  =================  ============================
+ #    rule                              status             when
+====  ================================  =================  ============================
+ 1    connected                         connected          a lateral serves it / marked
+ 2    outside_district                  outside_district   outside the district layer
+ 3    no_eligible_main                  not_required       no eligible main in the town
+ 4    unmeasurable                      review             no usable parcel geometry
+ 5    unoccupied_lot                    not_required       no building (or no buildings
+                                                           layer), unoccupied land use
+ 6    occupied_lot_without_building     review             no footprint, occupied use
+ 7    no_building                       not_required       building measure, no building
+ 8    beyond_distance                   not_required       farther than the distance
+ 9    main_through_lot                  review             main across a lot, no street
+ 10   not_abutting                      not_required       abuts no sewered street
+ 11   abutting_sewer_beyond             not_required       the sewer it abuts too far
+ 12   abutting_untested                 review             no streets layer
+ 13   possibly_within                   review             approximate measure straddles
+ 14   new_building                      required           newly constructed building
+ 15   resident_health_hazard            required           residence, septic a hazard
+ 16   existing_use_unknown              review             existing, use unknown
+ 17   existing_non_residential          not_required       existing, not a residence
+ 18   existing_building_dated           required           residence, septic deadline
+ 19   existing_building_undated         review             residence, no availability date
+ 20   existing_building                 not_required       existing, not covered
+ 21   age_unknown                       review             new or existing cannot be told
+ 22   notice_served                     required           notice date recorded
+ 23   notice_grounds                    required           hazard / highway program
+ 24   septic_highway_only               subject_to_notice  septic, highway program only
+ 25   subject_to_notice                 subject_to_notice  no notice, no ground recorded
+ 26   within_and_abutting               required           notice not conditioned
+====  ================================  =================  ============================
 
 A parcel no rule decides stays ``not_required`` without a reason (the last
 rule of each ``applies_to`` catches every parcel left, so none does).
@@ -52,7 +61,8 @@ import pandas as pd
 from ..rules import within
 
 #: The statuses a parcel can get.
-STATUSES = ("connected", "required", "not_required", "review")
+STATUSES = ("connected", "required", "subject_to_notice", "not_required", "review",
+            "outside_district")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -85,7 +95,13 @@ class Ordinance:
         Land uses of a lot that, with no building, is not used for human
         occupancy, employment or recreation.
     notice_condition, septic_rule
-        Text appended to the reason of a ``required`` parcel.
+        Text appended to the reason of a ``required`` parcel; a notice condition
+        also makes an unnoticed parcel ``subject_to_notice`` (:attr:`notice_conditioned`).
+    notice_highway_program
+        Notice may be given to promote a highway improvement program.
+    septic_notice_section
+        The section that limits notice to a property on a private system to a
+        public health hazard (None: no such limit).
     """
 
     distance_ft: float
@@ -100,6 +116,8 @@ class Ordinance:
     unoccupied_land_uses: tuple[str, ...]
     notice_condition: str
     septic_rule: str | None
+    notice_highway_program: bool = False
+    septic_notice_section: str | None = None
 
     @classmethod
     def of(cls, connection: Any) -> Ordinance:
@@ -113,7 +131,15 @@ class Ordinance:
             septic_max_years=c.septic_max_years or None,
             unoccupied_land_uses=tuple(c.unoccupied_land_uses or ()),
             notice_condition=c.notice_condition or "", septic_rule=c.septic_rule or None,
+            notice_highway_program=bool(c.notice_highway_program),
+            septic_notice_section=c.septic_notice_section or None,
         )
+
+    @property
+    def notice_conditioned(self) -> bool:
+        """Notice to connect may be given only on a condition (a health hazard, a
+        highway improvement program): until then a parcel is only subject to notice."""
+        return bool(self.notice_condition)
 
     @property
     def new_buildings_only(self) -> bool:
@@ -125,8 +151,10 @@ class Ordinance:
         return self.new_buildings_only and self.septic_max_years is not None
 
     def cited(self, key: str) -> str:
-        """The section a rule cites: ``section`` or ``septic_section``."""
-        return {"section": self.section, "septic_section": self.septic_section or ""}[key]
+        """The section a rule cites: ``section``, ``septic_section`` or
+        ``septic_notice_section``."""
+        return {"section": self.section, "septic_section": self.septic_section or "",
+                "septic_notice_section": self.septic_notice_section or ""}[key]
 
 
 @dataclass
@@ -163,6 +191,16 @@ class ParcelFacts:
     is_new, age_known, sewer_available, septic
         Newly constructed building, whether that is known, the date the sewer
         became available (datetime64[ms]) and whether it is on a private system.
+    buildings_given
+        The town has a buildings layer (without one, occupancy is judged from
+        the land use alone).
+    district_given, in_district
+        The town gives a district layer; the parcel lies in the district.
+    notice_date, hazard, highway
+        Date official notice was served (NaT: none recorded); a public health
+        hazard recorded; in a highway improvement program.
+    residential, use_known, use
+        The building (or lot) is a residence; whether its use is known; the use.
     """
 
     connected: np.ndarray
@@ -187,6 +225,26 @@ class ParcelFacts:
     age_known: np.ndarray
     sewer_available: np.ndarray
     septic: np.ndarray
+    buildings_given: bool = True
+    district_given: bool = False
+    in_district: np.ndarray | None = None
+    notice_date: np.ndarray | None = None
+    hazard: np.ndarray | None = None
+    highway: np.ndarray | None = None
+    residential: np.ndarray | None = None
+    use_known: np.ndarray | None = None
+    use: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.connected)
+        for name, fill in (("in_district", True), ("hazard", False), ("highway", False),
+                           ("residential", True), ("use_known", True)):
+            if getattr(self, name) is None:
+                setattr(self, name, np.full(n, fill))
+        if self.use is None:
+            self.use = np.full(n, None, dtype=object)
+        if self.notice_date is None:
+            self.notice_date = np.full(n, np.datetime64("NaT", "ms"))
 
     @property
     def n(self) -> int:
@@ -202,8 +260,25 @@ class ParcelFacts:
 
 
 def unoccupied(f: ParcelFacts, o: Ordinance) -> np.ndarray:
-    """No building on the parcel and a land use the profile counts as unoccupied."""
-    return f.no_building & np.isin(f.land_use, o.unoccupied_land_uses)
+    """No building on the parcel (or no buildings layer to show one) and a land use
+    the profile counts as unoccupied."""
+    no_building = f.no_building | (not f.buildings_given)
+    return no_building & np.isin(f.land_use, o.unoccupied_land_uses)
+
+
+def noticed(f: ParcelFacts) -> np.ndarray:
+    """Official notice to connect was served (its date is recorded)."""
+    return ~pd.isna(f.notice_date)
+
+
+def notice_grounds(f: ParcelFacts, o: Ordinance) -> np.ndarray:
+    """A ground on which notice may be given: a health hazard, or a highway
+    improvement program where the profile allows notice for one (not, where the
+    profile has a ``septic_notice_section``, to a property on a private system)."""
+    highway = f.highway if o.notice_highway_program else np.zeros(f.n, dtype=bool)
+    if o.septic_notice_section:
+        highway = highway & ~f.septic
+    return f.hazard | highway
 
 
 def treated_as_new(f: ParcelFacts, o: Ordinance) -> np.ndarray:
@@ -241,7 +316,8 @@ class Rule:
     reason
         The reason template (``{field}`` from :data:`FIELDS`).
     cites
-        The ``[connection]`` key of the section it cites.
+        The ``[connection]`` key of the section it cites (``section``,
+        ``septic_section`` or ``septic_notice_section``).
     deadline
         The parcel gets the ordinance's ``deadline_days``.
     septic_date
@@ -267,6 +343,13 @@ RULES: tuple[Rule, ...] = (
          "already is connected; nothing is left to require.",
          lambda f, o: f.connected,
          "connected", "{connected_by}"),
+    Rule("outside_district",
+         "§ 168-22.2G: the owner of all houses, buildings or property '... situated within "
+         "the area' (the Fourth Ward Sewer Improvement Area); sec. 16-50: '... situated "
+         "within the City'. A parcel outside the town's district layer is not bound.",
+         lambda f, o: ~f.in_district,
+         "outside_district", "The parcel lies outside the district the connection rule "
+         "binds (the town's district layer), so {section} does not apply to it."),
     Rule("no_eligible_main",
          "Poughkeepsie § 168-22.2G / Berlin sec. 16-50: a street 'in which there is ... "
          "located a public sanitary sewer'; with none in the town nothing obliges.",
@@ -341,6 +424,8 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: f.uncertain,
          "review", "Possibly within {limit} ({where}; without a buildings layer the building "
          "may be up to {upper} away): measure the building to decide ({section})."),
+    # ---- Berlin: newly constructed buildings (sec. 16-50), existing plumbing (paragraph
+    #      after sec. 16-51)
     Rule("new_building",
          "sec. 16-50: 'all newly constructed houses, buildings, or properties ... shall be "
          "connected with the public sewer within ninety (90) days after the date of official "
@@ -348,13 +433,40 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: o.new_buildings_only & treated_as_new(f, o),
          "required", "{building_age} within {limit} ({where}, {abutting}): connect within "
          "{deadline_days} days after official notice ({section}).", deadline=True),
+    Rule("resident_health_hazard",
+         "Berlin ch. 16, existing-plumbing paragraph: 'A resident shall be required to "
+         "connect an existing plumbing system to the sanitary sewer system when such system "
+         "meets the measurement requirements of Section 16-50 and, in the City's opinion, the "
+         "resident's septic system constitutes a health hazard.'",
+         lambda f, o: (o.dates_existing_plumbing & treated_as_existing(f, o) & f.residential
+                       & f.use_known & f.hazard),
+         "required", "Existing residence within {limit} ({where}, {abutting}) and the City "
+         "finds its septic system a health hazard: the resident must connect the existing "
+         "plumbing now ({septic_section}).", cites="septic_section"),
+    Rule("existing_use_unknown",
+         "existing-plumbing paragraph: 'A resident ...', '... available to his residence': "
+         "it covers residences; with neither the building's use nor the lot's land use known, "
+         "a person checks.",
+         lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o) & ~f.use_known,
+         "review", "Existing building within {limit} ({where}, {abutting}); {section} covers "
+         "newly constructed buildings, and whether it is a residence (the existing-plumbing "
+         "paragraph speaks of 'a resident') cannot be told: its use and land use are "
+         "unknown ({septic_section}).", cites="septic_section"),
+    Rule("existing_non_residential",
+         "sec. 16-50 covers 'all newly constructed houses, buildings, or properties'; the "
+         "existing-plumbing paragraph speaks of 'a resident' and 'his residence': an existing "
+         "building that is no residence falls under neither.",
+         lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o) & ~f.residential,
+         "not_required", "Existing building ({use}) within {limit} ({where}, {abutting}); "
+         "{section} covers newly constructed buildings only, and the 15-year limit of the "
+         "existing-plumbing paragraph binds residents only."),
     Rule("existing_building_dated",
          "Berlin ch. 16, existing-plumbing paragraph: an existing plumbing system meeting "
          "the sec. 16-50 measurement must connect 'in no event more than fifteen (15) years "
          "from the date the sanitary sewer was available to the residence'.",
          lambda f, o: (o.dates_existing_plumbing & treated_as_existing(f, o)
                        & sewer_dated(f)),
-         "required", "Existing building within {limit} ({where}, {abutting}); {section} "
+         "required", "Existing residence within {limit} ({where}, {abutting}); {section} "
          "covers newly constructed buildings, so the {plumbing} must connect by "
          "{septic_deadline}, {septic_years} years after the sewer became available, or sooner "
          "if the City finds the septic system a health hazard ({septic_section}).",
@@ -363,7 +475,7 @@ RULES: tuple[Rule, ...] = (
          "existing-plumbing paragraph: '... years from the date the sanitary sewer was "
          "available'; with that date unknown the limit cannot be dated: a person checks.",
          lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o),
-         "review", "Existing building within {limit} ({where}, {abutting}); {section} covers "
+         "review", "Existing residence within {limit} ({where}, {abutting}); {section} covers "
          "newly constructed buildings and the date the sewer became available is unknown, so "
          "the {septic_years}-year limit cannot be dated ({septic_section}).",
          cites="septic_section"),
@@ -382,10 +494,48 @@ RULES: tuple[Rule, ...] = (
          "review", _WITHIN + ", {abutting}), but whether the building is newly constructed "
          "({section}) cannot be told: its built date or the date the sewer became available "
          "is missing{if_existing}.", septic_date=True),
+    # ---- Poughkeepsie: every building, on official notice (§ 168-22.2G)
+    Rule("notice_served",
+         "§ 168-22.2G: '... to connect such facilities directly with the proper public sewer "
+         "... within 30 days after the date of official notice to do so'.",
+         lambda f, o: (not o.new_buildings_only) & noticed(f),
+         "required", _WITHIN + ", {abutting}): official notice was served on "
+         "{notice_date}; connect within {deadline_days} days, by {deadline_date} "
+         "({section}).{septic_note}", deadline=True),
+    Rule("notice_grounds",
+         "§ 168-22.2G: 'Such notice shall be given only when it shall be necessary to "
+         "eliminate a public health hazard or to promote a highway improvement program.' "
+         "A ground is recorded; the 30 days run from the notice, not yet served.",
+         lambda f, o: (not o.new_buildings_only) & o.notice_conditioned & notice_grounds(f, o),
+         "required", _WITHIN + ", {abutting}) and {grounds}: official notice must be served; "
+         "connect within {deadline_days} days after it ({section}).{septic_note}",
+         deadline=True),
+    Rule("septic_highway_only",
+         "§ 168-22.3C: 'At such times as a public sewer system becomes available to a "
+         "property served by a private sewage disposal system ... Such notice shall be given "
+         "only when it shall be necessary to eliminate a public health hazard.' A highway "
+         "improvement program is no ground for notice to a property on a private system.",
+         lambda f, o: ((not o.new_buildings_only) & o.notice_conditioned
+                       & bool(o.septic_notice_section) & f.septic & f.highway & ~f.hazard),
+         "subject_to_notice", _WITHIN + ", {abutting}) and in a highway improvement "
+         "program, but the parcel is on a private system: notice to connect may be given only "
+         "to eliminate a public health hazard, none is recorded ({septic_notice_section}).",
+         cites="septic_notice_section", deadline=True),
+    Rule("subject_to_notice",
+         "§ 168-22.2G: connection is due 'within 30 days after the date of official notice', "
+         "and 'such notice shall be given only when it shall be necessary to eliminate a "
+         "public health hazard or to promote a highway improvement program': with no notice "
+         "and no such ground recorded, connection can be ordered but is not yet due.",
+         lambda f, o: (not o.new_buildings_only) & o.notice_conditioned & f.every,
+         "subject_to_notice", _WITHIN + ", {abutting}): connection can be ordered by "
+         "official notice, due {deadline_days} days after it, but no notice, health hazard "
+         "or highway improvement program is recorded for the parcel ({section}).{notice}"
+         "{septic_note}", deadline=True),
     Rule("within_and_abutting",
          "§ 168-22.2G: 'all houses, buildings or property used for human occupancy ... "
          "abutting on any street ... [shall] connect directly with the proper public sewer "
-         "within 30 days after the date of official notice to do so'.",
+         "within 30 days after the date of official notice to do so' (a profile whose notice "
+         "is not conditioned).",
          lambda f, o: (not o.new_buildings_only) & f.every,
          "required", _WITHIN + ", {abutting}): connect within {deadline_days} days after "
          "official notice ({section}).{notice}{septic_note}", deadline=True),
@@ -480,6 +630,29 @@ def _if_existing(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray | s
     return out
 
 
+def deadline_dates(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
+    """Date to connect by of the parcels ``ix``: notice date + ``deadline_days`` (NaT
+    where no notice is recorded)."""
+    d = pd.Series(pd.to_datetime(f.notice_date[ix]))
+    return (d + pd.Timedelta(days=o.deadline_days)).astype("datetime64[ms]").to_numpy()
+
+
+def _grounds(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
+    hz = f.hazard[ix]
+    hw = f.highway[ix] & o.notice_highway_program
+    out = choose(hz, "a public health hazard is recorded", "")
+    out[~hz & hw] = "it lies in a highway improvement program"
+    out[hz & hw] = "a public health hazard and a highway improvement program are recorded"
+    return out
+
+
+def _use(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
+    """The building's use, else the lot's land use, else ``use unknown``."""
+    use = pd.Series(f.use[ix], dtype=object)
+    use = use.where(use.notna(), pd.Series(f.land_use[ix], dtype=object))
+    return use.where(use.notna(), "use unknown").astype(str).to_numpy(dtype=object)
+
+
 def _septic_note(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
     rule = f"; {o.septic_rule}" if o.septic_rule else "."
     return choose(f.septic[ix], " The parcel is on a private system" + rule, "")
@@ -508,10 +681,15 @@ FIELDS: dict[str, Callable[[ParcelFacts, Ordinance, np.ndarray], np.ndarray | st
     "septic_deadline": lambda f, o, ix: _date_text(septic_dates(f, o, ix)),
     "if_existing": _if_existing,
     "septic_note": _septic_note,
+    "notice_date": lambda f, o, ix: _date_text(f.notice_date[ix]),
+    "deadline_date": lambda f, o, ix: _date_text(deadline_dates(f, o, ix)),
+    "grounds": _grounds,
+    "use": _use,
     # the terms of the ordinance
     "limit": lambda f, o, ix: f"{o.distance_ft:g} ft",
     "section": lambda f, o, ix: o.section,
     "septic_section": lambda f, o, ix: o.septic_section or "",
+    "septic_notice_section": lambda f, o, ix: o.septic_notice_section or "",
     "septic_years": lambda f, o, ix: str(o.septic_max_years),
     "deadline_days": lambda f, o, ix: str(o.deadline_days),
     "notice": lambda f, o, ix: f" {o.notice_condition}" if o.notice_condition else "",
@@ -545,6 +723,8 @@ class Decision:
         Object arrays.
     deadline_days
         Days after official notice (``Int64``, NA where none).
+    deadline_date
+        Notice date + ``deadline_days`` (datetime64[ms], NaT where no notice is recorded).
     septic_deadline
         Existing-plumbing date (datetime64[ms], NaT where none).
     rule
@@ -557,6 +737,7 @@ class Decision:
     deadline_days: pd.arrays.IntegerArray
     septic_deadline: np.ndarray
     rule: np.ndarray
+    deadline_date: np.ndarray | None = None
 
 
 def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Decision:
@@ -579,6 +760,7 @@ def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Dec
     rule_of = np.full(n, None, dtype=object)
     deadline = np.full(n, -1, dtype=np.int64)
     septic = np.full(n, np.datetime64("NaT", "ms"))
+    due = np.full(n, np.datetime64("NaT", "ms"))
     for rule in rules:
         m = np.asarray(rule.when(f, o), dtype=bool) & open_
         if not m.any():
@@ -591,9 +773,10 @@ def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Dec
         rule_of[ix] = rule.name
         if rule.deadline:
             deadline[ix] = o.deadline_days
+            due[ix] = deadline_dates(f, o, ix)
         if rule.septic_date:
             septic[ix] = septic_dates(f, o, ix)
     deadline_days = pd.array(deadline, dtype="Int64")
     deadline_days[deadline < 0] = pd.NA
     return Decision(status, section, reason, deadline_days, septic.astype("datetime64[ms]"),
-                    rule_of)
+                    rule_of, due.astype("datetime64[ms]"))

@@ -147,15 +147,19 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
             "built_date": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ms]"),
             "approximate": np.full(n, measure == "building"),
             "no_building": np.zeros(n, dtype=bool),
+            "use": pd.Series([None] * n, dtype=object),
         })
         if buildings is not None:  # the property line is measured; note the buildings
             b = buildings.reset_index(drop=True)
             row = building_rows(parcels, b)
             ok = row >= 0
             bid = text_values(b["building_id"]).to_numpy(dtype=object)[ok]
-            first = pd.DataFrame({"row": row[ok], "bid": bid}).sort_values(
+            use = text_values(b["use"]).to_numpy(dtype=object)[ok] if "use" in b.columns \
+                else np.full(int(ok.sum()), None, dtype=object)
+            first = pd.DataFrame({"row": row[ok], "bid": bid, "use": use}).sort_values(
                 ["row", "bid"], kind="stable").drop_duplicates("row")
             meta.loc[first["row"].to_numpy(), "building_id"] = first["bid"].to_numpy()
+            meta.loc[first["row"].to_numpy(), "use"] = first["use"].to_numpy()
             meta["no_building"] = meta["building_id"].isna().to_numpy()
         return np.asarray(pgeom, dtype=object), meta
     b = buildings.reset_index(drop=True)
@@ -169,6 +173,8 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
                        if "built_date" in b.columns else np.full(keep.sum(), np.datetime64("NaT"))),
         "approximate": np.zeros(keep.sum(), dtype=bool),
         "no_building": np.zeros(keep.sum(), dtype=bool),
+        "use": (text_values(b["use"]).to_numpy(dtype=object)[keep] if "use" in b.columns
+                else np.full(int(keep.sum()), None, dtype=object)),
     })
     geoms = np.asarray(bgeom, dtype=object)[keep]
     # parcels with no building: measured from the parcel, flagged
@@ -179,6 +185,7 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
             "built_date": pd.Series(pd.NaT, index=range(len(empty)), dtype="datetime64[ms]"),
             "approximate": np.ones(len(empty), dtype=bool),
             "no_building": np.ones(len(empty), dtype=bool),
+            "use": pd.Series([None] * len(empty), dtype=object),
         })
         meta = pd.concat([meta, extra], ignore_index=True)
         geoms = np.concatenate([geoms, np.asarray(pgeom, dtype=object)[empty]])
@@ -239,12 +246,15 @@ def newest_building(meta: pd.DataFrame, all_meta: pd.DataFrame, all_geoms: np.nd
     return out[meta.columns], all_geoms[first], d_ab[first]
 
 
-def connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
+def connected(town: Town, P: gpd.GeoDataFrame, counts: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Parcels already connected, and the sentence saying how.
 
     A parcel is connected when the parcels layer marks it ``connected``, or a
     lateral serves it: the lateral names it (``parcel_id``), or, without a
-    name, the lateral's house end lies in it.
+    name, the lateral's house end lies in it. ``counts`` (per lateral row)
+    leaves out the laterals that do not connect a building (stubs, see
+    :mod:`gisnet.obligations.building_sewers`).
     """
     n = len(P)
     by = np.full(n, None, dtype=object)
@@ -254,6 +264,10 @@ def connected(town: Town, P: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
     if lat is None or len(lat) == 0 or n == 0:
         return flag, by
     lat = lat.reset_index(drop=True)
+    if counts is not None:
+        lat = lat[np.asarray(counts, dtype=bool)].reset_index(drop=True)
+        if not len(lat):
+            return flag, by
     lid = text_values(lat["lateral_id"]).fillna("?").astype(str).to_numpy()
     hit_rows: list[np.ndarray] = []
     hit_lat: list[np.ndarray] = []

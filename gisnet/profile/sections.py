@@ -111,6 +111,25 @@ class Connection(ProfileTable):
     unoccupied_land_uses: tuple[str, ...] | None = key(
         "Canonical land uses of a lot that, with no building on it, is not occupied and "
         "need not connect.", optional=True)
+    residential_uses: tuple[str, ...] | None = key(
+        "Land uses (parcel ``land_use``; a building's ``use`` equal to one or beginning with "
+        "one and ``_``) of a residence, for a rule that speaks of \"a resident\".",
+        optional=True)
+    notice_highway_program: bool | None = key(
+        "Notice to connect may be given to promote a highway improvement program (as well as "
+        "to eliminate a public health hazard).", optional=True)
+    septic_notice_section: str | None = key(
+        "Section limiting notice to a property on a private system to a public health "
+        "hazard (Poughkeepsie § 168-22.3C): there a highway improvement program is no "
+        "ground for notice.", optional=True)
+    building_sewer_reach_ft: float | None = key(
+        "A lateral connects a building when its house end comes this close to the footprint "
+        "(default: the town's snap tolerance).", "ft", optional=True)
+    building_sewer_reach_section: str | None = key("Section the reach is taken from.",
+                                                   optional=True)
+    separate_building_sewer_section: str | None = key(
+        "Section requiring a separate building sewer for every building (none: a shared "
+        "building sewer is reported, not held against the rule).", optional=True)
     default_street_width_ft: float = key("Right-of-way width of a street centreline that "
                                          "gives none.", "ft")
     abutting_tolerance_ft: float = key("Gap between parcel and street still counted as "
@@ -151,6 +170,8 @@ class Connection(ProfileTable):
             yield "default_street_width_ft", "must be > 0"
         if self.abutting_tolerance_ft < 0:
             yield "abutting_tolerance_ft", "must be >= 0"
+        if self.building_sewer_reach_ft is not None and self.building_sewer_reach_ft < 0:
+            yield "building_sewer_reach_ft", "must be >= 0"
 
 
 @documented

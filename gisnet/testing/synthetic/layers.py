@@ -357,6 +357,11 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
             "septic": septic,
             "connected": connected,
             "sewer_available_date": pd.Series(pd.NaT, index=range(n_par), dtype="datetime64[ms]"),
+            # no notice served, no hazard or highway program recorded (null everywhere:
+            # not written to the sample's files)
+            "notice_date": pd.Series(pd.NaT, index=range(n_par), dtype="datetime64[ms]"),
+            "health_hazard": pd.array([pd.NA] * n_par, dtype="boolean"),
+            "highway_program": pd.array([pd.NA] * n_par, dtype="boolean"),
         },
         geometry=par_geom, crs=crs,
     )
