@@ -20,6 +20,7 @@ from shapely.geometry.base import BaseGeometry
 
 from ..serialize import WGS84, crs_name
 from .errors import RequestError
+from .limits import ServiceLimits, check_batch, check_vertices
 
 
 @lru_cache(maxsize=64)
@@ -53,23 +54,30 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
 # ---------------------------------------------------------------------------
 
 
-def parse_features(value: Any, *, field: str = "features") -> tuple[list[BaseGeometry],
-                                                                    list[str | None],
-                                                                    list[dict[str, Any]]]:
-    """Geometries, ids and properties from request GeoJSON.
+GEOMETRY_TYPES = ("Point", "MultiPoint", "LineString", "MultiLineString", "Polygon",
+                  "MultiPolygon")
+#: Geometry a request may send as a parcel or a building: a point or an area
+POINTS_AND_AREAS = ("Point", "Polygon", "MultiPolygon")
+
+# how deep the positions lie in ``coordinates``, by geometry type
+_POSITION_DEPTH = {"Point": 0, "MultiPoint": 1, "LineString": 1, "MultiLineString": 2,
+                   "Polygon": 2, "MultiPolygon": 3}
+
+
+def feature_items(value: Any, *, field: str = "features") -> list[tuple[str, Any,
+                                                                         dict[str, Any],
+                                                                         str | None]]:
+    """Each feature of request GeoJSON, unparsed: ``(where, geometry, properties, id)``.
 
     Accepts a FeatureCollection, a Feature, a bare geometry, or a list of
-    Features/geometries.
-
-    Returns
-    -------
-    (geometries, ids, properties)
-        ``ids`` holds each feature's ``id`` (or None).
+    Features/geometries. ``where`` names the geometry in the request, e.g.
+    ``features.features[3].geometry``; ``geometry`` is the GeoJSON object as
+    sent (not yet checked).
 
     Raises
     ------
     RequestError
-        Naming the offending element, e.g. ``features[3].geometry``.
+        Naming the offending element.
     """
     if isinstance(value, dict):
         t = value.get("type")
@@ -86,38 +94,103 @@ def parse_features(value: Any, *, field: str = "features") -> tuple[list[BaseGeo
     else:
         raise RequestError(field, "expected GeoJSON: a FeatureCollection, a Feature, a "
                                   "geometry or a list of them")
-    geoms: list[BaseGeometry] = []
-    ids: list[str | None] = []
-    props: list[dict[str, Any]] = []
+    out: list[tuple[str, Any, dict[str, Any], str | None]] = []
     for i, item in enumerate(items):
         where = f"{prefix}[{i}]" if prefix else field
         if not isinstance(item, dict):
             raise RequestError(where, "expected a GeoJSON object")
         if item.get("type") == "Feature":
-            g = item.get("geometry")
             p = item.get("properties") or {}
             if not isinstance(p, dict):
                 raise RequestError(f"{where}.properties", "properties must be an object")
             fid = item.get("id")
-            gwhere = f"{where}.geometry"
+            out.append((f"{where}.geometry", item.get("geometry"), p,
+                        None if fid is None else str(fid)))
         else:
-            g, p, fid, gwhere = item, {}, None, where
-        geoms.append(_geometry(g, gwhere))
-        ids.append(None if fid is None else str(fid))
-        props.append(p)
-    if not geoms:
+            out.append((where, item, {}, None))
+    if not out:
         raise RequestError(field, "no features given")
-    return geoms, ids, props
+    return out
 
 
-_GEOM_TYPES = {"Point", "MultiPoint", "LineString", "MultiLineString", "Polygon",
-               "MultiPolygon"}
+def count_vertices(g: Any) -> int:
+    """Number of positions (vertices) in a GeoJSON geometry object, without building it.
+
+    Lists are counted by their length only, so the cost is the number of
+    rings, not of vertices. Malformed coordinates count what can be counted;
+    building the geometry reports them.
+    """
+    depth = _POSITION_DEPTH.get(g.get("type")) if isinstance(g, dict) else None
+    coords = g.get("coordinates") if isinstance(g, dict) else None
+    if depth is None or not isinstance(coords, list):
+        return 0
+    level = [coords]
+    for _ in range(depth):
+        level = [c for lst in level for c in lst if isinstance(c, list)]
+    return len(level)
 
 
-def _geometry(g: Any, where: str) -> BaseGeometry:
-    if not isinstance(g, dict) or g.get("type") not in _GEOM_TYPES:
-        raise RequestError(where, "expected a GeoJSON geometry of type "
-                                  + ", ".join(sorted(_GEOM_TYPES)))
+def check_types(items: Sequence[tuple[str, Any, Any, Any]], types: Sequence[str]) -> None:
+    """422 naming the first geometry of ``items`` (see :func:`feature_items`) whose
+    GeoJSON ``type`` is not one of ``types``."""
+    allowed = set(types)
+    for where, g, _, _ in items:
+        t = g.get("type") if isinstance(g, dict) else None
+        if t not in allowed:
+            got = (f"a {t}" if t in _POSITION_DEPTH
+                   else f"type {t!r}" if isinstance(g, dict) else "null" if g is None
+                   else f"a JSON {type(g).__name__}")
+            raise RequestError(where, f"expected a GeoJSON geometry of type "
+                                      f"{', '.join(types)}; got {got}")
+
+
+def parse_features(value: Any, *, field: str = "features",
+                   types: Sequence[str] = GEOMETRY_TYPES,
+                   limits: ServiceLimits | None = None) -> tuple[list[BaseGeometry],
+                                                                 list[str | None],
+                                                                 list[dict[str, Any]]]:
+    """Geometries, ids and properties from request GeoJSON.
+
+    The geometry types and the vertex count (``limits.max_vertices``, all
+    features together) are checked on the GeoJSON as sent, before any
+    geometry is built.
+
+    Parameters
+    ----------
+    value
+        A FeatureCollection, a Feature, a bare geometry, or a list of
+        Features/geometries.
+    field
+        The request field holding ``value``, for error messages.
+    types
+        The geometry types accepted.
+    limits
+        Limits to apply (``max_batch`` features, ``max_vertices``); None: none.
+
+    Returns
+    -------
+    (geometries, ids, properties)
+        ``ids`` holds each feature's ``id`` (or None).
+
+    Raises
+    ------
+    RequestError
+        422 naming the offending element, e.g. ``features[3].geometry``, and
+        for a wrong type the types accepted.
+    TooLargeError
+        413 naming ``max_batch`` or ``max_vertices``.
+    """
+    items = feature_items(value, field=field)
+    if limits is not None:
+        check_batch(len(items), limits, field)
+    check_types(items, types)
+    if limits is not None:
+        check_vertices(sum(count_vertices(g) for _, g, _, _ in items), limits, field)
+    geoms = [_geometry(g, where) for where, g, _, _ in items]
+    return geoms, [fid for *_, fid in items], [p for _, _, p, _ in items]
+
+
+def _geometry(g: dict[str, Any], where: str) -> BaseGeometry:
     try:
         geom = shape(g)
     except Exception as exc:  # shapely raises various errors on bad coordinates

@@ -76,8 +76,7 @@ def add_town_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> No
     @app.get("/town", summary="Layers, counts, profile and data-quality summary")
     async def town_info() -> Response:
         info = state.summary()
-        info["limits"] = {"max_body_bytes": limits.max_body_bytes,
-                          "max_batch": limits.max_batch}
+        info["limits"] = limits.public()
         return json_response(info)
 
 
