@@ -80,9 +80,15 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        body: dict[str, Any] = {"detail": exc.detail}
-        if exc.status_code == 413:
-            body["field"] = "body"
+        detail = exc.detail
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no endpoint at {request.url.path} (see /docs)"
+        elif exc.status_code == 405 and detail == "Method Not Allowed":
+            detail = f"method {request.method} not allowed on {request.url.path}"
+        body: dict[str, Any] = {"detail": detail}
+        fld = {404: "path", 405: "method", 413: "body"}.get(exc.status_code)
+        if fld:
+            body["field"] = fld
         return Response(dumps(body), status_code=exc.status_code, media_type=JSON,
                         headers=getattr(exc, "headers", None))
 

@@ -35,6 +35,24 @@ class RequestError(GisnetError):
         return f"{self.field}: {self.message}"
 
 
+class UnknownIdError(NotFoundError):
+    """An id the request names does not exist (HTTP 404).
+
+    Parameters
+    ----------
+    field
+        The request parameter holding the id (``parcel_id``, ``main_id``, ``name`` ...).
+    message
+        What was not found.
+    **where
+        ``layer``, ``feature`` (see :class:`~gisnet.errors.GisnetError`).
+    """
+
+    def __init__(self, field: str, message: str, **where: str | None) -> None:
+        self.field = field
+        super().__init__(message, **where)  # type: ignore[arg-type]
+
+
 class LimitError(RequestError):
     """A request field is refused because it exceeds a configured limit (HTTP 422).
 

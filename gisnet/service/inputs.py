@@ -20,11 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyproj import CRS
 from shapely.geometry import Point
 
-from ..errors import NotFoundError
 from ..report import Report
 from ..schema import column_names
 from ..town import Town
-from .errors import RequestError
+from .errors import RequestError, UnknownIdError
 from .geojson import (
     POINTS_AND_AREAS,
     check_types,
@@ -219,13 +218,13 @@ MAP_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
 def map_path(out_dir: Path | None, name: str) -> Path:
     """The file ``name`` inside ``out_dir``; 404 for anything else (no traversal)."""
     if out_dir is None:
-        raise NotFoundError("no map folder configured", feature=name)
+        raise UnknownIdError("name", "no map folder configured", feature=name)
     if not MAP_NAME.match(name) or ".." in name:
-        raise NotFoundError(f"map {name!r} not found", feature=name)
+        raise UnknownIdError("name", f"map {name!r} not found", feature=name)
     if Path(name).suffix == "":
         name += ".html"
     root = out_dir.resolve()
     path = (root / name).resolve()
     if path.parent != root or not path.is_file() or path.suffix not in MAP_TYPES:
-        raise NotFoundError(f"map {name!r} not found", path=None, feature=name)
+        raise UnknownIdError("name", f"map {name!r} not found", feature=name)
     return path
