@@ -249,6 +249,10 @@ CORPUS = [
     Hostile("crs-epsg-0", "GET", "/parcels/P0000001/obligation?crs=EPSG:0", field="crs"),
     Hostile("crs-proj-garbage", "GET", "/plants?crs=%2Bproj%3Dnowhere", field="crs"),
     Hostile("crs-10k-characters", "GET", "/plants?crs=" + "A" * 10_000, field="crs"),
+    Hostile("crs-unknown-name", "GET", "/plants?crs=Nowhere%20Grid", field="crs"),
+    Hostile("crs-of-30k-characters-in-body", "POST", "/obligations",
+            lambda x, y: {"features": {"type": "Point", "coordinates": [x, y]},
+                          "crs": "PROJCS[" + "A" * 30_000 + "]"}, field="crs"),
     Hostile("body-crs-unknown", "POST", "/obligations",
             lambda x, y: {"features": {"type": "Point", "coordinates": [x, y]},
                           "crs": "EPSG:999999"}, field="crs"),
@@ -358,6 +362,19 @@ def test_json_media_types_and_utf8_charset_are_accepted(client):
         r = client.post("/obligations", content=body, headers={"content-type": ctype})
         assert r.status_code == 200, (ctype, r.text)
         assert r.json()["features"][0]["properties"]["parcel_id"] == "P0000001"
+
+
+def test_crs_forms_accepted_and_names_refused_before_proj_searches_for_them(client):
+    """An unknown CRS *name* costs PROJ over a second of database search, so only
+    codes and definitions are taken; each form below gives the same answer."""
+    want = client.get("/plants", params={"crs": "EPSG:2260"}).json()["features"]
+    for crs in ("2260", "epsg:2260", "urn:ogc:def:crs:EPSG::2260",
+                "http://www.opengis.net/def/crs/EPSG/0/2260", CRS.from_epsg(2260).to_wkt(),
+                CRS.from_epsg(2260).to_json()):
+        r = client.get("/plants", params={"crs": crs})
+        assert r.status_code == 200 and r.json()["features"] == want, crs[:40]
+    r = client.get("/plants", params={"crs": "NAD83 / New York East (ftUS)"})
+    assert r.status_code == 422 and "is not a CRS" in r.json()["detail"]
 
 
 def test_non_ascii_ids_in_utf8_are_looked_up_not_refused(client):

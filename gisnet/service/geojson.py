@@ -7,6 +7,7 @@ name, GeoJSON features, and reprojects them to the town's working CRS.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -22,10 +23,30 @@ from ..serialize import WGS84, crs_name
 from .errors import RequestError
 from .limits import ServiceLimits, check_batch, check_vertices
 
+#: Longest CRS text accepted (a WKT2 or PROJJSON definition is a few kB)
+MAX_CRS_CHARS = 20_000
+
+# The forms of CRS a request may give. Anything else would be searched for as a
+# CRS name in PROJ's database, which takes over a second per unknown name.
+_CRS_FORMS = re.compile(
+    r"""\d+                                   # an EPSG code
+      | [A-Za-z][A-Za-z0-9_-]*:[A-Za-z0-9_.+-]+  # AUTHORITY:CODE (EPSG:2260, OGC:CRS84)
+      | urn:ogc:def:crs:.+                     # an OGC URN
+      | https?://www\.opengis\.net/def/crs/.+  # an OGC URI
+      | \+.+                                  # a PROJ string
+      | [A-Z][A-Z0-9_]*\s*\[.+                 # WKT
+      | \{.+                                  # PROJJSON
+    """, re.VERBOSE | re.DOTALL)
+
 
 @lru_cache(maxsize=64)
 def parse_crs(text: str | None, field: str = "crs") -> CRS:
-    """The CRS named by a request (``EPSG:2260``, ``2260``, a WKT or PROJ string).
+    """The CRS named by a request.
+
+    Accepted: an EPSG code (``2260``), ``AUTHORITY:CODE`` (``EPSG:2260``,
+    ``OGC:CRS84``), an OGC URN or URI, a PROJ string, WKT or PROJJSON, of at
+    most :data:`MAX_CRS_CHARS` characters. CRS *names* (``WGS 84``) are not:
+    PROJ searches its database for a name, over a second per unknown one.
 
     Parameters
     ----------
@@ -37,16 +58,22 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
     Raises
     ------
     RequestError
-        If pyproj does not know the CRS.
+        If the text is none of those forms, or pyproj does not know the CRS.
     """
     if text is None or str(text).strip() == "":
         return WGS84
     s = str(text).strip()
+    shown = repr(s) if len(s) <= 80 else repr(s[:60]) + f"... ({len(s)} characters)"
+    if len(s) > MAX_CRS_CHARS:
+        raise RequestError(field, f"{shown} is longer than {MAX_CRS_CHARS} characters")
+    if not _CRS_FORMS.fullmatch(s):
+        raise RequestError(field, f"{shown} is not a CRS: give EPSG:code (or another "
+                                  "AUTHORITY:code), a code, a PROJ string, WKT or PROJJSON")
     try:
         return CRS.from_user_input(int(s) if s.isdigit() else s)
     except Exception as exc:  # pyproj raises CRSError (a plain Exception subclass)
-        raise RequestError(field, f"{s!r} is not a coordinate reference system pyproj knows "
-                                  f"({exc.__class__.__name__})") from None
+        raise RequestError(field, f"{shown} is not a coordinate reference system pyproj "
+                                  f"knows ({exc.__class__.__name__})") from None
 
 
 # ---------------------------------------------------------------------------
