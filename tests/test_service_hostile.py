@@ -245,6 +245,12 @@ CORPUS = [
             lambda x, y: {"features": {"type": "Polygon",
                                        "coordinates": [[[x, y], [x, y, 1, 2, 3], [x]]]}},
             field="features"),
+    Hostile("boolean-coordinates", "POST", "/control-manholes",
+            {"features": {"type": "Point", "coordinates": [True, False]}}, field="features"),
+    Hostile("string-coordinates-in-a-ring", "POST", "/obligations",
+            lambda x, y: {"features": _fc({"type": "Polygon", "coordinates": [
+                [[x, y], [x + 1e-4, y], [str(x), str(y + 1e-4)], [x, y]]]})},
+            field="features.features[0].geometry"),
     # -- coordinate reference systems --------------------------------------------------
     Hostile("crs-epsg-0", "GET", "/parcels/P0000001/obligation?crs=EPSG:0", field="crs"),
     Hostile("crs-proj-garbage", "GET", "/plants?crs=%2Bproj%3Dnowhere", field="crs"),
@@ -434,6 +440,18 @@ def test_vertices_are_counted_without_building_geometry():
     assert count_vertices({"type": "MultiPolygon", "coordinates": [[ring], [ring, ring]]}) == 12
     assert count_vertices({"type": "Polygon", "coordinates": "nonsense"}) == 0
     assert count_vertices(None) == 0
+
+
+def test_a_position_must_be_two_or_three_numbers():
+    from gisnet.service.geojson import check_positions
+
+    check_positions({"type": "Point", "coordinates": [1.5, 2, 3]}, "f")
+    for bad in ([True, 1], [1], [1, 2, 3, 4], ["1", 2], [None, 2]):
+        with pytest.raises(RequestError, match="position 0 is"):
+            check_positions({"type": "Point", "coordinates": bad}, "f")
+    ring = [[0, 0], [1, 0], [1, False], [0, 0]]
+    with pytest.raises(RequestError, match=r"position 2 is \[1, false\]"):
+        check_positions({"type": "Polygon", "coordinates": [ring]}, "f")
 
 
 # ---------------------------------------------------------------------------

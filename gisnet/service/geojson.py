@@ -7,9 +7,11 @@ name, GeoJSON features, and reprojects them to the town's working CRS.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import geopandas as gpd
@@ -140,21 +142,42 @@ def feature_items(value: Any, *, field: str = "features") -> list[tuple[str, Any
     return out
 
 
-def count_vertices(g: Any) -> int:
-    """Number of positions (vertices) in a GeoJSON geometry object, without building it.
-
-    Lists are counted by their length only, so the cost is the number of
-    rings, not of vertices. Malformed coordinates count what can be counted;
-    building the geometry reports them.
-    """
+def _positions(g: Any) -> list[Any]:
+    """The positions of a GeoJSON geometry object as sent (lists, unchecked)."""
     depth = _POSITION_DEPTH.get(g.get("type")) if isinstance(g, dict) else None
     coords = g.get("coordinates") if isinstance(g, dict) else None
     if depth is None or not isinstance(coords, list):
-        return 0
+        return []
     level = [coords]
     for _ in range(depth):
         level = [c for lst in level for c in lst if isinstance(c, list)]
-    return len(level)
+    return level
+
+
+def count_vertices(g: Any) -> int:
+    """Number of positions (vertices) in a GeoJSON geometry object, without building it.
+
+    The lists are descended as the type says; nothing is converted or built.
+    Malformed coordinates count what can be counted; :func:`check_positions`
+    or building the geometry reports them.
+    """
+    return len(_positions(g))
+
+
+def check_positions(g: Any, where: str) -> None:
+    """422 naming ``where`` unless every position of GeoJSON geometry ``g`` is 2 or 3
+    numbers (JSON ``true`` would otherwise be taken as 1)."""
+    positions = _positions(g)
+    # the common case in C loops: every length 2 or 3, every value an int or a float
+    if (set(map(len, positions)) <= {2, 3}
+            and set(map(type, chain.from_iterable(positions))) <= {int, float}):
+        return
+    for i, p in enumerate(positions):
+        if not 2 <= len(p) <= 3 or not all(type(v) is float or type(v) is int for v in p):
+            shown = json.dumps(p)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise RequestError(where, f"invalid coordinates: position {i} is {shown} (a "
+                                      "position is 2 or 3 numbers)")
 
 
 def check_types(items: Sequence[tuple[str, Any, Any, Any]], types: Sequence[str]) -> None:
@@ -178,9 +201,9 @@ def parse_features(value: Any, *, field: str = "features",
                                                                  list[dict[str, Any]]]:
     """Geometries, ids and properties from request GeoJSON.
 
-    The geometry types and the vertex count (``limits.max_vertices``, all
-    features together) are checked on the GeoJSON as sent, before any
-    geometry is built.
+    The geometry types, the vertex count (``limits.max_vertices``, all
+    features together) and the positions (2 or 3 numbers each) are checked on
+    the GeoJSON as sent, before any geometry is built.
 
     Parameters
     ----------
@@ -213,6 +236,8 @@ def parse_features(value: Any, *, field: str = "features",
     check_types(items, types)
     if limits is not None:
         check_vertices(sum(count_vertices(g) for _, g, _, _ in items), limits, field)
+    for where, g, _, _ in items:
+        check_positions(g, where)
     geoms = [_geometry(g, where) for where, g, _, _ in items]
     return geoms, [fid for *_, fid in items], [p for _, _, p, _ in items]
 
