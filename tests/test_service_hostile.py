@@ -171,7 +171,7 @@ CORPUS = [
     Hostile("latin1-in-a-string", "POST", "/obligations", b'{"parcel_ids": ["Caf\xe9"]}',
             field="parcel_ids[0]"),
     Hostile("latin1-in-a-key", "POST", "/obligations", b'{"parcel_ids": [], "\xff": 1}',
-            field="\udcff"),
+            field="\\udcff"),
     Hostile("not-utf8-outside-strings", "POST", "/obligations", b'{"parcel_ids": \xff}',
             field="body"),
     Hostile("utf16-body", "POST", "/obligations",

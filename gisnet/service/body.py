@@ -93,6 +93,12 @@ def _find(value: Any, bad: Callable[[Any], bool], where: str = "") -> tuple[str,
     return None
 
 
+def _field(path: str) -> str:
+    """A path for an error message: lone surrogates (from bytes that were not UTF-8)
+    shown as ``\\udcff`` escapes, since no encoder can write them."""
+    return path.encode("utf-8", "backslashreplace").decode("utf-8") or "body"
+
+
 def _has_surrogate(v: Any) -> bool:
     return isinstance(v, str) and any("\ud800" <= ch <= "\udfff" for ch in v)
 
@@ -153,15 +159,15 @@ def parse_json_body(data: bytes, max_depth: int) -> Any:
     if constants:
         found = _find(value, lambda v: isinstance(v, _NonFinite))
         where, v = found if found else ("body", _NonFinite(constants[0]))
-        raise RequestError(where or "body", f"{v.name} is not a JSON number (RFC 8259); "
-                                            "send a finite number")
+        raise RequestError(_field(where), f"{v.name} is not a JSON number (RFC 8259); "
+                                          "send a finite number")
     if utf8_error or _SURROGATE_ESCAPE.search(data):
         found = _find(value, _has_surrogate)
         if utf8_error:
-            raise RequestError((found[0] or "body") if found else "body", utf8_error)
+            raise RequestError(_field(found[0] if found else ""), utf8_error)
         if found:
-            raise RequestError(found[0] or "body", "a lone UTF-16 surrogate (\\ud800-\\udfff) "
-                                                   "is not a Unicode character")
+            raise RequestError(_field(found[0]), "a lone UTF-16 surrogate (\\ud800-\\udfff) "
+                                                 "is not a Unicode character")
     return value
 
 
