@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Coroutine
 from email.message import Message
 from typing import Any
@@ -154,8 +155,11 @@ def parse_json_body(data: bytes, max_depth: int) -> Any:
             raise RequestError("body", utf8_error) from None
         raise RequestError("body", f"malformed JSON ({exc.msg}: line {exc.lineno} "
                                    f"column {exc.colno})") from None
-    except (ValueError, RecursionError) as exc:  # int over sys.get_int_max_str_digits()
-        raise RequestError("body", f"malformed JSON ({exc})") from None
+    except RecursionError:  # not reached below max_json_depth; kept as a guard
+        raise RequestError("body", "malformed JSON (nested too deeply)") from None
+    except ValueError:  # the only other: an integer over sys.get_int_max_str_digits()
+        raise RequestError("body", "malformed JSON (an integer of more than "
+                                   f"{sys.get_int_max_str_digits()} digits)") from None
     if constants:
         found = _find(value, lambda v: isinstance(v, _NonFinite))
         where, v = found if found else ("body", _NonFinite(constants[0]))
