@@ -174,7 +174,10 @@ def test_town_summary_counts_layers_results_and_findings(client):
     assert info["results"]["obligations"] == 4
     assert info["quality"]["by_kind"] == {"gap_snapped": 1, "adverse_slope": 1}
     assert info["quality"]["by_severity"] == {"info": 1, "warning": 1}
-    assert info["limits"] == {"max_body_bytes": 4096, "max_batch": 5}
+    assert info["limits"] == {"max_body_bytes": 4096, "max_batch": 5, "max_vertices": 100_000,
+                              "max_json_depth": 32, "header_timeout_s": 10.0,
+                              "body_timeout_s": 60.0, "keep_alive_s": 5.0,
+                              "max_header_bytes": 16384}
 
 
 def test_openapi_lists_every_endpoint(client):

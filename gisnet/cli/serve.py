@@ -30,6 +30,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--max-batch", type=int, default=20_000, metavar="N",
                    help="most ids/features in one batch request (default: 20000); "
                         "more gets 413")
+    p.add_argument("--max-vertices", type=int, default=100_000, metavar="N",
+                   help="most vertices in the geometry of one request, all features "
+                        "together (default: 100000); more gets 413")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds a client has to send its request line and headers "
+                        "(default: 10); later gets 408 and the connection closed")
+    p.add_argument("--body-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds a client has to send the body once the headers are in "
+                        "(default: 60); later gets 408 and the connection closed")
     p.add_argument("--cors-origin", action="append", default=[], metavar="URL",
                    help="let web pages from this origin call the service (repeatable; "
                         "'*' for any)")
@@ -38,15 +47,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from ..errors import ConfigError
     from ..service import ServiceLimits, TownState, create_app
+    from ..service.server import make_server
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port} is not a TCP port (0-65535)")
-    if args.max_body_mb <= 0 or args.max_batch <= 0:
-        raise ConfigError("--max-body-mb and --max-batch must be positive")
+    for opt in ("max_body_mb", "max_batch", "max_vertices", "header_timeout", "body_timeout"):
+        value = getattr(args, opt)
+        if not value > 0 or value == float("inf"):  # NaN is not > 0
+            raise ConfigError(f"--{opt.replace('_', '-')} {value} must be a positive number")
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError("the maps folder to serve is an existing file, not a folder",
                           path=args.out)
@@ -56,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
                        **state.timings_s}
     limits = ServiceLimits(max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-                           max_batch=args.max_batch, cors_origins=tuple(args.cors_origin))
+                           max_batch=args.max_batch, max_vertices=args.max_vertices,
+                           header_timeout_s=args.header_timeout,
+                           body_timeout_s=args.body_timeout,
+                           cors_origins=tuple(args.cors_origin))
     app = create_app(state, limits)
     for name, why in state.unavailable.items():
         say(args, f"gisnet: {name} not available: {why}")
@@ -66,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     # garbage collector's full passes, which otherwise show as latency spikes
     gc.collect()
     gc.freeze()
-    uvicorn.run(app, host=args.host, port=args.port, access_log=args.access_log,
-                log_level="info" if args.verbose else "warning", lifespan="off")
+    # uvicorn with read deadlines for slow clients (gisnet.service.server)
+    make_server(app, host=args.host, port=args.port, limits=limits,
+                access_log=args.access_log,
+                log_level="info" if args.verbose else "warning").run()
     return 0

@@ -17,22 +17,34 @@ with the same units (``distance_ft``, ``flow_gpd`` ...). Both are encoded by
 :mod:`gisnet.serialize`.
 
 Errors are JSON ``{"detail": ..., "field": ...}`` and never a traceback: an
-unknown id is 404, a malformed parameter or body 422 naming the field, a body
-over ``max_body_bytes`` or a batch over ``max_batch`` items 413 naming the
-limit, an analysis the town cannot support (e.g. no plants) 503.
+unknown id is 404 naming the parameter, a malformed parameter or body 422
+naming the field, a body that is not JSON 415, a body over
+``max_body_bytes``, a batch over ``max_batch`` items or geometry over
+``max_vertices`` vertices 413 naming the limit, an analysis the town cannot
+support (e.g. no plants) 503. Slow clients get 408 from the server
+(docs/reliability.md lists every hostile request and its answer).
 
 Modules: :mod:`~gisnet.service.state` (the town state),
 :mod:`~gisnet.service.tables` (indexed, pre-serialized result layers),
 :mod:`~gisnet.service.app` and :mod:`~gisnet.service.routes` (the application
-and its route groups), :mod:`~gisnet.service.inputs` and
-:mod:`~gisnet.service.geojson` (what requests send), :mod:`~gisnet.service.limits`
-and :mod:`~gisnet.service.errors`.
+and its route groups), :mod:`~gisnet.service.body` (JSON bodies, decoded and
+checked), :mod:`~gisnet.service.inputs` and :mod:`~gisnet.service.geojson`
+(what requests send), :mod:`~gisnet.service.limits` and
+:mod:`~gisnet.service.errors`, :mod:`~gisnet.service.server` (uvicorn with
+read deadlines, for ``gisnet serve``).
 """
 
 from __future__ import annotations
 
 from .app import create_app
-from .errors import RequestError, ServiceUnavailable, TooLargeError
+from .errors import (
+    LimitError,
+    RequestError,
+    ServiceUnavailable,
+    TooLargeError,
+    UnknownIdError,
+    UnsupportedMediaType,
+)
 from .inputs import GEOJSON, JSON
 from .limits import ServiceLimits
 from .state import TownState
@@ -43,11 +55,14 @@ __all__ = [
     "JSON",
     "SERVED_EAGERLY",
     "TABLE_KEYS",
+    "LimitError",
     "RequestError",
     "ResultTable",
     "ServiceLimits",
     "ServiceUnavailable",
     "TooLargeError",
     "TownState",
+    "UnknownIdError",
+    "UnsupportedMediaType",
     "create_app",
 ]

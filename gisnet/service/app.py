@@ -9,11 +9,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from .. import __version__
 from ..errors import GisnetError
 from ..serialize import dumps
-from .errors import TooLargeError, http_status
+from .body import JSONBodyRoute
+from .errors import LimitError, TooLargeError, http_status
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
 from .routes import (
@@ -71,17 +73,30 @@ def _install_error_handlers(app: FastAPI) -> None:
         fld = getattr(exc, "field", None)
         if fld:
             body["field"] = fld
-        if isinstance(exc, TooLargeError):
+        if isinstance(exc, (TooLargeError, LimitError)):
             body["limit"] = exc.limit
+            body["limit_name"] = exc.limit_name
         return Response(dumps(body), status_code=http_status(exc), media_type=JSON)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        body: dict[str, Any] = {"detail": exc.detail}
-        if exc.status_code == 413:
-            body["field"] = "body"
+        detail = exc.detail
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no endpoint at {request.url.path} (see /docs)"
+        elif exc.status_code == 405 and detail == "Method Not Allowed":
+            detail = f"method {request.method} not allowed on {request.url.path}"
+        body: dict[str, Any] = {"detail": detail}
+        fld = {404: "path", 405: "method", 413: "body"}.get(exc.status_code)
+        if fld:
+            body["field"] = fld
         return Response(dumps(body), status_code=exc.status_code, media_type=JSON,
                         headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> Response:
+        # the client went away (or was cut off by a read deadline) mid-body: nobody
+        # reads this answer, and it is not a server error
+        return Response(b"", status_code=499)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Response:  # pragma: no cover
@@ -99,7 +114,10 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     state
         The loaded town and its results (read-only from here on).
     limits
-        Body-size and batch-count limits (defaults: 16 MiB, 20,000 items).
+        Request limits (:class:`~gisnet.service.limits.ServiceLimits`; its
+        defaults: 16 MiB bodies, 20,000 items, 100,000 vertices, JSON 32 levels
+        deep). Its read deadlines are enforced by the server
+        (:func:`gisnet.service.server.make_server`), not by the application.
 
     Returns
     -------
@@ -117,6 +135,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     )
     app.state.gisnet = state
     app.state.limits = limits
+    app.router.route_class = JSONBodyRoute  # JSON bodies decoded by gisnet (body.py)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     if limits.cors_origins:  # a town's web viewer on another origin
         from starlette.middleware.cors import CORSMiddleware

@@ -1,9 +1,12 @@
 """Errors of the HTTP service and the status each one answers with.
 
 Errors are JSON ``{"detail": ..., "field": ...}`` and never a traceback: an
-unknown id is 404, a malformed parameter or body 422 naming the field, a body
-over ``max_body_bytes`` or a batch over ``max_batch`` items 413 naming the
-limit, an analysis the town cannot support (e.g. no plants) 503.
+unknown id is 404, a malformed parameter or body 422 naming the field (a body
+nested deeper than ``max_json_depth`` also names the limit), a body that is not
+JSON 415, a body over ``max_body_bytes``, a batch over ``max_batch`` items or
+geometry over ``max_vertices`` vertices 413 naming the limit, an analysis the
+town cannot support (e.g. no plants) 503. The limits are
+:class:`~gisnet.service.limits.ServiceLimits`.
 """
 
 from __future__ import annotations
@@ -32,15 +35,66 @@ class RequestError(GisnetError):
         return f"{self.field}: {self.message}"
 
 
+class UnknownIdError(NotFoundError):
+    """An id the request names does not exist (HTTP 404).
+
+    Parameters
+    ----------
+    field
+        The request parameter holding the id (``parcel_id``, ``main_id``, ``name`` ...).
+    message
+        What was not found.
+    **where
+        ``layer``, ``feature`` (see :class:`~gisnet.errors.GisnetError`).
+    """
+
+    def __init__(self, field: str, message: str, **where: str | None) -> None:
+        self.field = field
+        super().__init__(message, **where)  # type: ignore[arg-type]
+
+
+class LimitError(RequestError):
+    """A request field is refused because it exceeds a configured limit (HTTP 422).
+
+    Parameters
+    ----------
+    field
+        The request field concerned (``body`` for the body as a whole).
+    message
+        What is wrong, naming the limit.
+    limit
+        The configured value that was exceeded.
+    limit_name
+        Its name in :class:`~gisnet.service.limits.ServiceLimits`.
+    """
+
+    def __init__(self, field: str, message: str, *, limit: float, limit_name: str) -> None:
+        self.limit = limit
+        self.limit_name = limit_name
+        super().__init__(field, message)
+
+
 class TooLargeError(GisnetError):
-    """A body or batch exceeds a configured limit (HTTP 413)."""
+    """A body, a batch or request geometry exceeds a configured limit (HTTP 413).
+
+    ``limit`` is the configured value, ``limit_name`` its name in
+    :class:`~gisnet.service.limits.ServiceLimits`, ``field`` the request field.
+    """
 
     status_code = 413
 
-    def __init__(self, message: str, *, limit: int, field: str | None = None) -> None:
+    def __init__(self, message: str, *, limit: int, field: str | None = None,
+                 limit_name: str | None = None) -> None:
         self.limit = limit
+        self.limit_name = limit_name
         self.field = field
         super().__init__(message)
+
+
+class UnsupportedMediaType(RequestError):
+    """A request body is not JSON (HTTP 415); ``field`` is ``content-type``."""
+
+    status_code = 415
 
 
 class ServiceUnavailable(GisnetError):

@@ -7,8 +7,11 @@ name, GeoJSON features, and reprojects them to the town's working CRS.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import geopandas as gpd
@@ -20,11 +23,32 @@ from shapely.geometry.base import BaseGeometry
 
 from ..serialize import WGS84, crs_name
 from .errors import RequestError
+from .limits import ServiceLimits, check_batch, check_vertices
+
+#: Longest CRS text accepted (a WKT2 or PROJJSON definition is a few kB)
+MAX_CRS_CHARS = 20_000
+
+# The forms of CRS a request may give. Anything else would be searched for as a
+# CRS name in PROJ's database, which takes over a second per unknown name.
+_CRS_FORMS = re.compile(
+    r"""\d+                                   # an EPSG code
+      | [A-Za-z][A-Za-z0-9_-]*:[A-Za-z0-9_.+-]+  # AUTHORITY:CODE (EPSG:2260, OGC:CRS84)
+      | urn:ogc:def:crs:.+                     # an OGC URN
+      | https?://www\.opengis\.net/def/crs/.+  # an OGC URI
+      | \+.+                                  # a PROJ string
+      | [A-Z][A-Z0-9_]*\s*\[.+                 # WKT
+      | \{.+                                  # PROJJSON
+    """, re.VERBOSE | re.DOTALL)
 
 
 @lru_cache(maxsize=64)
 def parse_crs(text: str | None, field: str = "crs") -> CRS:
-    """The CRS named by a request (``EPSG:2260``, ``2260``, a WKT or PROJ string).
+    """The CRS named by a request.
+
+    Accepted: an EPSG code (``2260``), ``AUTHORITY:CODE`` (``EPSG:2260``,
+    ``OGC:CRS84``), an OGC URN or URI, a PROJ string, WKT or PROJJSON, of at
+    most :data:`MAX_CRS_CHARS` characters. CRS *names* (``WGS 84``) are not:
+    PROJ searches its database for a name, over a second per unknown one.
 
     Parameters
     ----------
@@ -36,16 +60,22 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
     Raises
     ------
     RequestError
-        If pyproj does not know the CRS.
+        If the text is none of those forms, or pyproj does not know the CRS.
     """
     if text is None or str(text).strip() == "":
         return WGS84
     s = str(text).strip()
+    shown = repr(s) if len(s) <= 80 else repr(s[:60]) + f"... ({len(s)} characters)"
+    if len(s) > MAX_CRS_CHARS:
+        raise RequestError(field, f"{shown} is longer than {MAX_CRS_CHARS} characters")
+    if not _CRS_FORMS.fullmatch(s):
+        raise RequestError(field, f"{shown} is not a CRS: give EPSG:code (or another "
+                                  "AUTHORITY:code), a code, a PROJ string, WKT or PROJJSON")
     try:
         return CRS.from_user_input(int(s) if s.isdigit() else s)
     except Exception as exc:  # pyproj raises CRSError (a plain Exception subclass)
-        raise RequestError(field, f"{s!r} is not a coordinate reference system pyproj knows "
-                                  f"({exc.__class__.__name__})") from None
+        raise RequestError(field, f"{shown} is not a coordinate reference system pyproj "
+                                  f"knows ({exc.__class__.__name__})") from None
 
 
 # ---------------------------------------------------------------------------
@@ -53,23 +83,30 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
 # ---------------------------------------------------------------------------
 
 
-def parse_features(value: Any, *, field: str = "features") -> tuple[list[BaseGeometry],
-                                                                    list[str | None],
-                                                                    list[dict[str, Any]]]:
-    """Geometries, ids and properties from request GeoJSON.
+GEOMETRY_TYPES = ("Point", "MultiPoint", "LineString", "MultiLineString", "Polygon",
+                  "MultiPolygon")
+#: Geometry a request may send as a parcel or a building: a point or an area
+POINTS_AND_AREAS = ("Point", "Polygon", "MultiPolygon")
+
+# how deep the positions lie in ``coordinates``, by geometry type
+_POSITION_DEPTH = {"Point": 0, "MultiPoint": 1, "LineString": 1, "MultiLineString": 2,
+                   "Polygon": 2, "MultiPolygon": 3}
+
+
+def feature_items(value: Any, *, field: str = "features") -> list[tuple[str, Any,
+                                                                         dict[str, Any],
+                                                                         str | None]]:
+    """Each feature of request GeoJSON, unparsed: ``(where, geometry, properties, id)``.
 
     Accepts a FeatureCollection, a Feature, a bare geometry, or a list of
-    Features/geometries.
-
-    Returns
-    -------
-    (geometries, ids, properties)
-        ``ids`` holds each feature's ``id`` (or None).
+    Features/geometries. ``where`` names the geometry in the request, e.g.
+    ``features.features[3].geometry``; ``geometry`` is the GeoJSON object as
+    sent (not yet checked).
 
     Raises
     ------
     RequestError
-        Naming the offending element, e.g. ``features[3].geometry``.
+        Naming the offending element.
     """
     if isinstance(value, dict):
         t = value.get("type")
@@ -86,38 +123,126 @@ def parse_features(value: Any, *, field: str = "features") -> tuple[list[BaseGeo
     else:
         raise RequestError(field, "expected GeoJSON: a FeatureCollection, a Feature, a "
                                   "geometry or a list of them")
-    geoms: list[BaseGeometry] = []
-    ids: list[str | None] = []
-    props: list[dict[str, Any]] = []
+    out: list[tuple[str, Any, dict[str, Any], str | None]] = []
     for i, item in enumerate(items):
         where = f"{prefix}[{i}]" if prefix else field
         if not isinstance(item, dict):
             raise RequestError(where, "expected a GeoJSON object")
         if item.get("type") == "Feature":
-            g = item.get("geometry")
             p = item.get("properties") or {}
             if not isinstance(p, dict):
                 raise RequestError(f"{where}.properties", "properties must be an object")
             fid = item.get("id")
-            gwhere = f"{where}.geometry"
+            out.append((f"{where}.geometry", item.get("geometry"), p,
+                        None if fid is None else str(fid)))
         else:
-            g, p, fid, gwhere = item, {}, None, where
-        geoms.append(_geometry(g, gwhere))
-        ids.append(None if fid is None else str(fid))
-        props.append(p)
-    if not geoms:
+            out.append((where, item, {}, None))
+    if not out:
         raise RequestError(field, "no features given")
-    return geoms, ids, props
+    return out
 
 
-_GEOM_TYPES = {"Point", "MultiPoint", "LineString", "MultiLineString", "Polygon",
-               "MultiPolygon"}
+def _positions(g: Any) -> list[Any]:
+    """The positions of a GeoJSON geometry object as sent (lists, unchecked)."""
+    depth = _POSITION_DEPTH.get(g.get("type")) if isinstance(g, dict) else None
+    coords = g.get("coordinates") if isinstance(g, dict) else None
+    if depth is None or not isinstance(coords, list):
+        return []
+    level = [coords]
+    for _ in range(depth):
+        level = [c for lst in level for c in lst if isinstance(c, list)]
+    return level
 
 
-def _geometry(g: Any, where: str) -> BaseGeometry:
-    if not isinstance(g, dict) or g.get("type") not in _GEOM_TYPES:
-        raise RequestError(where, "expected a GeoJSON geometry of type "
-                                  + ", ".join(sorted(_GEOM_TYPES)))
+def count_vertices(g: Any) -> int:
+    """Number of positions (vertices) in a GeoJSON geometry object, without building it.
+
+    The lists are descended as the type says; nothing is converted or built.
+    Malformed coordinates count what can be counted; :func:`check_positions`
+    or building the geometry reports them.
+    """
+    return len(_positions(g))
+
+
+def check_positions(g: Any, where: str) -> None:
+    """422 naming ``where`` unless every position of GeoJSON geometry ``g`` is 2 or 3
+    numbers (JSON ``true`` would otherwise be taken as 1)."""
+    positions = _positions(g)
+    # the common case in C loops: every length 2 or 3, every value an int or a float
+    if (set(map(len, positions)) <= {2, 3}
+            and set(map(type, chain.from_iterable(positions))) <= {int, float}):
+        return
+    for i, p in enumerate(positions):
+        if not 2 <= len(p) <= 3 or not all(type(v) is float or type(v) is int for v in p):
+            shown = json.dumps(p)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise RequestError(where, f"invalid coordinates: position {i} is {shown} (a "
+                                      "position is 2 or 3 numbers)")
+
+
+def check_types(items: Sequence[tuple[str, Any, Any, Any]], types: Sequence[str]) -> None:
+    """422 naming the first geometry of ``items`` (see :func:`feature_items`) whose
+    GeoJSON ``type`` is not one of ``types``."""
+    allowed = set(types)
+    for where, g, _, _ in items:
+        t = g.get("type") if isinstance(g, dict) else None
+        if t not in allowed:
+            got = (f"a {t}" if t in _POSITION_DEPTH
+                   else f"type {t!r}" if isinstance(g, dict) else "null" if g is None
+                   else f"a JSON {type(g).__name__}")
+            raise RequestError(where, f"expected a GeoJSON geometry of type "
+                                      f"{', '.join(types)}; got {got}")
+
+
+def parse_features(value: Any, *, field: str = "features",
+                   types: Sequence[str] = GEOMETRY_TYPES,
+                   limits: ServiceLimits | None = None) -> tuple[list[BaseGeometry],
+                                                                 list[str | None],
+                                                                 list[dict[str, Any]]]:
+    """Geometries, ids and properties from request GeoJSON.
+
+    The geometry types, the vertex count (``limits.max_vertices``, all
+    features together) and the positions (2 or 3 numbers each) are checked on
+    the GeoJSON as sent, before any geometry is built.
+
+    Parameters
+    ----------
+    value
+        A FeatureCollection, a Feature, a bare geometry, or a list of
+        Features/geometries.
+    field
+        The request field holding ``value``, for error messages.
+    types
+        The geometry types accepted.
+    limits
+        Limits to apply (``max_batch`` features, ``max_vertices``); None: none.
+
+    Returns
+    -------
+    (geometries, ids, properties)
+        ``ids`` holds each feature's ``id`` (or None).
+
+    Raises
+    ------
+    RequestError
+        422 naming the offending element, e.g. ``features[3].geometry``, and
+        for a wrong type the types accepted.
+    TooLargeError
+        413 naming ``max_batch`` or ``max_vertices``.
+    """
+    items = feature_items(value, field=field)
+    if limits is not None:
+        check_batch(len(items), limits, field)
+    check_types(items, types)
+    if limits is not None:
+        check_vertices(sum(count_vertices(g) for _, g, _, _ in items), limits, field)
+    for where, g, _, _ in items:
+        check_positions(g, where)
+    geoms = [_geometry(g, where) for where, g, _, _ in items]
+    return geoms, [fid for *_, fid in items], [p for _, _, p, _ in items]
+
+
+def _geometry(g: dict[str, Any], where: str) -> BaseGeometry:
     try:
         geom = shape(g)
     except Exception as exc:  # shapely raises various errors on bad coordinates

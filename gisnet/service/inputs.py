@@ -20,13 +20,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyproj import CRS
 from shapely.geometry import Point
 
-from ..errors import NotFoundError
 from ..report import Report
 from ..schema import column_names
 from ..town import Town
-from .errors import RequestError
-from .geojson import parse_crs, parse_features, to_working_crs
-from .limits import ServiceLimits, batch_size, check_batch
+from .errors import RequestError, UnknownIdError
+from .geojson import (
+    POINTS_AND_AREAS,
+    check_types,
+    feature_items,
+    parse_crs,
+    parse_features,
+    to_working_crs,
+)
+from .limits import ServiceLimits
 
 GEOJSON = "application/geo+json"
 JSON = "application/json"
@@ -47,8 +53,8 @@ class ObligationsRequest(_Body):
 
     parcel_ids: IdList | None = Field(None, description="parcel ids (from the parcels layer)")
     features: Any = Field(None, description="GeoJSON FeatureCollection, Feature, geometry or "
-                                            "list of them: points are treated as buildings, "
-                                            "polygons as parcels")
+                                            "list of them, measured as parcels: Point, "
+                                            "Polygon or MultiPolygon only")
     crs: str | None = Field(None, description="CRS of `features` (default EPSG:4326)")
 
 
@@ -58,8 +64,14 @@ class ControlManholesRequest(_Body):
     parcel_ids: IdList | None = None
     building_ids: IdList | None = None
     user_ids: IdList | None = None
-    features: Any = Field(None, description="GeoJSON points (buildings) or polygons")
+    features: Any = Field(None, description="GeoJSON buildings: Point, Polygon or "
+                                            "MultiPolygon only")
     crs: str | None = Field(None, description="CRS of `features` (default EPSG:4326)")
+
+
+#: Largest flow a what-if may propose, gallons per day (1,000 MGD): far beyond any one
+#: connection, and small enough that no sum downstream can overflow to infinity
+MAX_FLOW_GPD = 1e9
 
 
 class WhatIfRequest(_Body):
@@ -69,8 +81,9 @@ class WhatIfRequest(_Body):
     point: list[float] | dict[str, Any] | None = Field(
         None, description="or connect at this point: [x, y] or a GeoJSON Point, in `crs`")
     crs: str | None = Field(None, description="CRS of `point` (default EPSG:4326)")
-    flow_gpd: float = Field(..., gt=0, allow_inf_nan=False,
-                            description="proposed average daily flow, gallons per day")
+    flow_gpd: float = Field(..., gt=0, le=MAX_FLOW_GPD, allow_inf_nan=False,
+                            description="proposed average daily flow, gallons per day "
+                                        "(at most 1e9)")
     industrial: bool = Field(False, description="industrial wastewater (Berlin: state approval)")
 
 
@@ -122,21 +135,26 @@ def ids_of(values: list[str | int] | None) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def input_points(town: Town, features: Any, crs_text: str | None,
-                 limits: ServiceLimits) -> tuple[gpd.GeoSeries, list[str], list[dict]]:
-    """Request GeoJSON -> geometries in the working CRS, ids, properties."""
-    n = batch_size(features)
-    if n is not None:
-        check_batch(n, limits, "features")
+def input_points(town: Town, features: Any, crs_text: str | None, limits: ServiceLimits,
+                 types: tuple[str, ...] = POINTS_AND_AREAS,
+                 ) -> tuple[gpd.GeoSeries, list[str], list[dict]]:
+    """Request GeoJSON -> geometries in the working CRS, ids, properties.
+
+    The feature count (``max_batch``), the geometry types (``types``) and the
+    vertex count (``max_vertices``) are checked before any geometry is built;
+    then the CRS, the coordinates and their transformation.
+    """
+    geoms, ids, props = parse_features(features, field="features", types=types,
+                                       limits=limits)
     in_crs = parse_crs(crs_text, "crs")
-    geoms, ids, props = parse_features(features, field="features")
     work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
     ids = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
     return work, ids, props
 
 
 def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
-    """``[x, y]`` or a GeoJSON Point in ``crs_text``, as a point in the working CRS."""
+    """``[x, y]`` or a GeoJSON Point (or a Feature holding one) in ``crs_text``, as a
+    point in the working CRS; 422 naming ``point`` for anything else."""
     if isinstance(value, list):
         if len(value) != 2:
             raise RequestError("point", "expected [x, y]")
@@ -144,10 +162,12 @@ def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
         if not np.isfinite(value).all():
             raise RequestError("point", "coordinates must be finite numbers")
     else:
-        geoms, _, _ = parse_features(value, field="point")
+        items = feature_items(value, field="point")
+        if len(items) != 1:
+            raise RequestError("point", f"expected one Point, got {len(items)} features")
+        check_types(items, ("Point",))
+        geoms, _, _ = parse_features(value, field="point", types=("Point",))
         geom = geoms[0]
-        if geom.geom_type != "Point":
-            raise RequestError("point", f"expected a Point, got a {geom.geom_type}")
     return to_working_crs([geom], parse_crs(crs_text, "crs"), work_crs, "point").iloc[0]
 
 
@@ -198,13 +218,13 @@ MAP_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
 def map_path(out_dir: Path | None, name: str) -> Path:
     """The file ``name`` inside ``out_dir``; 404 for anything else (no traversal)."""
     if out_dir is None:
-        raise NotFoundError("no map folder configured", feature=name)
+        raise UnknownIdError("name", "no map folder configured", feature=name)
     if not MAP_NAME.match(name) or ".." in name:
-        raise NotFoundError(f"map {name!r} not found", feature=name)
+        raise UnknownIdError("name", f"map {name!r} not found", feature=name)
     if Path(name).suffix == "":
         name += ".html"
     root = out_dir.resolve()
     path = (root / name).resolve()
     if path.parent != root or not path.is_file() or path.suffix not in MAP_TYPES:
-        raise NotFoundError(f"map {name!r} not found", path=None, feature=name)
+        raise UnknownIdError("name", f"map {name!r} not found", feature=name)
     return path

@@ -19,9 +19,9 @@ from shapely.geometry import Point
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..errors import NotFoundError
+from ..errors import ConfigError
 from ..serialize import crs_name, dumps, to_geojson, to_jsonable
-from .errors import RequestError
+from .errors import RequestError, UnknownIdError
 from .geojson import parse_crs, to_working_crs
 from .inputs import (
     CRS_PARAM,
@@ -76,8 +76,7 @@ def add_town_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> No
     @app.get("/town", summary="Layers, counts, profile and data-quality summary")
     async def town_info() -> Response:
         info = state.summary()
-        info["limits"] = {"max_body_bytes": limits.max_body_bytes,
-                          "max_batch": limits.max_batch}
+        info["limits"] = limits.public()
         return json_response(info)
 
 
@@ -105,8 +104,8 @@ def add_obligation_routes(app: FastAPI, state: TownState, limits: ServiceLimits)
         tab = state.table("obligations")
         pos = tab.lookup("parcel_id", parcel_id)
         if pos is None:
-            raise NotFoundError(f"parcel {parcel_id!r} not found", layer="parcels",
-                                feature=parcel_id)
+            raise UnknownIdError("parcel_id", f"parcel {parcel_id!r} not found", layer="parcels",
+                                 feature=parcel_id)
         return geo(tab.collection(pos, out_crs))
 
     @app.post("/obligations", summary="Obligations of many parcels, or of given geometry",
@@ -142,7 +141,8 @@ def parcel_trace(state: TownState, parcel: str, crs: CRS) -> bytes:
     """
     found = state.parcel_trace(parcel)
     if found is None:
-        raise NotFoundError(f"parcel {parcel!r} not found", layer="parcels", feature=parcel)
+        raise UnknownIdError("parcel", f"parcel {parcel!r} not found", layer="parcels",
+                             feature=parcel)
     head, pos, ppos = found
     cm = state.table("control_manholes")
     paths = state.table("control_paths")
@@ -190,8 +190,11 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
 
         def run() -> Response:
             pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
-            res = tracing.trace_downstream(town, state.G, point=(pt.x, pt.y),
-                                           index=state.index)
+            try:
+                res = tracing.trace_downstream(town, state.G, point=(pt.x, pt.y),
+                                               index=state.index)
+            except ConfigError as exc:  # the library's word on the point (off the network)
+                raise RequestError("x", exc.message) from None
             return json_response({"query": {"x": x, "y": y, "point_crs": crs_name(in_crs)},
                                   **to_jsonable(res, crs=out_crs, working_crs=work_crs)})
 
@@ -204,8 +207,8 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
         out_crs = parse_crs(crs)
         state.require("tracing")
         if manhole_id not in state.G:
-            raise NotFoundError(f"manhole {manhole_id!r} not found", layer="manholes",
-                                feature=manhole_id)
+            raise UnknownIdError("manhole_id", f"manhole {manhole_id!r} not found",
+                                 layer="manholes", feature=manhole_id)
         res = tracing.trace_upstream(town, state.G, manhole_id, points=state.points,
                                      index=state.index)
         return json_response({"manhole_id": manhole_id,
@@ -261,8 +264,8 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
         if main_id is not None:
             pos = tab.lookup("main_id", main_id)
             if pos is None:
-                raise NotFoundError(f"main {main_id!r} not found", layer="mains",
-                                    feature=main_id)
+                raise UnknownIdError("main_id", f"main {main_id!r} not found", layer="mains",
+                                     feature=main_id)
         elif min_utilization is not None:
             u = pd.to_numeric(tab.gdf["utilization"], errors="coerce").to_numpy(dtype=float)
             pos = np.flatnonzero(u >= min_utilization)  # NaN (no capacity) never passes
@@ -290,7 +293,8 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
         if body.parcel_id is not None:
             pid = str(body.parcel_id)
             if not state.parcel_known(pid):
-                raise NotFoundError(f"parcel {pid!r} not found", layer="parcels", feature=pid)
+                raise UnknownIdError("parcel_id", f"parcel {pid!r} not found",
+                                     layer="parcels", feature=pid)
             kwargs["parcel_id"] = pid
         else:
             pt = point_of(body.point, body.crs, work_crs)
@@ -334,8 +338,8 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
     async def result_layer(request: Request) -> Response:
         name = request.path_params["layer"]
         if name == "parcels" or name not in state.tables:
-            raise NotFoundError(f"result layer {name!r} not found (see GET /results)",
-                                layer=name)
+            raise UnknownIdError("layer", f"result layer {name!r} not found (see GET /results)",
+                                 layer=name)
         tab = state.tables[name]
         q = request.query_params
         no_unknown(q, ("crs", *tab.index))
@@ -346,8 +350,8 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
         if keys:
             pos = tab.lookup(keys[0], q[keys[0]])
             if pos is None:
-                raise NotFoundError(f"no {name} row with {keys[0]} {q[keys[0]]!r}",
-                                    layer=name, feature=q[keys[0]])
+                raise UnknownIdError(keys[0], f"no {name} row with {keys[0]} {q[keys[0]]!r}",
+                                     layer=name, feature=q[keys[0]])
         else:
             pos = tab.all_positions()
         return await run_in_threadpool(lambda: geo(tab.collection(pos, out_crs)))

@@ -1,0 +1,175 @@
+"""The HTTP server of ``gisnet serve``: uvicorn with read deadlines.
+
+uvicorn closes a kept-alive connection that stays idle between requests
+(``timeout_keep_alive``), but it has no deadline for *reading* a request: a
+connection that never sends anything, or sends its headers or body a byte at
+a time, is held open for ever (the "slowloris" attack), and each one holds a
+socket and its buffers. :class:`ReadDeadlineProtocol` is uvicorn's h11
+protocol with two deadlines, taken from
+:class:`~gisnet.service.limits.ServiceLimits`:
+
+``header_timeout_s``
+    The request line and headers must be complete within this many seconds
+    of the connection opening (or, on a kept-alive connection, of the first
+    byte of the next request). A connection that sent part of a request is
+    answered ``408`` (JSON naming ``header_timeout_s``) and closed; a new
+    connection that sent nothing is closed without an answer.
+``body_timeout_s``
+    The body must be complete within this many seconds of the headers
+    (``408`` naming ``body_timeout_s``, then closed; the application sees the
+    client disconnect).
+
+Both are totals, not gaps between bytes, so trickling cannot extend them. The
+request head is also bounded in size (``max_header_bytes``, h11's buffer
+limit: ``431``). The pure-Python h11 parser is used, whatever else is
+installed, since the deadlines read its state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from ..serialize import dumps
+from .limits import ServiceLimits
+
+
+def _raw_response(status: int, reason: str, body: dict[str, Any]) -> bytes:
+    """A complete HTTP/1.1 response that closes the connection, written without h11
+    (whose state may not allow a response yet)."""
+    data = dumps(body)
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(data)}\r\nconnection: close\r\n\r\n").encode() + data
+
+
+class ReadDeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol with deadlines for reading a request's head and body.
+
+    Parameters
+    ----------
+    limits
+        ``header_timeout_s``, ``body_timeout_s`` and ``max_header_bytes`` are
+        read from it; the rest are uvicorn's (``config``, ...).
+    """
+
+    def __init__(self, *args: Any, limits: ServiceLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self._deadline: asyncio.TimerHandle | None = None
+        self._phase: str | None = None  # "head", "body" or None (nothing being read)
+
+    # -- the phase of the request being read, from h11's state ------------------
+
+    def _reading(self) -> str | None:
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            return "body"
+        if state is h11.IDLE and (self._phase == "head" or self.conn.trailing_data[0]):
+            return "head"  # a new connection, or a partial request head buffered
+        return None
+
+    def _update(self) -> None:
+        phase = self._reading()
+        if phase == self._phase:
+            return  # a deadline runs from the start of its phase, not from the last byte
+        self._cancel()
+        self._phase = phase
+        if phase is not None and not self.transport.is_closing():
+            seconds = (self.limits.header_timeout_s if phase == "head"
+                       else self.limits.body_timeout_s)
+            self._deadline = self.loop.call_later(seconds, self._expired, phase)
+
+    def _cancel(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self, phase: str) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        started = self.conn.their_state is not h11.IDLE or self.conn.trailing_data[0]
+        cycle = self.cycle
+        if started and not (cycle is not None and cycle.response_started
+                            and phase == "body"):
+            name = "header_timeout_s" if phase == "head" else "body_timeout_s"
+            limit = getattr(self.limits, name)
+            what = "request line and headers" if phase == "head" else "request body"
+            self.transport.write(_raw_response(408, "Request Timeout", {
+                "detail": f"{what} not received within {limit:g} s ({name})",
+                "field": "headers" if phase == "head" else "body",
+                "limit": limit, "limit_name": name}))
+        self.transport.close()  # connection_lost tells a running request it is gone
+
+    # -- uvicorn's protocol callbacks ---------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        # a new connection: its first request head is due within header_timeout_s
+        self._phase = "head"
+        self._deadline = self.loop.call_later(self.limits.header_timeout_s, self._expired,
+                                              "head")
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._update()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._update()  # a pipelined request may have been parsed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse: JSON 431 for a head over ``max_header_bytes``,
+        else JSON 400; then closed."""
+        self._cancel()
+        if len(self.conn.trailing_data[0]) > self.limits.max_header_bytes:
+            limit = self.limits.max_header_bytes
+            self.transport.write(_raw_response(431, "Request Header Fields Too Large", {
+                "detail": f"request line and headers over {limit} bytes (max_header_bytes)",
+                "field": "headers", "limit": limit, "limit_name": "max_header_bytes"}))
+        else:
+            self.transport.write(_raw_response(400, "Bad Request", {
+                "detail": "invalid HTTP request (malformed request line or headers)",
+                "field": "request"}))
+        self.transport.close()
+
+
+def make_server(app: Any, *, host: str, port: int, limits: ServiceLimits,
+                access_log: bool = False, log_level: str = "warning") -> uvicorn.Server:
+    """A uvicorn server for ``app`` that enforces the read limits of ``limits``.
+
+    Parameters
+    ----------
+    app
+        The ASGI application (:func:`gisnet.service.create_app`).
+    host, port
+        Where to listen.
+    limits
+        ``header_timeout_s``, ``body_timeout_s``, ``keep_alive_s`` and
+        ``max_header_bytes`` are applied here.
+    access_log, log_level
+        uvicorn's logging.
+
+    Returns
+    -------
+    uvicorn.Server
+        Not started: ``server.run()`` serves until interrupted.
+    """
+    protocol = functools.partial(ReadDeadlineProtocol, limits=limits)
+    config = uvicorn.Config(
+        app, host=host, port=port, access_log=access_log, log_level=log_level,
+        lifespan="off",
+        http=protocol,  # type: ignore[arg-type]
+        timeout_keep_alive=limits.keep_alive_s,  # type: ignore[arg-type]
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+    )
+    return uvicorn.Server(config)
