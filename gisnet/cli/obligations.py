@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..obligations import STATUSES
 from .common import add_town_options, load_town, progress, say
 
 
@@ -150,8 +151,7 @@ def run(args: argparse.Namespace) -> int:
     path = write_results(args.out, res.layers())
     ob = res.obligations
     counts = ob["status"].value_counts()
-    summary = ", ".join(f"{s} {int(counts.get(s, 0))}"
-                        for s in ("required", "review", "connected", "not_required"))
+    summary = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in STATUSES if counts.get(s, 0))
     prof = town.profile
     say(args, f"{len(ob)} parcels under {prof.id} ({prof.connection.distance_ft:g} ft from the "
               f"{prof.connection.measure.replace('_', ' ')}, {prof.connection.section}): "
