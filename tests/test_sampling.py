@@ -15,7 +15,7 @@ import networkx as nx
 import pandas as pd
 import pytest
 from pyproj import CRS
-from shapely.geometry import Polygon
+from shapely.geometry import LineString, Point, Polygon
 
 from gisnet.errors import SchemaError
 from gisnet.sampling import canonical_parameter, check_samples, sampling_plan, to_canonical
