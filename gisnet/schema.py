@@ -174,6 +174,12 @@ INVERT_COLUMNS: dict[str, tuple[str, str, str]] = {
     "start_end": ("start_invert_ft", "end_invert_ft", "start/end"),
 }
 
+#: Columns that stand in for each other: one of them mapped, the others are not missing.
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    **{c: ("start_invert_ft", "end_invert_ft") for c in ("up_invert_ft", "down_invert_ft")},
+    **{c: ("up_invert_ft", "down_invert_ft") for c in ("start_invert_ft", "end_invert_ft")},
+}
+
 #: The id column of each role.
 ID_COLUMN: dict[str, str] = {
     "mains": "main_id",

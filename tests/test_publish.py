@@ -91,7 +91,7 @@ def test_output_inside_an_input_folder_is_refused(tmp_path: Path) -> None:
     gdb = tmp_path / "town.gdb"
     gdb.mkdir()
     town = _fake_town(tmp_path, gdb)
-    with pytest.raises(ConfigError, match="town.gdb"):
+    with pytest.raises(ConfigError, match=r"town\.gdb"):
         refuse_inputs_as_outputs([gdb / "index.html"], town)
 
 
@@ -204,7 +204,8 @@ def test_leftovers_of_dead_writers_are_removed_and_live_ones_kept(tmp_path: Path
     out = tmp_path / "out"
     (out / "tables").mkdir(parents=True)
     dead = "p999999999"
-    made = [out / f".gisnet-results-{dead}-x1.gpkg", out / f".gisnet-results-{dead}-x1.gpkg-journal",
+    made = [out / f".gisnet-results-{dead}-x1.gpkg",
+            out / f".gisnet-results-{dead}-x1.gpkg-journal",
             out / f".index.html.{dead}.ab.tmp", out / "tables" / f".plants.csv.{dead}.cd.tmp"]
     for p in made:
         p.write_text("half")
