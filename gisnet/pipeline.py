@@ -28,7 +28,7 @@ import pandas as pd
 from .capacity import compute_capacity
 from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
-from .io import crs_label, write_results, write_tables
+from .io import crs_label, write_tables
 from .obligations import analyse_obligations
 from .report import Report
 from .results import ControlResult, ObligationsResult, Unavailable
@@ -300,6 +300,26 @@ def analyse(
     return res
 
 
+def planned_outputs(out_dir: str | Path, *, tables: Collection[str] = (), maps: bool = True,
+                    layer_names: Collection[str] = ()) -> list[Path]:
+    """Every path :func:`run` may write in ``out_dir``: the GeoPackage, the
+    manifest, the staging and ``tables`` folders, each table file of
+    ``layer_names`` and each page."""
+    from .io import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS
+
+    out = Path(out_dir)
+    paths = [out, out / RESULTS_FILE, out / MANIFEST_FILE]
+    if tables:
+        paths.append(out / "tables")
+        paths += [out / "tables" / f"{name}{TABLE_FORMATS[fmt]}"
+                  for name in layer_names for fmt in tables if fmt in TABLE_FORMATS]
+    if maps:
+        from .maps import PAGES
+
+        paths += [out / f"{name}.html" for name in PAGES]
+    return paths
+
+
 def run(
     town: Town,
     out_dir: str | Path,
@@ -308,8 +328,16 @@ def run(
     maps: bool = True,
     tables: tuple[str, ...] = (),
     progress: Progress | None = None,
+    inputs: Collection[str | Path] = (),
 ) -> Results:
-    """Analyse a town and write ``gisnet-results.gpkg`` and the web maps.
+    """Analyse a town and publish its whole output set, all or nothing.
+
+    Every output path is checked against every input file and sidecar before
+    anything is written (:func:`gisnet.io.refuse_inputs_as_outputs`). The
+    GeoPackage, the tables and the pages are written into a staging folder in
+    ``out_dir`` and published in one step with the manifest
+    ``gisnet-manifest.json`` (:mod:`gisnet.io.publish`): a run that dies leaves
+    the previous outputs whole, and the next run removes its leftovers.
 
     Parameters
     ----------
@@ -326,26 +354,49 @@ def run(
         ``parquet``) under ``out_dir/tables`` (see :func:`gisnet.io.write_tables`).
     progress
         Called with a short message before each step.
+    inputs
+        Further input files to keep off (a profile file named on the command line).
+
+    Raises
+    ------
+    ConfigError
+        An output path is an input (both named), or the folder cannot be written.
     """
+    from .io import make_manifest as manifest_of
+    from .io import (
+        new_run_id,
+        publish,
+        refuse_inputs_as_outputs,
+        staging_area,
+        write_gpkg,
+    )
 
     say = progress or _noop
+    out = Path(out_dir)
+    refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
     res = analyse(town, progress=progress)
     layers = res.layers()
-    out = Path(out_dir)
-    say(f"writing {out / 'gisnet-results.gpkg'}")
-    t = time.perf_counter()
-    res.files.append(write_results(out, layers))
-    if tables:
-        say(f"writing {', '.join(tables)} tables")
-        res.files.extend(write_tables(out, layers, tables))
-    res.timings_s["write"] = time.perf_counter() - t
-    if maps:
-        from .maps import write_maps
-
-        say("writing web maps")
+    refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
+                                             layer_names=list(layers)), town, *inputs)
+    run_id = new_run_id()
+    with staging_area(out, run_id) as stage:
+        say(f"writing {out / 'gisnet-results.gpkg'}")
         t = time.perf_counter()
-        res.files.extend(write_maps(town, layers, out, self_contained=self_contained))
-        res.timings_s["maps"] = time.perf_counter() - t
+        write_gpkg(stage / "gisnet-results.gpkg", layers)
+        if tables:
+            say(f"writing {', '.join(tables)} tables")
+            write_tables(stage, layers, tables)
+        res.timings_s["write"] = time.perf_counter() - t
+        if maps:
+            from .maps import write_maps
+
+            say("writing web maps")
+            t = time.perf_counter()
+            write_maps(town, layers, stage, self_contained=self_contained)
+            res.timings_s["maps"] = time.perf_counter() - t
+        say("publishing")
+        res.files.extend(publish(stage, out, manifest_of(stage, run_id=run_id, town=town),
+                                 town))
     return res
 
 

@@ -88,11 +88,20 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         _c("diameter_in", "float", "in", "DIAMETER", "DIA", "PIPE_DIA", "PIPEDIAM", "SIZE",
            "PIPESIZE", "PIPE_SIZE", "DIAM", "DIAMETER_IN"),
         _c("material", "str", "", "MATERIAL", "PIPE_MAT", "MATL", "PIPEMATERIAL"),
+        # inverts named for the flow: the upstream / downstream end, whichever way the
+        # line is drawn (read so unless the town file says ``inverts = "start_end"``)
         _c("up_invert_ft", "float", "ft", "UPELEV", "UPSTREAMINVERT", "US_INV", "UPINVERT",
-           "UP_INV", "INV_UP", "UPSTREAM_INV", "US_INVERT", "FROMINV", "UPELEVATION"),
+           "UP_INV", "INV_UP", "UPSTREAM_INV", "US_INVERT", "UP_INVERT", "UPSTREAM_INVERT",
+           "UPELEVATION", "US_IL", "UPINV"),
         _c("down_invert_ft", "float", "ft", "DOWNELEV", "DOWNSTREAMINVERT", "DS_INV",
-           "DOWNINVERT", "DN_INV", "INV_DN", "DOWNSTREAM_INV", "DS_INVERT", "TOINV",
-           "DOWNELEVATION"),
+           "DOWNINVERT", "DN_INV", "INV_DN", "DOWNSTREAM_INV", "DS_INVERT", "DN_INVERT",
+           "DOWN_INVERT", "DOWNSTREAM_INVERT", "DOWNELEVATION", "DS_IL", "DNINV"),
+        # inverts named for the drawing: the line's first / last vertex
+        _c("start_invert_ft", "float", "ft", "START_INV", "STARTINV", "START_INVERT",
+           "INV_START", "FROM_INV", "FROMINV", "FROM_INVERT", "BEGIN_INV", "BEG_INV",
+           "INV_BEGIN"),
+        _c("end_invert_ft", "float", "ft", "END_INV", "ENDINV", "END_INVERT", "INV_END",
+           "TO_INV", "TOINV", "TO_INVERT", "STOP_INV"),
         _c("slope", "float", "ft/ft", "SLOPE", "PIPESLOPE", "GRADE"),
         _c("from_node", "str", "", "FROMMH", "FROM_MH", "UPMH", "US_MH", "FROMNODE", "FROM_NODE",
            "UPSTREAMMH", "USNODE"),
@@ -192,6 +201,22 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
            "FID"),
         _c("name", "str", "", "NAME", "PROJECT_NAME", "PROGRAM", "LABEL"),
     ),
+}
+
+#: How a mains layer's invert columns are read (``[layers.mains] inverts``):
+#: ``upstream_downstream``: at the upstream / downstream end of the pipe;
+#: ``start_end``: at the first / last vertex of the drawn line.
+INVERT_MEANINGS: tuple[str, ...] = ("upstream_downstream", "start_end")
+#: Canonical invert columns and what their names say they are.
+INVERT_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "upstream_downstream": ("up_invert_ft", "down_invert_ft", "upstream/downstream"),
+    "start_end": ("start_invert_ft", "end_invert_ft", "start/end"),
+}
+
+#: Columns that stand in for each other: one of them mapped, the others are not missing.
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    **{c: ("start_invert_ft", "end_invert_ft") for c in ("up_invert_ft", "down_invert_ft")},
+    **{c: ("up_invert_ft", "down_invert_ft") for c in ("start_invert_ft", "end_invert_ft")},
 }
 
 #: The id column of each role.

@@ -29,6 +29,12 @@ A town's layers folder holds one ``gisnet.toml``::
     [layers.mains.units]                   # optional, overrides [units] for this layer
     diameter = "mm"
 
+``[layers.mains] inverts`` says how the invert columns are read:
+``"upstream_downstream"`` (the pipe's upstream / downstream end, whichever way
+the line is drawn) or ``"start_end"`` (the drawn line's first / last vertex).
+Without it the column names decide: UPELEV/DOWNELEV, US_INV/DS_INV ... name the
+upstream/downstream end, START_INV/END_INV, FROM_INV/TO_INV ... the drawn ends.
+
 Every key is checked: an unknown key, an unknown layer role, a value of the
 wrong type or a file that is not valid TOML raises
 :class:`~gisnet.errors.ConfigError` naming the file and the key.
@@ -68,7 +74,8 @@ _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
     "units", "layers", "plant_flows", "manning_n_by_material",
 }
-_LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units"}
+_LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units",
+               "inverts"}
 _UNIT_KEYS = {"slope": SLOPE_UNITS, "diameter": DIAMETER_UNITS}
 
 #: Canonical value sets of the normalised columns, with their fallback
@@ -104,6 +111,11 @@ class LayerSpec:
         Canonical column -> value given to features where it is null.
     slope_units, diameter_units
         Units of the source ``slope`` / ``diameter`` columns.
+    inverts
+        Mains only: how the invert columns are read, ``upstream_downstream``
+        (the pipe's upstream / downstream end) or ``start_end`` (the drawn
+        line's first / last vertex); None: as their names say
+        (:data:`gisnet.schema.INVERT_COLUMNS`).
     """
 
     role: str
@@ -116,6 +128,7 @@ class LayerSpec:
     defaults: dict[str, Any] = field(default_factory=dict)
     slope_units: str = "ft/ft"
     diameter_units: str = "in"
+    inverts: str | None = None
 
 
 @dataclass
@@ -405,6 +418,14 @@ class _Checker:
             spec.defaults = dict(d)
         if "units" in t:
             self.units(t["units"], f"{key}.units", spec)
+        if "inverts" in t:
+            if role != "mains":
+                raise self.fail(f"{key}.inverts", "only the mains layer has inverts")
+            v = t["inverts"]
+            if v not in schema.INVERT_MEANINGS:
+                raise self.fail(f"{key}.inverts",
+                                f"must be one of {', '.join(schema.INVERT_MEANINGS)}, not {v!r}")
+            spec.inverts = v
         return spec
 
 

@@ -211,9 +211,10 @@ Snap tolerance in `gisnet.toml`: {SNAP_TOLERANCE_FT} ft. The same list is in
 
 Consequences a checker also reports: the 1.6 ft gap leaves its main and its
 upstream manhole with no outlet (`dangling_end`, `no_outlet`,
-`disconnected_piece`); the adverse pipe's inverts contradict its FROMMH/TOMH
-(`direction_conflict`). `UPELEV`/`DOWNELEV` are the inverts at the drawn
-start/end of each line. The storm mains are a separate piece with their own
+`disconnected_piece`). `UPELEV`/`DOWNELEV` are the inverts at the upstream/
+downstream end of each pipe, as their names say, whichever way it is drawn
+(gisnet reads them so; `[layers.mains] inverts = "start_end"` would read them at
+the drawn start/end). The storm mains are a separate piece with their own
 outlet, and storm, private and inactive mains are reported as excluded from
 public-sewer questions.
 """

@@ -224,3 +224,20 @@ def test_to_jsonable_makes_plain_json_data():
     lon, lat = fc["features"][0]["geometry"]["coordinates"]
     assert -74 < lon < -73.8 and 41.6 < lat < 41.8
     assert fc["features"][0]["properties"] == {"id": "A", "v": None}
+
+
+def test_run_publishes_a_manifest_of_every_file(run_out, sample_dir: Path):
+    """Every file the run wrote is in gisnet-manifest.json with its sha256, and no
+    staging or temporary file is left behind."""
+    from gisnet.io import MANIFEST_FILE, check_manifest
+
+    _, out, _ = run_out
+    man = json.loads((out / MANIFEST_FILE).read_text())
+    written = {p.relative_to(out).as_posix() for p in out.rglob("*")
+               if p.is_file() and not p.name.startswith(".")} - {MANIFEST_FILE}
+    assert set(man["files"]) == written
+    assert man["profile_id"] == "poughkeepsie-fourth-ward"
+    assert man["town_file_sha256"] == hashlib.sha256(
+        (sample_dir / "gisnet.toml").read_bytes()).hexdigest()
+    assert check_manifest(out) == []
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".gisnet-lock"]

@@ -355,7 +355,7 @@ def test_sample_problems_are_true_of_the_files(sample_raw, problems):
     s, e = ends(r)
     assert s.equals(mh.geometry[mains.at[r, "TOMH"]])
     assert e.equals(mh.geometry[mains.at[r, "FROMMH"]])
-    assert mains.at[r, "UPELEV"] < mains.at[r, "DOWNELEV"]
+    assert mains.at[r, "UPELEV"] > mains.at[r, "DOWNELEV"]  # upstream/downstream, by name
 
     a = probs["adverse_slope"]["ids"][0]
     s, e = ends(a)

@@ -32,16 +32,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import NotFoundError
-    from ..maps import PAGES, read_results, write_maps
+    from pathlib import Path
 
-    results = read_results(args.out)
+    from ..errors import NotFoundError
+    from ..io import RESULTS_FILE, check_manifest, refuse_inputs_as_outputs, update_manifest
+    from ..maps import PAGES, read_results, write_maps
+    from .run import profile_file
+
+    results = read_results(args.out)  # completes an interrupted publish first
+    stale = check_manifest(args.out, [RESULTS_FILE])
+    for line in stale:
+        warn(f"{Path(args.out) / RESULTS_FILE} does not match "
+             f"{Path(args.out) / 'gisnet-manifest.json'} ({line}); the pages written now "
+             "follow the GeoPackage and the manifest is left as it is")
     progress(args, f"reading {args.layers}")
     town = load_town(args)
     names = PAGES if args.name == "all" else (args.name,)
+    refuse_inputs_as_outputs([Path(args.out) / f"{n}.html" for n in names], town,
+                             *profile_file(args), what="map page")
     progress(args, f"writing {', '.join(names)} to {args.out}")
     paths = write_maps(town, results, args.out, self_contained=args.self_contained,
                        names=names)
+    if paths and not stale:
+        update_manifest(args.out, paths)
     if not paths:
         raise NotFoundError(
             f"no inputs for the {args.name} map in {args.out}; run the analysis first "
@@ -49,3 +62,10 @@ def run(args: argparse.Namespace) -> int:
     for path in paths:
         say(args, f"{path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
+
+
+def warn(text: str) -> None:
+    """A warning line on stderr (always: it says the outputs do not belong together)."""
+    import sys
+
+    print(f"gisnet: WARNING: {text}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..serialize import dumps_text
 from . import common
@@ -14,7 +15,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="analyse a town and write maps and tables (default: the bundled sample)",
         description="Load the town, build the sewer graph, answer every question "
         "(obligations, control manholes, capacity) and write DIR/gisnet-results.gpkg "
-        "and the web maps.",
+        "and the web maps. The whole set is written in a staging folder and published "
+        "in one step with DIR/gisnet-manifest.json; an output that would overwrite an "
+        "input file is refused.",
     )
     common.add_town_options(p, writes=True)
     p.add_argument("--self-contained", action="store_true",
@@ -34,13 +37,20 @@ def run(args: argparse.Namespace) -> int:
     town = common.load_town(args)
     res = run_pipeline(town, args.out, self_contained=args.self_contained,
                        maps=not args.no_maps, tables=tuple(args.tables),
-                       progress=lambda m: common.progress(args, m))
+                       progress=lambda m: common.progress(args, m),
+                       inputs=profile_file(args))
     s = res.summary()
     if args.json:
         common.say(args, dumps_text(s))
         return 0
     common.say(args, format_summary(s))
     return 0
+
+
+def profile_file(args: argparse.Namespace) -> list[Path]:
+    """The ``--profile`` file, when the option names a file rather than a built-in."""
+    p = getattr(args, "profile", None)
+    return [Path(p)] if p and Path(p).is_file() else []
 
 
 def format_summary(s: dict) -> str:

@@ -91,7 +91,7 @@ def build_sewer_graph(
     structures = prepare_structures(inp.manholes, inp.plants, report_dups)
     nodes = snap_ends(mains, structures, inp.tol, fpu)
     splits = find_t_splits(mains, structures, nodes, inp.tol, fpu)
-    direction = resolve_direction(mains, nodes, fpu)
+    direction = resolve_direction(mains, nodes, fpu, inp.inverts)
     edges = cut_edges(mains, nodes, splits, direction, fpu)
     outlets = find_outlets(inp, structures, nodes, edges)
     report = Report()

@@ -37,6 +37,13 @@ class GraphInputs:
     eligible_kinds
         Main kinds a connection obligation counts (the profile's
         ``connection.eligible_kinds``, else :data:`gisnet.rules.DEFAULT_ELIGIBLE_KINDS`).
+    inverts
+        How the ``up_invert_ft`` / ``down_invert_ft`` columns and the
+        ``start_invert_ft`` / ``end_invert_ft`` columns are read
+        (:data:`gisnet.schema.INVERT_MEANINGS`): a loaded town's mains by their
+        names unless the town file's ``[layers.mains] inverts`` says otherwise;
+        plain layers as their ``attrs["gisnet_inverts"]`` says, else at the
+        drawn ends (``start_end``, as before the loader named them).
     """
 
     mains: gpd.GeoDataFrame
@@ -49,6 +56,7 @@ class GraphInputs:
     outlet_nodes: tuple[str, ...]
     from_loader: bool
     eligible_kinds: tuple[str, ...]
+    inverts: tuple[str, str] = ("upstream_downstream", "start_end")
 
     @property
     def tol(self) -> float:
@@ -80,6 +88,8 @@ def read_inputs(
             plant_tolerance_ft = town.settings.plant_tolerance_ft
         eligible = tuple(town.profile.connection.eligible_kinds)
         from_loader = True
+        said = town.settings.extra.get("mains_inverts")
+        inverts = (said, said) if said else ("upstream_downstream", "start_end")
     else:
         layers = town_or_layers
         if "mains" not in layers or layers["mains"] is None:
@@ -92,6 +102,8 @@ def read_inputs(
         outs = ()
         eligible = rules.DEFAULT_ELIGIBLE_KINDS
         from_loader = False
+        said = layers["mains"].attrs.get("gisnet_inverts")
+        inverts = (said, said) if said else ("start_end", "start_end")
     if outlet_nodes is not None:
         outs = tuple(str(o) for o in outlet_nodes)
     if tol is None or not np.isfinite(tol) or tol < 0:
@@ -117,4 +129,5 @@ def read_inputs(
         outlet_nodes=outs,
         from_loader=from_loader,
         eligible_kinds=eligible,
+        inverts=inverts,
     )

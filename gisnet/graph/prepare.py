@@ -50,6 +50,8 @@ class Mains:
     diameter: np.ndarray
     up_inv: np.ndarray
     down_inv: np.ndarray
+    start_inv: np.ndarray
+    end_inv: np.ndarray
     slope_stored: np.ndarray
     public: np.ndarray
     active: np.ndarray
@@ -191,6 +193,8 @@ def prepare_mains(mains: gpd.GeoDataFrame, eligible_kinds: Iterable[str],
         diameter=as_floats(m.get("diameter_in"), n),
         up_inv=as_floats(m.get("up_invert_ft"), n),
         down_inv=as_floats(m.get("down_invert_ft"), n),
+        start_inv=as_floats(m.get("start_invert_ft"), n),
+        end_inv=as_floats(m.get("end_invert_ft"), n),
         slope_stored=as_floats(m.get("slope"), n),
         public=public,
         active=active,

@@ -198,7 +198,8 @@ def load_town(
         slope_units=tf.slope_units,
         diameter_units=tf.diameter_units,
         manning_n_by_material=tf.manning_n_by_material,
-        extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows},
+        extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
+               "mains_inverts": tf.layers["mains"].inverts if "mains" in tf.layers else None},
     )
     return Town(
         name=name,

@@ -21,6 +21,7 @@ import pandas as pd
 from pyproj import CRS
 
 from ..errors import ConfigError, CRSError, GisnetError, LayerError
+from ..schema import ALTERNATIVES
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,10 @@ class LayerInfo:
 
     @property
     def missing(self) -> list[str]:
-        """Canonical columns with no source column."""
-        return [c for c, s in self.mapping.items() if s is None]
+        """Canonical columns with no source column (a column whose alternative is
+        mapped, :data:`gisnet.schema.ALTERNATIVES`, is not missing)."""
+        return [c for c, s in self.mapping.items() if s is None
+                and not any(self.mapping.get(a) for a in ALTERNATIVES.get(c, ()))]
 
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import tempfile
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,16 @@ log = logging.getLogger(__name__)
 
 #: The results GeoPackage's file name, in the output folder.
 RESULTS_FILE = "gisnet-results.gpkg"
+#: Environment variable naming a point at which the process kills itself with
+#: SIGKILL (``staging``, ``gpkg``, ``tables``, ``maps``, ``commit``,
+#: ``publish``): the kill-during-write tests set it; nothing else does.
+KILL_HOOK = "GISNET_TEST_KILL_AT"
+
+
+def kill_point(name: str) -> None:
+    """Kill this process with SIGKILL if :data:`KILL_HOOK` names ``name`` (tests only)."""
+    if os.environ.get(KILL_HOOK) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
@@ -46,17 +57,25 @@ def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
 
 #: Files that belong to a shapefile: writing any of them would change the layer.
 _SHAPEFILE_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx",
-                    ".shp.xml")
+                    ".shp.xml", ".aih", ".ain", ".atx", ".fbn", ".fbx", ".ixs", ".mxs")
+#: Files beside any input that its format reads or writes (SQLite / GeoPackage
+#: journals, GDAL's auxiliary metadata).
+_SIDECAR_SUFFIXES = ("-journal", "-wal", "-shm", ".aux.xml", ".ovr")
 
 
-def input_files(town: Town) -> set[Path]:
-    """Every file ``town`` was read from: layers (with a shapefile's sidecars),
-    the town file and the plant-flows table; resolved paths."""
+def input_files(town: Town, *extra: str | os.PathLike[str] | None) -> set[Path]:
+    """Every file ``town`` was read from, resolved: each layer's source with its
+    sidecars (a shapefile's ``.shx``/``.dbf``/``.prj``/``.cpg``/``.qix``... in
+    either case, a GeoPackage's journals), the town file, the plant-flows table,
+    the profile file (``town.settings.extra["profile_file"]`` when the loader
+    records it), and ``extra`` paths (a ``--profile`` file, a samples CSV). A
+    folder source (FileGDB) stands for everything inside it."""
     found: set[Path] = set()
-    extra = town.settings.extra
-    paths = [*town.sources.values(), extra.get("town_file"), extra.get("plant_flows_file")]
+    x = town.settings.extra
+    paths = [*town.sources.values(), x.get("town_file"), x.get("plant_flows_file"),
+             x.get("profile_file"), *extra]
     for p in paths:
-        if p is None:
+        if p is None or str(p) == "":
             continue
         p = Path(p).resolve()
         found.add(p)
@@ -64,7 +83,41 @@ def input_files(town: Town) -> set[Path]:
             base = p.with_suffix("")
             for ext in _SHAPEFILE_PARTS:
                 found.update({Path(f"{base}{ext}"), Path(f"{base}{ext.upper()}")})
+        for sfx in _SIDECAR_SUFFIXES:
+            found.add(Path(f"{p}{sfx}"))
     return found
+
+
+def input_clash(output: str | os.PathLike[str], inputs: set[Path]) -> Path | None:
+    """The input that ``output`` would overwrite (the same file, a file inside an
+    input folder, or an input folder itself), or None."""
+    target = Path(output).resolve()
+    if target in inputs:
+        return target
+    low = {str(i).lower(): i for i in inputs}  # a case-insensitive file system
+    if str(target).lower() in low and os.path.exists(target) \
+            and os.path.exists(low[str(target).lower()]) \
+            and os.path.samefile(target, low[str(target).lower()]):
+        return low[str(target).lower()]
+    for parent in target.parents:
+        if parent in inputs and parent.is_dir():
+            return parent
+    return None
+
+
+def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike[str]], town: Town,
+                             *inputs: str | os.PathLike[str] | None,
+                             what: str = "output file") -> None:
+    """Raise :class:`ConfigError` naming both paths when any of ``outputs`` is one
+    of the town's input files or their sidecars (:func:`input_files`, with
+    ``inputs``): gisnet never modifies its input. Call it before writing anything.
+    """
+    known = input_files(town, *inputs)
+    for out in outputs:
+        hit = input_clash(out, known)
+        if hit is not None:
+            raise ConfigError(f"refusing to write the {what} {out} over the input {hit}; "
+                              "name another output folder or path", path=out)
 
 
 def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
@@ -72,10 +125,7 @@ def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
     """Raise :class:`ConfigError` when the output ``path`` is one of the town's
     input files (see :func:`input_files`) or one of ``inputs``: gisnet never
     modifies its input."""
-    target = Path(path).resolve()
-    if target in input_files(town) | {Path(i).resolve() for i in inputs}:
-        raise ConfigError(f"refusing to write the {what} over an input file; name another "
-                          "path", path=path)
+    refuse_inputs_as_outputs([path], town, *inputs, what=what)
 
 
 def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:
@@ -129,7 +179,8 @@ def atomic_path(path: str | Path, what: str = "output file") -> Iterator[Path]:
         raise ConfigError(f"cannot write {what}: it is an existing folder", path=path)
     ensure_out_dir(path.parent, f"folder of the {what}")
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.p{os.getpid()}.", suffix=".tmp",
+                                        dir=path.parent)
     except OSError as exc:
         raise _cannot_write(path, exc, what) from exc
     os.close(fd)
@@ -179,7 +230,8 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
     if target.is_dir():
         raise ConfigError("cannot write results: it is an existing folder", path=target)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=".gisnet-results-", suffix=".gpkg", dir=out)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".gisnet-results-p{os.getpid()}-", suffix=".gpkg",
+                                        dir=out)
     except OSError as exc:
         raise _cannot_write(target, exc, "results") from exc
     os.close(fd)
@@ -211,6 +263,22 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
         raise
     log.info("wrote %d layers to %s", len(layers), target)
     return target
+
+
+def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+    """Write ``layers`` into a new GeoPackage ``path`` (in a staging folder: the
+    file is private until published, so it is written in place), layers in
+    name order so the file does not depend on the order they were computed in."""
+    path = Path(path)
+    path.unlink(missing_ok=True)
+    with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
+        warnings.simplefilter("always")
+        for name in sorted(layers):
+            write_layer(path, name, layers[name])
+            kill_point("gpkg")
+    for w in caught:
+        log.warning("%s: %s", path, str(w.message).strip())
+    return path
 
 
 def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
@@ -303,4 +371,5 @@ def write_tables(
                 else:
                     df.to_parquet(tmp, index=False)
             written.append(path)
+            kill_point("tables")
     return written

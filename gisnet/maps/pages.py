@@ -19,6 +19,7 @@ import geopandas as gpd
 import pandas as pd
 
 from ..errors import ConfigError, LayerError, NotFoundError
+from ..io import kill_point, recover
 from .capacity import capacity_layers
 from .common import MapContext, MapLayer, Page, town_center
 from .network import network_layers
@@ -158,8 +159,12 @@ def write_maps(
     """
     out = Path(out_dir)
     pages = build_pages(town, results, names)
-    return [save_page(pages[n], town, out / f"{n}.html", self_contained)
-            for n in PAGES if n in pages]
+    written = []
+    for n in PAGES:
+        if n in pages:
+            written.append(save_page(pages[n], town, out / f"{n}.html", self_contained))
+            kill_point("maps")
+    return written
 
 
 RESULT_LAYERS: tuple[str, ...] = (
@@ -179,6 +184,7 @@ def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
     """
     import pyogrio
 
+    recover(out_dir)  # a run killed while publishing: complete it first
     path = Path(out_dir) / "gisnet-results.gpkg"
     if not path.is_file():
         raise NotFoundError("no results GeoPackage; run `gisnet run` (or an analysis "

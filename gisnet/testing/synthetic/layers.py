@@ -296,6 +296,8 @@ def build_layers(a: TownArrays, place: Callable[[np.ndarray], np.ndarray], rng: 
             "material": material,
             "up_invert_ft": up_inv,
             "down_invert_ft": down_inv,
+            "start_invert_ft": np.full(n_pipes, np.nan),  # the inverts are named up/down
+            "end_invert_ft": np.full(n_pipes, np.nan),
             "slope": slope,
             "from_node": node_ids_all[a.pipe_u],
             "to_node": node_ids_all[a.pipe_v],

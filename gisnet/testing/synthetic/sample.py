@@ -167,13 +167,9 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
                                             X=x_pipe, Y=y_pipe).items()}
 
     geoms = mains.geometry.to_numpy().copy()
-    # reversed: drawn from the downstream manhole to the upstream one, the inverts recorded
-    # at the drawn ends (UPELEV at the drawn start, now the lower one); FROMMH/TOMH right
+    # reversed: drawn from the downstream manhole to the upstream one; FROMMH/TOMH right,
+    # UPELEV/DOWNELEV the upstream/downstream inverts as their names say
     geoms[r_pipe] = shapely.reverse(geoms[r_pipe])
-    r_up, r_dn = mains.at[r_pipe, "up_invert_ft"], mains.at[r_pipe, "down_invert_ft"]
-    mains.loc[r_pipe, "up_invert_ft"] = r_dn
-    mains.loc[r_pipe, "down_invert_ft"] = r_up
-    mains.loc[r_pipe, "slope"] = -float(mains.at[r_pipe, "slope"])
     # adverse: inverts rise 0.30 ft in the flow direction; drawing and ids agree
     mains.loc[a_pipe, "up_invert_ft"] = round(float(mains.at[a_pipe, "down_invert_ft"]) - 0.30, 2)
     mains.loc[a_pipe, "slope"] = round(-0.30 / float(length[a_pipe]), 5)
@@ -356,9 +352,9 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
          "also": [],
          "detail": f"{mid['R']} is drawn from its downstream manhole "
                    f"{mains.at[r_pipe, 'to_node']} to its upstream one "
-                   f"{mains.at[r_pipe, 'from_node']}, with UPELEV/DOWNELEV recorded at the "
-                   "drawn start/end (so UPELEV < DOWNELEV); FROMMH/TOMH and the inverts both "
-                   "say flow runs against the drawing. Reverse it; its slope is then positive."},
+                   f"{mains.at[r_pipe, 'from_node']}; FROMMH/TOMH say flow runs against the "
+                   "drawing, and UPELEV/DOWNELEV are its upstream/downstream inverts as their "
+                   "names say (UPELEV > DOWNELEV). Reverse it; its slope is positive."},
         {"kind": "gap_snapped", "ids": [mid["G1"], gap_to[g1]], "gap_ft": 0.6,
          "expected": ["gap_snapped"], "also": [],
          "detail": f"{mid['G1']} stops 0.6 ft short of manhole {gap_to[g1]} (TOMH blank); "
@@ -384,11 +380,11 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
                    f"-> {c_ids[2]} -> {c_ids[0]} (by FROMMH/TOMH; inverts blank); "
                    f"{cyc_main[3]} joins {c_ids[0]} to {mh.at[m_cyc, 'node_id']}."},
         {"kind": "adverse_slope", "ids": [mid["A"]], "expected": ["adverse_slope"],
-         "also": ["direction_conflict"],
+         "also": [],
          "detail": f"{mid['A']} is drawn and numbered ({mains.at[a_pipe, 'from_node']} -> "
-                   f"{mains.at[a_pipe, 'to_node']}) in the flow direction, but UPELEV is "
-                   "0.30 ft below DOWNELEV: a slope problem, not a reversal (the ids win; "
-                   "the inverts disagree with them)."},
+                   f"{mains.at[a_pipe, 'to_node']}) in the flow direction, but UPELEV, its "
+                   "upstream invert, is 0.30 ft below DOWNELEV: a slope problem, not a "
+                   "reversal (the ids give the direction)."},
     ]
     par = layers["parcels"]
     notes: dict[str, object] = {

@@ -1,0 +1,413 @@
+"""A run's outputs, all or nothing: a staging folder, one publish step, a manifest.
+
+``gisnet run`` writes its whole output set (GeoPackage, tables, pages) into a
+staging folder inside the output folder (:func:`staging_area`), then
+:func:`publish` moves it into place:
+
+1. the manifest ``gisnet-manifest.json`` (run id, time, gisnet version, town
+   file hash, profile id, every file with its sha256) is written into the
+   staging folder and every staged file is flushed to disk;
+2. the staging folder is renamed ``.gisnet-publish-<pid>-<run id>``: the
+   **commit point** (one ``rename`` in one folder, atomic on POSIX and NTFS);
+3. each file is moved onto its final name with :func:`os.replace` in a fixed
+   order (the GeoPackage, the tables, the pages), ``gisnet-manifest.json``
+   last; files the previous manifest listed and this run did not write are
+   removed (only if unchanged since that run wrote them);
+4. the empty publish folder is removed.
+
+The guarantee: a run killed before step 2 leaves the previous outputs exactly
+as they were (whole, and matching their manifest); a run killed after step 2
+has committed, and the next gisnet command on that folder (``gisnet run``,
+``gisnet map``, :func:`read_manifest`) completes steps 3-4 from the publish
+folder (:func:`recover`). A program that reads the files directly during the
+few renames of step 3 can see a new GeoPackage beside old pages; it can tell,
+because the manifest still names the old files' hashes (:func:`check_manifest`).
+
+Leftovers of killed runs (staging folders, and the temporary files of
+:func:`gisnet.io.write_results` and :func:`gisnet.io.atomic_path`) are removed
+by the next run (:func:`remove_leftovers`); a folder or file whose process is
+still alive is left alone. Publishing and clean-up hold an advisory lock on
+``.gisnet-lock`` in the output folder, so two runs into one folder publish one
+after the other, never interleaved.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .writing import KILL_HOOK, RESULTS_FILE, ensure_out_dir, input_files, kill_point
+
+log = logging.getLogger(__name__)
+
+__all__ = ["KILL_HOOK", "MANIFEST_FILE", "check_manifest", "kill_point", "publish",
+           "read_manifest", "recover", "remove_leftovers", "staging_area", "update_manifest"]
+
+#: The manifest's file name, in the output folder.
+MANIFEST_FILE = "gisnet-manifest.json"
+#: Manifest format version.
+MANIFEST_FORMAT = 1
+STAGING_PREFIX = ".gisnet-staging-"
+PUBLISH_PREFIX = ".gisnet-publish-"
+LOCK_FILE = ".gisnet-lock"
+_OBSOLETE = ".obsolete.json"
+#: Temporary files older than this (seconds) whose writer is unknown are stale.
+STALE_AFTER_S = 3600.0
+
+#: The writer's process id in a temporary name: ``-p<pid>-`` or ``.p<pid>.``.
+_PID = re.compile(r"[-.]p(\d+)[-.]")
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file or a folder to disk (a folder only where the OS allows it)."""
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if path.is_dir() else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner_pid(name: str) -> int | None:
+    m = _PID.search(name)
+    return int(m.group(1)) if m else None
+
+
+@contextmanager
+def folder_lock(out: Path) -> Iterator[None]:
+    """Hold an advisory lock on ``out/.gisnet-lock`` (POSIX ``flock``; none elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------
+# clean-up and recovery
+# ---------------------------------------------------------------------------
+
+
+def _is_stale(p: Path) -> bool:
+    pid = _owner_pid(p.name)
+    if pid is not None:
+        return not _pid_alive(pid)
+    try:
+        return time.time() - p.stat().st_mtime > STALE_AFTER_S
+    except OSError:
+        return False
+
+
+def remove_leftovers(out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Remove what killed runs left in ``out_dir``: staging folders, temporary
+    GeoPackages (``.gisnet-results-*.gpkg`` and their journals) and temporary
+    files (``.NAME.*.tmp``) in the folder and in ``tables/``; a committed publish
+    folder is completed first (:func:`recover`). Returns what was removed."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return []
+    recover(out)
+    removed: list[Path] = []
+    candidates = [p for p in out.iterdir() if p.name.startswith(STAGING_PREFIX)]
+    for folder in (out, out / "tables"):
+        if folder.is_dir():
+            candidates += [p for p in folder.iterdir() if p.is_file() and (
+                (p.name.startswith(".gisnet-results-") and ".gpkg" in p.name)
+                or (p.name.startswith(".") and p.name.endswith(".tmp")))]
+    for p in candidates:
+        if not _is_stale(p):
+            continue
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
+    if removed:
+        log.info("removed %d leftover(s) of killed runs in %s", len(removed), out)
+    return removed
+
+
+def _move_all(pub: Path, out: Path, order: Sequence[str]) -> None:
+    """Step 3 of :func:`publish`: move the files of ``pub`` onto ``out`` in ``order``
+    (relative paths; the manifest last), then remove the obsolete files."""
+    for rel in order:
+        src = pub / rel
+        if not src.exists():  # moved before a kill
+            continue
+        dst = out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dst)
+        kill_point("publish")
+    obsolete = pub / _OBSOLETE
+    if obsolete.exists():
+        for rel in json.loads(obsolete.read_text(encoding="utf-8")):
+            (out / rel).unlink(missing_ok=True)
+    _fsync(out)
+    shutil.rmtree(pub, ignore_errors=True)
+
+
+def _order(files: Iterable[str]) -> list[str]:
+    """The fixed publish order: GeoPackage, tables, pages, other files, manifest last."""
+    def rank(rel: str) -> tuple[int, str]:
+        if rel == RESULTS_FILE:
+            return 0, rel
+        if rel.startswith("tables/"):
+            return 1, rel
+        if rel.endswith(".html"):
+            return 2, rel
+        if rel == MANIFEST_FILE:
+            return 9, rel
+        return 3, rel
+    return sorted(files, key=rank)
+
+
+def recover(out_dir: str | os.PathLike[str]) -> bool:
+    """Complete a publish that was committed (the publish folder exists) but not
+    finished because the process died. Returns True when one was completed."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return False
+    done = False
+    for pub in sorted(p for p in out.iterdir() if p.name.startswith(PUBLISH_PREFIX)):
+        pid = _owner_pid(pub.name)
+        if pid is not None and _pid_alive(pid) and pid != os.getpid():
+            continue  # still publishing
+        with folder_lock(out):
+            if not pub.exists():
+                continue
+            man = pub / MANIFEST_FILE
+            if man.exists():
+                files = list(json.loads(man.read_text(encoding="utf-8"))["files"])
+                log.warning("completing the publish of an interrupted run in %s", out)
+                _move_all(pub, out, _order([*files, MANIFEST_FILE]))
+                done = True
+            else:  # the manifest was the last file moved: only the empty folder is left
+                shutil.rmtree(pub, ignore_errors=True)
+    return done
+
+
+# ---------------------------------------------------------------------------
+# staging and publishing
+# ---------------------------------------------------------------------------
+
+
+def new_run_id() -> str:
+    """A run id: UTC time and a random suffix."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def staging_area(out_dir: str | os.PathLike[str], run_id: str) -> Iterator[Path]:
+    """A fresh staging folder ``out_dir/.gisnet-staging-p<pid>-<run id>``.
+
+    Leftovers of killed runs are removed first (:func:`remove_leftovers`). The
+    folder is removed when the block fails; :func:`publish` moves it away when
+    it succeeds.
+    """
+    out = ensure_out_dir(out_dir)
+    remove_leftovers(out)
+    stage = out / f"{STAGING_PREFIX}p{os.getpid()}-{run_id}"
+    try:
+        stage.mkdir()
+    except OSError as exc:
+        raise ConfigError(f"cannot write the output folder: {exc.strerror or exc}",
+                          path=out) from exc
+    kill_point("staging")
+    try:
+        yield stage
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def staged_files(stage: Path) -> list[str]:
+    """Relative paths (``/``-separated) of the files in a staging folder, sorted."""
+    return sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*")
+                  if p.is_file() and not p.name.startswith("."))
+
+
+def make_manifest(stage: Path, *, run_id: str, town: Any) -> dict[str, Any]:
+    """The manifest of the files in ``stage`` for a run on ``town``."""
+    from .. import __version__
+
+    town_file = town.settings.extra.get("town_file")
+    town_file = Path(town_file) if town_file is not None else None
+    files = {rel: {"sha256": sha256_file(stage / rel), "bytes": (stage / rel).stat().st_size}
+             for rel in staged_files(stage)}
+    return {
+        "format": MANIFEST_FORMAT,
+        "run_id": run_id,
+        "created_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "gisnet_version": __version__,
+        "town": town.name,
+        "town_file": None if town_file is None else str(town_file.resolve()),
+        "town_file_sha256": (sha256_file(town_file) if town_file is not None
+                             and town_file.is_file() else None),
+        "profile_id": str(town.profile.profile.id),
+        "files": files,
+    }
+
+
+def _obsolete(out: Path, new_files: Iterable[str], town: Any) -> list[str]:
+    """Files the current manifest lists, this run does not write, unchanged since
+    gisnet wrote them, and not an input of ``town``."""
+    old = read_manifest_file(out)
+    if old is None:
+        return []
+    keep = set(new_files)
+    inputs = input_files(town)
+    gone = []
+    for rel, rec in sorted(old.get("files", {}).items()):
+        p = out / rel
+        if rel in keep or p.resolve() in inputs or not p.is_file():
+            continue
+        if sha256_file(p) == rec.get("sha256"):
+            gone.append(rel)
+    return gone
+
+
+def publish(stage: Path, out_dir: str | os.PathLike[str], manifest: Mapping[str, Any],
+            town: Any) -> list[Path]:
+    """Publish a staging folder in one step (see the module docstring for the
+    guarantee). Returns the published files, in publish order (manifest last)."""
+    out = Path(out_dir)
+    rels = _order([*manifest["files"], MANIFEST_FILE])
+    (stage / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
+    for rel in rels:
+        _fsync(stage / rel)
+    with folder_lock(out):
+        (stage / _OBSOLETE).write_text(json.dumps(_obsolete(out, rels, town)),
+                                       encoding="utf-8")
+        for d in {stage, *(p for p in stage.rglob("*") if p.is_dir())}:
+            _fsync(d)
+        pub = out / stage.name.replace(STAGING_PREFIX, PUBLISH_PREFIX, 1)
+        os.rename(stage, pub)  # the commit point
+        _fsync(out)
+        kill_point("commit")
+        _move_all(pub, out, rels)
+    return [out / rel for rel in rels]
+
+
+# ---------------------------------------------------------------------------
+# reading and checking
+# ---------------------------------------------------------------------------
+
+
+def read_manifest_file(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The manifest of ``out_dir`` as stored, or None when there is none."""
+    path = Path(out_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the run manifest cannot be read ({exc})", path=path) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        raise ConfigError("the run manifest has no 'files' table", path=path)
+    return data
+
+
+def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The manifest of ``out_dir`` after completing any interrupted publish
+    (:func:`recover`), or None when the folder has none."""
+    recover(out_dir)
+    return read_manifest_file(out_dir)
+
+
+def check_manifest(out_dir: str | os.PathLike[str],
+                   names: Iterable[str] | None = None) -> list[str]:
+    """What in ``out_dir`` does not match its manifest (after :func:`recover`).
+
+    Parameters
+    ----------
+    out_dir
+        The output folder of a run.
+    names
+        Relative paths to check (default: every file the manifest lists).
+
+    Returns
+    -------
+    list of str
+        One line per problem (``"gisnet-results.gpkg: changed since run ..."``);
+        empty when everything matches. No manifest is one problem.
+    """
+    man = read_manifest(out_dir)
+    out = Path(out_dir)
+    if man is None:
+        return [f"{MANIFEST_FILE}: missing (not written by a whole gisnet run)"]
+    files = man["files"]
+    problems = []
+    for rel in (sorted(files) if names is None else names):
+        p = out / rel
+        rec = files.get(rel)
+        if rec is None:
+            problems.append(f"{rel}: not part of run {man.get('run_id')}")
+        elif not p.is_file():
+            problems.append(f"{rel}: missing (run {man.get('run_id')} wrote it)")
+        elif sha256_file(p) != rec.get("sha256"):
+            problems.append(f"{rel}: changed since run {man.get('run_id')} wrote it")
+    return problems
+
+
+def update_manifest(out_dir: str | os.PathLike[str], written: Iterable[Path]) -> None:
+    """Record new hashes of ``written`` files (pages rewritten by ``gisnet map``
+    from the run's own GeoPackage) in the manifest, atomically."""
+    from .writing import atomic_write_text
+
+    out = Path(out_dir)
+    man = read_manifest_file(out)
+    if man is None:
+        return
+    for p in written:
+        rel = Path(p).resolve().relative_to(out.resolve()).as_posix()
+        man["files"][rel] = {"sha256": sha256_file(Path(p)), "bytes": Path(p).stat().st_size}
+    atomic_write_text(out / MANIFEST_FILE, json.dumps(man, indent=2, sort_keys=True) + "\n",
+                      "run manifest")
+
