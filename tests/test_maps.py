@@ -496,19 +496,11 @@ def test_cli_map_from_gisnet_run_on_the_sample(sample_dir, tmp_path):
             {k: v["data"]["n"] for k, v in again[name].items()}, name
         for key, v in layers.items():  # the same features: properties and geometry
             b = again[name][key]["data"]
-            # a boolean with nulls is not read back as one (see the xfail test below)
-            lost = ("abuts_sewered_street",)
-            assert [{k: x for k, x in props_of(v["data"], i).items() if k not in lost}
-                     for i in range(v["data"]["n"])] == \
-                [{k: x for k, x in props_of(b, i).items() if k not in lost}
-                 for i in range(b["n"])], (name, key)
+            assert [props_of(v["data"], i) for i in range(v["data"]["n"])] == \
+                [props_of(b, i) for i in range(b["n"])], (name, key)
             assert v["data"]["g"] == b["g"], (name, key)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "maps.read_results reads a GeoPackage boolean field holding nulls as float64 "
-    "(1.0 / 0.0 / NaN), so a page made by `gisnet map` from the results file shows "
-    "abuts_sewered_street as '1.00' where `gisnet run` shows 'yes'"))
 def test_boolean_with_nulls_is_shown_the_same_from_the_results_file(tmp_path):
     from gisnet.io import write_results
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_town_options, build_graph, load_town, pct, progress, say
+from .common import add_town_options, load_town, pct, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,13 +23,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capacity import compute_capacity
     from ..io import write_results
+    from ..pipeline import analyse
 
     town = load_town(args)
-    G = build_graph(args, town)
-    progress(args, "accumulating flows")
-    res = compute_capacity(town, G)
+    res = analyse(town, only={"capacity"}, control_paths=False,
+                  progress=lambda m: progress(args, m)).capacity
     path = write_results(args.out, res.layers())
     pipes = res.pipes
     cfg = res.cfg

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..serialize import dumps_text
-from .common import add_town_options, build_graph, load_town_for_point, pct, progress, say
+from .common import add_town_options, load_town_for_point, pct, progress, say
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,12 +34,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..capacity import compute_capacity, whatif
+    from ..capacity import whatif
+    from ..pipeline import analyse
 
     town, point, point_crs = load_town_for_point(args)
-    G = build_graph(args, town)
-    progress(args, "accumulating flows")
-    res = compute_capacity(town, G)
+    done = analyse(town, only={"capacity"}, control_paths=False,
+                   progress=lambda m: progress(args, m))
+    G, res = done.graph, done.capacity
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
                flow_gpd=args.flow_gpd, industrial=args.industrial)
     if args.map:

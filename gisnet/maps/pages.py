@@ -197,7 +197,7 @@ def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
             present = {str(row[0]) for row in pyogrio.list_layers(path)}
             for name in RESULT_LAYERS:
                 if name in present:
-                    out[name] = gpd.read_file(path, layer=name, engine="pyogrio")
+                    out[name] = gpd.read_file(path, layer=name, engine="pyogrio", use_arrow=True)
         for w in caught:
             log.warning("%s: %s", path, str(w.message).strip())
     except pyogrio.errors.DataSourceError as exc:
