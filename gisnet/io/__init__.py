@@ -28,7 +28,8 @@ The stages, one module each:
 
 from __future__ import annotations
 
-from .canonical import canonical_layer, empty_layer, unique_ids
+from .canonical import canonical_layer, empty_layer
+from .ids import unique_ids
 from .loading import load_town
 from .notes import MAX_IDS_IN_MESSAGE
 from .reading import ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
