@@ -343,12 +343,25 @@ def test_public_active_are_the_shared_rules(town_dir):
 def test_unique_ids_suffix_repeats_without_clashes():
     ids, repeated = unique_ids(pd.Series(["A", "A", "B", "A"], dtype="str"))
     assert ids.tolist() == ["A", "A#2", "B", "A#3"] and repeated == ["A"]
-    # "A#2" is another feature's id: the second A takes "A#2#2", the id keeps its owner
+    # "A#2" is another feature's id: the repeats of A take the first free suffixes
+    # (#3, #4), and the feature whose id is "A#2" keeps it
     ids, repeated = unique_ids(pd.Series(["A", "B", "A", "A#2", "A"], dtype="str"))
-    assert ids.tolist() == ["A", "B", "A#2#2", "A#2", "A#3"] and repeated == ["A"]
+    assert ids.tolist() == ["A", "B", "A#3", "A#2", "A#4"] and repeated == ["A"]
     ids, _ = unique_ids(pd.Series(["A", "A", "A#2", "A#2"], dtype="str"))
     assert ids.is_unique and ids.tolist()[0::2] == ["A", "A#2"]
     assert unique_ids(pd.Series(["X", "Y"], dtype="str"))[1] == []
+    # a generated id (a part "M:1") yields to a source id that is the same
+    ids, _ = unique_ids(pd.Series(["M:1", "M:2", "M:1"], dtype="str"),
+                        keep=np.array([False, False, True]))
+    assert ids.tolist() == ["M:1#2", "M:2", "M:1"]
+
+
+def test_unique_ids_end_on_clashing_suffixes():
+    """Every suffix a repeat could take is another feature's id: still ends, fast."""
+    n = 20_000
+    src = pd.Series(["A"] * n + [f"A#{k}" for k in range(2, n + 2)], dtype="str")
+    ids, _ = unique_ids(src)
+    assert ids.is_unique and ids.iloc[n:].tolist() == src.iloc[n:].tolist()
 
 
 def test_plant_flows_csv(tmp_path, town_dir):

@@ -5,7 +5,9 @@
 1. column matching (:func:`gisnet.townfile.match_columns`: town-file mapping,
    then the aliases of :mod:`gisnet.schema`);
 2. feature ids (:func:`source_ids`; generated from row numbers where missing);
-3. geometry clean-up and explode (:mod:`gisnet.io.geometry`);
+3. geometry clean-up, features far outside the CRS's area or the layer's
+   extent excluded (:func:`gisnet.io.extent.far_features`), explode
+   (:mod:`gisnet.io.geometry`);
 4. attribute values (:mod:`gisnet.io.values`);
 5. unique ids (:func:`gisnet.io.ids.unique_ids`: an id used once is kept, repeats
    suffixed ``#2``, ``#3`` ... with a suffix no other feature uses);
@@ -29,6 +31,7 @@ from .. import rules, schema
 from ..errors import SchemaError
 from ..report import Report
 from ..townfile import LayerSpec, match_columns
+from .extent import far_features
 from .geometry import clean_geometry, explode_parts
 from .ids import unique_ids
 from .notes import LayerNotes, ids_text
@@ -158,6 +161,13 @@ def canonical_layer(
     ids = source_ids(raw, info.mapping.get(idcol), notes)
     clean = clean_geometry(raw.geometry, ids, spec.path, notes)
     info.geometry_types = clean.geometry_types
+    if not raw.attrs.get(NO_GEOMETRY_ATTR) and clean.keep.any():
+        far, why = far_features(np.where(clean.keep, clean.geoms, None), raw.crs)
+        if far.any():
+            clean.keep &= ~far
+            notes.add("coordinates_out_of_range", "warning",
+                      f"{int(far.sum())} features with a vertex {why} excluded (a mistyped "
+                      f"coordinate?): {ids_text(ids[far])}", ids[far])
     parts = explode_parts(clean, ids, notes)
     cols: dict[str, Any] = {}
     for col in schema.columns(role):
