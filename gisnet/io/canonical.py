@@ -11,6 +11,7 @@
 4. attribute values (:mod:`gisnet.io.values`);
 5. unique ids (:func:`gisnet.io.ids.unique_ids`: an id used once is kept, repeats
    suffixed ``#2``, ``#3`` ... with a suffix no other feature uses);
+   then the mains' plausibility findings (:mod:`gisnet.io.plausibility`);
 6. the derived ``public`` / ``active`` columns of mains and manholes
    (:func:`derived_flags`, by :func:`gisnet.rules.is_public` and
    :func:`gisnet.rules.is_active`);
@@ -35,6 +36,7 @@ from .extent import far_features
 from .geometry import clean_geometry, explode_parts
 from .ids import unique_ids
 from .notes import LayerNotes, ids_text
+from .plausibility import check_mains
 from .reading import NO_GEOMETRY_ATTR, LayerInfo, crs_label
 from .values import as_text, column_values
 
@@ -185,6 +187,8 @@ def canonical_layer(
                   f"{len(dups)} ids used by more than one feature; all kept, later ones "
                   f"suffixed #2, #3 ...: {ids_text(dups)}", dups)
     cols[idcol] = uids
+    if role == "mains":
+        check_mains(cols, uids, spec.diameter_units, spec.slope_units, notes)
     if role in FLAGGED_ROLES:
         cols.update(derived_flags(cols["owner"], cols["status"]))
     used = {s for s in info.mapping.values() if s is not None}
