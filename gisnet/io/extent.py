@@ -14,6 +14,7 @@ Two checks from the data's own evidence:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,12 @@ MIN_FEATURES_FOR_SPREAD = 20
 def area_box(crs: Any) -> tuple[float, float, float, float] | None:
     """The CRS's area of use in its own coordinates, widened by :data:`AREA_MARGIN`;
     None when the CRS declares none or it cannot be projected."""
-    c = CRS.from_user_input(crs)
+    return _area_box(CRS.from_user_input(crs).to_wkt())
+
+
+@lru_cache(maxsize=64)
+def _area_box(wkt: str) -> tuple[float, float, float, float] | None:
+    c = CRS.from_wkt(wkt)
     if c.is_geographic:
         w, s, e, n = -180.0, -90.0, 180.0, 90.0
         box = (w - 1.0, s - 0.5, e + 180.0, n + 0.5)  # 0..360 longitudes are fine too
@@ -149,3 +155,48 @@ def far_features(geoms: np.ndarray, crs: Any) -> tuple[np.ndarray, str]:
         why.append(f"more than {SPREAD_MARGIN:g} times the layer's extent away from the "
                    "rest of the layer")
     return far, " or ".join(why)
+
+
+#: A layer is far from the others when its middle lies further from theirs than
+#: this many times the larger extent of any of them.
+TOWN_MARGIN = 10.0
+
+
+def layer_far_from_town(layers: dict[str, Any]) -> tuple[str, float] | None:
+    """The one layer that lies far from all the others (its CRS is likely wrong).
+
+    Parameters
+    ----------
+    layers
+        Role -> GeoDataFrame, all in the working CRS.
+
+    Returns
+    -------
+    (role, distance) or None
+        The odd layer and the distance (working CRS units) from its middle to
+        the middle of the others; None when every layer lies with the rest, or
+        fewer than three layers have geometry (no majority to judge by).
+    """
+    mids: dict[str, tuple[float, float, float]] = {}
+    for role, g in layers.items():
+        geoms = np.asarray(g.geometry.array, dtype=object)
+        b = shapely.bounds(geoms)
+        b = b[np.isfinite(b).all(axis=1)]
+        if len(b) == 0:
+            continue
+        cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+        x0, x1 = np.percentile(cx, [5, 95])
+        y0, y1 = np.percentile(cy, [5, 95])
+        mids[role] = (float(np.median(cx)), float(np.median(cy)), max(x1 - x0, y1 - y0))
+    if len(mids) < 3:
+        return None
+    worst: tuple[str, float] | None = None
+    for role, (x, y, size) in mids.items():
+        others = [v for r, v in mids.items() if r != role]
+        ox = float(np.median([v[0] for v in others]))
+        oy = float(np.median([v[1] for v in others]))
+        scale = max([size, *(v[2] for v in others)])
+        d = float(np.hypot(x - ox, y - oy))
+        if scale > 0 and d > TOWN_MARGIN * scale and (worst is None or d > worst[1]):
+            worst = (role, d)
+    return worst

@@ -260,6 +260,10 @@ def read_layer(
         gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
         gdf.attrs[NO_GEOMETRY_ATTR] = True
         return gdf
+    prj = _sidecar(path, ".prj") if not virtual and path.suffix.lower() == ".shp" else None
+    if gdf.crs is None and prj is not None:
+        raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
+                       "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
     if gdf.crs is None:
         if crs is None:
             raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
