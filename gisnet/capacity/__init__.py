@@ -29,11 +29,22 @@ of :mod:`gisnet.rules`; the thresholds and unit flows are the profile's
 from __future__ import annotations
 
 from ..flows import parcel_flows
-
-from .formulas import (MANNING_K, PEAKING_FORMULAS, harmon_peaking_factor, manning_full_flow_cfs,
-                       min_slope_ft_per_ft, peaking_factor)
-from .network import (Accumulation, Network, accumulate, edge_inflows, graph_arrays,
-                      sanitary_flow_edges)
+from .formulas import (
+                       MANNING_K,
+                       PEAKING_FORMULAS,
+                       harmon_peaking_factor,
+                       manning_full_flow_cfs,
+                       min_slope_ft_per_ft,
+                       peaking_factor,
+)
+from .network import (
+                       Accumulation,
+                       Network,
+                       accumulate,
+                       edge_inflows,
+                       graph_arrays,
+                       sanitary_flow_edges,
+)
 from .pipes import PIPE_FLAGS, CapacityResult, compute_capacity
 from .plants import PLANT_COLUMNS, plant_layer, plant_window
 from .whatif import WhatIfResult, approvals, whatif

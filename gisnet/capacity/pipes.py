@@ -33,8 +33,14 @@ from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points
 from ..units import CFS_TO_GPD
 from .formulas import manning_full_flow_cfs, min_slope_ft_per_ft, peaking_factor
-from .network import (Accumulation, Network, accumulate, edge_inflows, graph_arrays,
-                      sanitary_flow_edges)
+from .network import (
+    Accumulation,
+    Network,
+    accumulate,
+    edge_inflows,
+    graph_arrays,
+    sanitary_flow_edges,
+)
 from .plants import plant_layer
 
 __all__ = ["PIPE_FLAGS", "CapacityResult", "compute_capacity"]
