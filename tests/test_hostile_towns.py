@@ -196,3 +196,10 @@ def test_graph_ids_stay_unique_and_end_on_clashing_suffixes(tmp_path: Path) -> N
         pytest.fail(f"building the graph on clashing ids still ran after {HANG_TIMEOUT_S} s")
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.startswith("ok ")
+
+
+def test_reliability_doc_lists_every_case():
+    text = (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
+    assert "## Loading damaged towns" in text
+    missing = [d.name for d in DAMAGES if f"| `{d.name}` |" not in text]
+    assert not missing, f"docs/reliability.md does not list: {missing}"

@@ -644,3 +644,60 @@ def test_filegdb_source(tmp_path):
         m = load_town(d, engine=engine).layers["mains"]
         assert m["main_id"].tolist() == ["M1", "M2", "M3"]
         assert m["diameter_in"].tolist()[:2] == [8.0, 10.0]
+
+
+def test_plant_flows_month_given_twice_is_an_error(tmp_path):
+    from gisnet.io import read_plant_flows
+
+    f = tmp_path / "flows.csv"
+    f.write_text("plant_id,month,avg_flow_mgd\nP1,2025-01,1.0\nP1,2025-02,1.1\nP2,2025-01,3\n"
+                 "P1,2025-01,100\n", encoding="utf-8")
+    with pytest.raises(LayerError, match=r"feature P1: month 2025-01 is given 2 times for plant "
+                                         r"P1 \(rows 2, 5: 1, 100 mgd\)"):
+        read_plant_flows(f)
+
+
+def test_crs_fit_and_far_features():
+    import shapely
+
+    from gisnet.io.extent import area_box, check_crs_fits, far_features
+
+    x0, y0, x1, y1 = area_box("EPSG:2260")  # NY East (ftUS), widened
+    assert x0 < 600_000 < x1 and y0 < 1_000_000 < y1
+    pts = np.array([shapely.Point(600_000 + 10 * i, 1_000_000 + 7 * i) for i in range(40)],
+                   dtype=object)
+    check_crs_fits(pts, "EPSG:2260", "p.shp", "manholes")  # fits: no error
+    with pytest.raises(CRSError, match=r"p\.shp: layer 'manholes': coordinates do not fit the CRS "
+                                       r"its \.prj declares, EPSG:4326"):
+        check_crs_fits(pts, "EPSG:4326", "p.shp", "manholes")
+    far_pts = pts.copy()
+    far_pts[3] = shapely.Point(1e20, 1e20)   # outside the area of use
+    far_pts[5] = shapely.Point(600_000 + 5e5, 1_000_000)  # inside it, far from the rest
+    far, why = far_features(far_pts, "EPSG:2260")
+    assert np.flatnonzero(far).tolist() == [3, 5]
+    assert "area of use" in why and "extent" in why
+    assert not far_features(pts, "EPSG:2260")[0].any()
+
+
+def test_plausibility_findings_never_change_values():
+    from gisnet.io.notes import LayerNotes
+    from gisnet.io.plausibility import check_diameters, check_slopes
+    from gisnet.report import Report
+
+    r = Report()
+    notes = LayerNotes("mains", r)
+    ids = pd.Series([f"M{i}" for i in range(6)])
+    d = pd.Series([8.0, 8.0, 12.0, 533.0, 0.5, 144.0])
+    check_diameters(d, ids, "in", notes)
+    assert [f.kind for f in r] == ["implausible_diameter"]
+    assert r.findings[0].feature_id == "M3,M4"
+    assert d.tolist() == [8.0, 8.0, 12.0, 533.0, 0.5, 144.0]
+    r = Report()
+    check_diameters(pd.Series([203.0, 203.0, 254.0, 533.0, 8.0]), ids[:5], "in",
+                    LayerNotes("mains", r))
+    assert [f.kind for f in r] == ["diameter_unit_mixup"]
+    assert "likely in millimetres" in r.findings[0].message
+    assert r.findings[0].feature_id == "M0,M1,M2,M3"
+    r = Report()
+    check_slopes(pd.Series([0.01, 0.8, 0.02, None]), ids[:4], "ft/ft", LayerNotes("mains", r))
+    assert [(f.kind, f.feature_id) for f in r] == [("implausible_slope", "M1")]
