@@ -91,7 +91,8 @@ class LayerSpec:
     role
         Layer role (see :data:`gisnet.schema.ROLES`).
     path
-        Source file or folder (FileGDB), absolute.
+        Source file or folder (FileGDB), absolute; a GDAL virtual path or
+        connection string (:func:`is_virtual_source`) stays the text written.
     layer
         Layer name inside a multi-layer source, or None for the first.
     where
@@ -109,7 +110,7 @@ class LayerSpec:
     """
 
     role: str
-    path: Path
+    path: Path | str
     layer: str | int | None = None
     where: str | None = None
     crs: str | None = None
@@ -168,6 +169,21 @@ class TownFile:
     def folder(self) -> Path:
         """Folder relative paths are resolved against."""
         return self.path.parent if self.path is not None else Path.cwd()
+
+
+#: How a layer path names something that is not a local file: a GDAL virtual
+#: path (``/vsizip/...``, ``/vsicurl/...``) or a connection string (``PG:...``).
+_VIRTUAL_PREFIXES = ("/vsi",)
+
+
+def is_virtual_source(path: str | Path) -> bool:
+    """True for a GDAL virtual path or a connection string (``PG:dbname=...``),
+    which are handed to GDAL as they are."""
+    s = str(path)
+    if s.startswith(_VIRTUAL_PREFIXES):
+        return True
+    head, sep, _ = s.partition(":")
+    return bool(sep) and len(head) >= 2 and head.isalpha() and head.isupper()
 
 
 def file_problem(path: Path, *, folder_ok: bool = False) -> str | None:
@@ -334,7 +350,9 @@ class _Checker:
             raise self.fail(key, f"not a CRS pyproj knows: {v!r} ({exc})") from None
         return v
 
-    def file(self, v: Any, key: str) -> Path:
+    def file(self, v: Any, key: str) -> Path | str:
+        if is_virtual_source(self.str_(v, key)):  # /vsizip/..., PG:... go to GDAL as written
+            return v  # (a Path would fold /vsizip//tmp/... into a relative /vsizip/tmp/...)
         p = Path(self.str_(v, key)).expanduser()
         return Path(os.path.normpath(p if p.is_absolute() else (self.folder / p)))
 
@@ -390,7 +408,7 @@ class _Checker:
             self.unknown(t, {"path"}, "plant_flows")
             if "path" not in t:
                 raise self.fail("plant_flows.path", "missing")
-            tf.plant_flows = self.file(t["path"], "plant_flows.path")
+            tf.plant_flows = Path(self.file(t["path"], "plant_flows.path"))
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

@@ -701,3 +701,24 @@ def test_plausibility_findings_never_change_values():
     r = Report()
     check_slopes(pd.Series([0.01, 0.8, 0.02, None]), ids[:4], "ft/ft", LayerNotes("mains", r))
     assert [(f.kind, f.feature_id) for f in r] == [("implausible_slope", "M1")]
+
+
+def test_gdal_virtual_path_is_read_as_written(tmp_path):
+    """A /vsizip/ path is not a local file: it goes to GDAL as written, and the town
+    file does not make it relative to its folder."""
+    import zipfile
+
+    from gisnet.townfile import is_virtual_source, parse_town_file
+
+    sample = Path(__file__).resolve().parents[1] / "layers" / "sample"
+    z = tmp_path / "plants.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for ext in (".shp", ".shx", ".dbf", ".prj", ".cpg"):
+            zf.write(sample / f"plants{ext}", f"plants{ext}")
+    vsi = f"/vsizip/{z}/plants.shp"
+    assert is_virtual_source(vsi) and is_virtual_source("PG:dbname=town")
+    assert not is_virtual_source("C:/data/mains.shp") and not is_virtual_source("mains.shp")
+    tf = parse_town_file({"layers": {"plants": {"path": vsi}}}, tmp_path / "gisnet.toml")
+    assert tf.layers["plants"].path == vsi  # as written, not made relative to the town folder
+    g = read_layer(tf.layers["plants"].path, role="plants")
+    assert len(g) == 1 and g.crs is not None

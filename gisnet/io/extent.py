@@ -182,7 +182,7 @@ def layer_far_from_town(layers: dict[str, Any]) -> tuple[str, float] | None:
         geoms = np.asarray(g.geometry.array, dtype=object)
         b = shapely.bounds(geoms)
         b = b[np.isfinite(b).all(axis=1)]
-        if len(b) == 0:
+        if len(b) < 3:  # one plant far away may be right: judge layers, not single points
             continue
         cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
         x0, x1 = np.percentile(cx, [5, 95])

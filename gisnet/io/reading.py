@@ -21,7 +21,7 @@ import pandas as pd
 from pyproj import CRS
 
 from ..errors import ConfigError, CRSError, GisnetError, LayerError
-from ..townfile import file_problem
+from ..townfile import file_problem, is_virtual_source
 from .extent import check_crs_fits
 
 log = logging.getLogger(__name__)
@@ -78,21 +78,6 @@ class LayerInfo:
         return [c for c, s in self.mapping.items() if s is None]
 
 
-
-
-#: How a layer path names something that is not a local file: a GDAL virtual
-#: path (``/vsizip/...``, ``/vsicurl/...``) or a connection string (``PG:...``).
-_VIRTUAL_PREFIXES = ("/vsi",)
-
-
-def is_virtual_source(path: str | Path) -> bool:
-    """True for a GDAL virtual path or a connection string (``PG:dbname=...``),
-    which are handed to GDAL as they are."""
-    s = str(path)
-    if s.startswith(_VIRTUAL_PREFIXES):
-        return True
-    head, sep, _ = s.partition(":")
-    return bool(sep) and len(head) >= 2 and head.isalpha() and head.isupper()
 
 
 def _sidecar(path: Path, ext: str) -> Path | None:
