@@ -158,40 +158,40 @@ def flows(town: Path, text: str) -> None:
 
 @damage("files", error=r"mains\.shp: layer 'mains': shapefile is truncated", run=True)
 def shp_truncated(town: Path) -> None:
-    """Mains.shp cut to half its length."""
+    """mains.shp cut to half its length."""
     cut(town / "mains.shp", 0.5)
 
 
 @damage("files", error=r"mains\.shx: layer 'mains': shapefile is truncated")
 def shx_truncated(town: Path) -> None:
-    """Mains.shx cut to 60 % of its length."""
+    """mains.shx cut to 60 % of its length."""
     cut(town / "mains.shx", 0.6)
 
 
 @damage("files", error=r"parcels\.dbf: layer 'parcels': attribute table is truncated")
 def dbf_truncated(town: Path) -> None:
-    """Parcels.dbf cut to 70 % of its length."""
+    """parcels.dbf cut to 70 % of its length."""
     cut(town / "parcels.dbf", 0.7)
 
 
 @damage("files", error=r"mains\.dbf: layer 'mains': the shapefile's parts disagree: mains\.shx "
                        r"indexes 466 shapes but mains\.dbf says it holds 366 records", run=True)
 def dbf_count_100_lower(town: Path) -> None:
-    """Mains.dbf header record count lowered by 100 (GDAL would read 366 of 466 mains)."""
+    """mains.dbf header record count lowered by 100 (GDAL would read 366 of 466 mains)."""
     dbf_count(town / "mains.dbf", -100)
 
 
 @damage("files", error=r"manholes\.dbf: layer 'manholes': attribute table is truncated: its "
                        r"header says 471 records")
 def dbf_count_higher(town: Path) -> None:
-    """Manholes.dbf header record count raised by 5."""
+    """manholes.dbf header record count raised by 5."""
     dbf_count(town / "manholes.dbf", +5)
 
 
 @damage("files", error=r"parcels\.shp: layer 'parcels': not a shapefile: the \.shp header is "
                        r"missing or damaged")
 def shp_bad_magic(town: Path) -> None:
-    """Parcels.shp file code (bytes 0-3) zeroed."""
+    """parcels.shp file code (bytes 0-3) zeroed."""
     b = bytearray((town / "parcels.shp").read_bytes())
     b[0:4] = b"\0\0\0\0"
     (town / "parcels.shp").write_bytes(bytes(b))
@@ -199,32 +199,32 @@ def shp_bad_magic(town: Path) -> None:
 
 @damage("files", error=r"mains\.shp: layer 'mains': not a shapefile")
 def shp_zero_bytes(town: Path) -> None:
-    """Mains.shp empty (0 bytes)."""
+    """mains.shp empty (0 bytes)."""
     (town / "mains.shp").write_bytes(b"")
 
 
 @damage("files", error=r"streets\.dbf: layer 'streets': attribute table \(\.dbf\) header is "
                        r"missing or damaged")
 def dbf_zero_bytes(town: Path) -> None:
-    """Streets.dbf empty (0 bytes)."""
+    """streets.dbf empty (0 bytes)."""
     (town / "streets.dbf").write_bytes(b"")
 
 
 @damage("files", error=r"mains\.shp: layer 'mains': shapefile is missing its \.shx file")
 def shx_missing(town: Path) -> None:
-    """Mains.shx deleted."""
+    """mains.shx deleted."""
     (town / "mains.shx").unlink()
 
 
 @damage("files", error=r"users\.shp: layer 'users': shapefile is missing its \.dbf file")
 def dbf_missing(town: Path) -> None:
-    """Users.dbf deleted."""
+    """users.dbf deleted."""
     (town / "users.dbf").unlink()
 
 
 @damage("files", error=r"plants\.shp: layer 'plants': empty layer: no features")
 def layer_without_features(town: Path) -> None:
-    """Plants.shp rewritten with no features."""
+    """plants.shp rewritten with no features."""
     edit(town, "plants", lambda g: g.iloc[:0])
 
 
@@ -317,39 +317,39 @@ def one_manhole_is_a_line(town: Path) -> None:
 @damage("crs", error=r"parcels\.shp: layer 'parcels': coordinates do not fit the CRS its \.prj "
                      r"declares, EPSG:4326 \(WGS 84\)", run=True)
 def parcels_prj_says_wgs84(town: Path) -> None:
-    """Parcels.prj declares EPSG:4326 over state-plane feet."""
+    """parcels.prj declares EPSG:4326 over state-plane feet."""
     prj(town, "parcels", 4326)
 
 
 @damage("crs", error=r"mains\.shp: layer 'mains': the mains layer lies 187 miles from the "
                      r"town's other layers .* \(EPSG:2261\) is likely wrong")
 def mains_prj_neighbouring_zone(town: Path) -> None:
-    """Mains.prj declares NY Central (EPSG:2261) for NY East coordinates."""
+    """mains.prj declares NY Central (EPSG:2261) for NY East coordinates."""
     prj(town, "mains", 2261)
 
 
 @damage("crs", error=r"manholes\.shp: layer 'manholes': the manholes layer lies [\d,]+ miles "
                      r".*\(EPSG:32633\) is likely wrong")
 def manholes_prj_utm_33n(town: Path) -> None:
-    """Manholes.prj declares UTM 33N (EPSG:32633)."""
+    """manholes.prj declares UTM 33N (EPSG:32633)."""
     prj(town, "manholes", 32633)
 
 
 @damage("crs", error=r"streets\.prj: layer 'streets': the \.prj is not a CRS GDAL can read")
 def prj_garbage(town: Path) -> None:
-    """Streets.prj holds text that is not a CRS."""
+    """streets.prj holds text that is not a CRS."""
     (town / "streets.prj").write_text("this is not a projection\n", encoding="ascii")
 
 
 @damage("crs", finding=("crs_assumed", None))
 def prj_missing_town_crs_given(town: Path) -> None:
-    """Buildings.prj deleted; the town file names crs."""
+    """buildings.prj deleted; the town file names crs."""
     (town / "buildings.prj").unlink()
 
 
 @damage("crs", error=r"buildings\.shp: layer 'buildings': shapefile is missing its \.prj file")
 def prj_missing_no_town_crs(town: Path) -> None:
-    """Buildings.prj deleted and the town file names no crs."""
+    """buildings.prj deleted and the town file names no crs."""
     (town / "buildings.prj").unlink()
     toml(town, 'crs = "EPSG:2260"\n', "")
 
@@ -414,7 +414,7 @@ def parcel_id_twice(town: Path) -> None:
 
 @damage("ids", error=r"layer 'mains': column 'NOPE' mapped to main_id does not exist")
 def id_column_mapped_to_nothing(town: Path) -> None:
-    """Main_id mapped to a column that does not exist."""
+    """main_id mapped to a column that does not exist."""
     toml(town, 'main_id = "FACILITYID"', 'main_id = "NOPE"')
 
 
@@ -509,6 +509,19 @@ def vertex_at_1e20(town: Path) -> None:
     edit(town, "mains", fn)
 
 
+@damage("values", finding=("null_geometry", "MH000004"))
+def manhole_at_not_a_number(town: Path) -> None:
+    """One manhole's x and y NaN in the .shp's bytes (no writer lets NaN through)."""
+    import struct
+
+    p = town / "manholes.shp"
+    b = bytearray(p.read_bytes())
+    assert int.from_bytes(b[32:36], "little") == 1  # point shapefile: 28-byte records
+    at = 100 + 3 * 28 + 8 + 4
+    b[at:at + 16] = struct.pack("<dd", float("nan"), float("nan"))
+    p.write_bytes(bytes(b))
+
+
 @damage("values", finding=("coordinates_out_of_range", "MH000004"))
 def manhole_at_zero(town: Path) -> None:
     """One manhole at (0, 0)."""
@@ -568,7 +581,7 @@ def town_file_with_bom(town: Path) -> None:
 @damage("townfile", error=r"gisnet\.toml: not a usable town file: its tables or arrays are "
                           r"nested too deeply to read")
 def town_file_nested_100000(town: Path) -> None:
-    """Gisnet.toml of 100,000 nested [."""
+    """gisnet.toml of 100,000 nested [ ."""
     (town / "gisnet.toml").write_text("a = " + "[" * 100_000, encoding="utf-8")
 
 
@@ -580,7 +593,7 @@ def town_file_not_toml(town: Path) -> None:
 
 @damage("townfile", error=r"gisnet\.toml: key 'snap_tolerence_ft': unknown key")
 def town_file_misspelt_key(town: Path) -> None:
-    """Snap_tolerence_ft."""
+    """snap_tolerence_ft."""
     toml(town, "snap_tolerance_ft", "snap_tolerence_ft")
 
 
@@ -599,7 +612,7 @@ def town_file_latin1(town: Path) -> None:
 
 @damage("townfile", error=r"gisnet\.toml: key 'snap_tolerance_ft': must be a finite number >= 0")
 def town_file_negative_tolerance(town: Path) -> None:
-    """Snap_tolerance_ft = -1.0."""
+    """snap_tolerance_ft = -1.0."""
     toml(town, "snap_tolerance_ft = 1.0", "snap_tolerance_ft = -1.0")
 
 
@@ -611,7 +624,7 @@ def town_file_layer_without_path(town: Path) -> None:
 
 @damage("townfile", error=r"gisnet\.toml: the town file names no layers")
 def town_file_empty(town: Path) -> None:
-    """Gisnet.toml empty."""
+    """gisnet.toml empty."""
     (town / "gisnet.toml").write_text("", encoding="utf-8")
 
 
@@ -623,13 +636,13 @@ def town_file_slope_in_degrees(town: Path) -> None:
 
 @damage("townfile", error=r"gisnet\.toml: key 'profile': profile file .*nope\.toml does not exist")
 def town_file_profile_missing(town: Path) -> None:
-    """Profile = "nope.toml" (no such file)."""
+    """profile = "nope.toml" (no such file)."""
     toml(town, 'profile = "poughkeepsie-fourth-ward"', 'profile = "nope.toml"')
 
 
 @damage("townfile", error=r"gisnet\.toml: is a folder, not a file")
 def town_file_is_a_folder(town: Path) -> None:
-    """Gisnet.toml is a folder."""
+    """gisnet.toml is a folder."""
     (town / "gisnet.toml").unlink()
     (town / "gisnet.toml").mkdir()
 
@@ -637,7 +650,7 @@ def town_file_is_a_folder(town: Path) -> None:
 @damage("townfile", error=r"gisnet\.toml: is a FIFO \(named pipe\), not a regular file",
         blocks=True)
 def town_file_is_a_fifo(town: Path) -> None:
-    """Gisnet.toml is a FIFO."""
+    """gisnet.toml is a FIFO."""
     (town / "gisnet.toml").unlink()
     os.mkfifo(town / "gisnet.toml")
 
@@ -655,7 +668,7 @@ def layer_path_is_a_fifo(town: Path) -> None:
 
 @damage("paths", error=r"mains\.dbf: layer 'mains': is a FIFO \(named pipe\)", blocks=True)
 def sidecar_is_a_fifo(town: Path) -> None:
-    """Mains.dbf is a FIFO."""
+    """mains.dbf is a FIFO."""
     (town / "mains.dbf").unlink()
     os.mkfifo(town / "mains.dbf")
 
@@ -701,7 +714,7 @@ def layer_path_traversal(town: Path) -> None:
 
 @damage("paths", error=r"plant_flows\.csv: layer 'plant_flows': is a FIFO", blocks=True)
 def plant_flows_is_a_fifo(town: Path) -> None:
-    """Plant_flows.csv is a FIFO."""
+    """plant_flows.csv is a FIFO."""
     (town / "plant_flows.csv").unlink()
     os.mkfifo(town / "plant_flows.csv")
 
@@ -719,7 +732,7 @@ def layers_folder_missing(town: Path) -> None:
                              r"2025-01 is given 2 times for plant WWTP-01 \(rows 2, 14: 1, 100 "
                              r"mgd\)", run=True)
 def month_given_twice(town: Path) -> None:
-    """Plant_flows.csv gives 2025-01 twice (1.0 and 100 mgd)."""
+    """plant_flows.csv gives 2025-01 twice (1.0 and 100 mgd)."""
     text = (town / "plant_flows.csv").read_text(encoding="utf-8").splitlines()
     rows = [r for r in text[1:] if r]
     rows[0] = "WWTP-01,2025-01,1.0"
@@ -754,11 +767,55 @@ def flows_of_an_unknown_plant(town: Path) -> None:
 
 @damage("plant_flows", error=r"layer 'plant_flows': cannot read CSV")
 def flows_file_empty(town: Path) -> None:
-    """Plant_flows.csv empty."""
+    """plant_flows.csv empty."""
     flows(town, "")
 
 
+#: Section titles of the categories, in the order docs/reliability.md lists them.
+CATEGORIES = {
+    "files": "Truncated or corrupt files",
+    "geometry": "Wrong geometry types",
+    "crs": "Wrong CRS or .prj",
+    "ids": "Ids (duplicates, empty, constant, clashing suffixes)",
+    "units": "Units",
+    "values": "Values",
+    "townfile": "Town-file damage",
+    "paths": "Paths (FIFO, symlink loop, folder, missing, traversal)",
+    "plant_flows": "Plant flows",
+}
+
+
+def markdown() -> str:
+    """The corpus as the tables of docs/reliability.md (``python tests/hostile.py --doc``)."""
+    import inspect
+
+    out = []
+    for cat, title in CATEGORIES.items():
+        out += [f"### {title}", "", "| case | damage | `gisnet validate` must give |",
+                "|---|---|---|"]
+        for d in DAMAGES:
+            if d.category != cat:
+                continue
+            what = (inspect.getdoc(d.make) or "").split("\n\n")[0].replace("\n", " ")
+            if d.error:
+                res = f"error line (exit 2) matching `{d.error}`"
+            else:
+                kind, fid = d.finding
+                res = f"finding `{kind}`" + (f" naming `{fid}`" if fid else "")
+                res += "; usable (exit 0)" if d.usable else ""
+            if d.run:
+                res += "; `gisnet run --no-maps` the same"
+            if d.blocks:
+                res += "; run in a subprocess with a timeout: must not block"
+            out.append(f"| `{d.name}` | {what.replace('|', '/')} | {res.replace('|', '/')} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(out: str) -> None:  # pragma: no cover - a tool for looking at the corpus
+    if out == "--doc":
+        print(markdown())
+        return
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for d in DAMAGES:

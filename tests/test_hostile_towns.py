@@ -203,3 +203,6 @@ def test_reliability_doc_lists_every_case():
     assert "## Loading damaged towns" in text
     missing = [d.name for d in DAMAGES if f"| `{d.name}` |" not in text]
     assert not missing, f"docs/reliability.md does not list: {missing}"
+    assert hostile.markdown().strip() in text, (
+        "docs/reliability.md's corpus tables differ from tests/hostile.py: "
+        "regenerate them with python tests/hostile.py --doc")
