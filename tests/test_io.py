@@ -722,3 +722,14 @@ def test_gdal_virtual_path_is_read_as_written(tmp_path):
     assert tf.layers["plants"].path == vsi  # as written, not made relative to the town folder
     g = read_layer(tf.layers["plants"].path, role="plants")
     assert len(g) == 1 and g.crs is not None
+
+
+def test_a_tight_cluster_does_not_make_a_feature_miles_away_far():
+    """25 industrial users on one block and one 2 miles off: none is excluded."""
+    import shapely
+
+    from gisnet.io.extent import far_features
+
+    pts = [shapely.Point(600_000 + 20 * i, 1_000_000) for i in range(25)]
+    pts.append(shapely.Point(600_000 + 2 * 5280, 1_000_000))
+    assert not far_features(np.array(pts, dtype=object), "EPSG:2260")[0].any()

@@ -23,6 +23,7 @@ import shapely
 from pyproj import CRS, Transformer
 
 from ..errors import CRSError
+from ..units import feet_per_unit
 
 #: The CRS's area of use is widened by this many times its own width and height
 #: on each side before a feature counts as outside it (data near a zone's edge,
@@ -34,6 +35,10 @@ AREA_MARGIN = 1.0
 SPREAD_MARGIN = 20.0
 #: Layers with fewer features are not checked against their own spread.
 MIN_FEATURES_FOR_SPREAD = 20
+#: The box's side counts as at least this (feet; 0.03 degrees in a geographic
+#: CRS), so a tight cluster (a handful of industrial users on one block) does not
+#: make a feature a few miles away "far": far then means over 40 miles.
+MIN_SPREAD_SIDE_FT = 2 * 5280.0
 
 
 def area_box(crs: Any) -> tuple[float, float, float, float] | None:
@@ -111,6 +116,19 @@ def check_crs_fits(geoms: np.ndarray, crs: Any, path: Path | str, role: str | No
                    path=path, layer=role)
 
 
+def _min_side(crs: Any) -> float:
+    """:data:`MIN_SPREAD_SIDE_FT` in the CRS's units."""
+    if crs is None:
+        return 0.0
+    c = CRS.from_user_input(crs)
+    if c.is_geographic:
+        return 0.03
+    try:
+        return MIN_SPREAD_SIDE_FT / feet_per_unit(c)
+    except CRSError:
+        return 0.0
+
+
 def far_features(geoms: np.ndarray, crs: Any) -> tuple[np.ndarray, str]:
     """Features with a vertex far outside the CRS's area of use or far from the rest.
 
@@ -143,7 +161,7 @@ def far_features(geoms: np.ndarray, crs: Any) -> tuple[np.ndarray, str]:
         cy = (b[known, 1] + b[known, 3]) / 2
         x0, x1 = np.percentile(cx, [5, 95])
         y0, y1 = np.percentile(cy, [5, 95])
-        side = max(x1 - x0, y1 - y0)
+        side = max(x1 - x0, y1 - y0, _min_side(crs))
         if side > 0:
             m = side * SPREAD_MARGIN
             spread = _outside(b, (x0 - m, y0 - m, x1 + m, y1 + m))
