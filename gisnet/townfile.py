@@ -45,9 +45,11 @@ Canonical columns the town file does not map are found by
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import os
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -96,7 +98,8 @@ class LayerSpec:
     role
         Layer role (see :data:`gisnet.schema.ROLES`).
     path
-        Source file or folder (FileGDB), absolute.
+        Source file or folder (FileGDB), absolute; a GDAL virtual path or
+        connection string (:func:`is_virtual_source`) stays the text written.
     layer
         Layer name inside a multi-layer source, or None for the first.
     where
@@ -119,7 +122,7 @@ class LayerSpec:
     """
 
     role: str
-    path: Path
+    path: Path | str
     layer: str | int | None = None
     where: str | None = None
     crs: str | None = None
@@ -181,6 +184,47 @@ class TownFile:
         return self.path.parent if self.path is not None else Path.cwd()
 
 
+#: How a layer path names something that is not a local file: a GDAL virtual
+#: path (``/vsizip/...``, ``/vsicurl/...``) or a connection string (``PG:...``).
+_VIRTUAL_PREFIXES = ("/vsi",)
+
+
+def is_virtual_source(path: str | Path) -> bool:
+    """True for a GDAL virtual path or a connection string (``PG:dbname=...``),
+    which are handed to GDAL as they are."""
+    s = str(path)
+    if s.startswith(_VIRTUAL_PREFIXES):
+        return True
+    head, sep, _ = s.partition(":")
+    return bool(sep) and len(head) >= 2 and head.isalpha() and head.isupper()
+
+
+def file_problem(path: Path, *, folder_ok: bool = False) -> str | None:
+    """Why ``path`` cannot be read as an input file, or None when it can.
+
+    A regular file is fine (a folder too when ``folder_ok``); anything else
+    gets one phrase: not found, a symbolic link loop, a folder, or a special
+    file (FIFO, socket, device), which would block or never end if opened.
+    """
+    try:
+        st = path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link loop (the link points back to itself)"
+        if exc.errno == errno.ENOENT:
+            return ("is a broken symbolic link (its target does not exist)"
+                    if path.is_symlink() else "file not found")
+        return f"cannot be read: {exc.strerror or exc}"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return None if folder_ok else "is a folder, not a file"
+    what = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
+            "a socket" if stat.S_ISSOCK(st.st_mode) else "a device" if
+            stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a special file")
+    return f"is {what}, not a regular file; refusing to read it"
+
+
 def default_layers_dir() -> Path:
     """The folder used when no ``--layers`` is given.
 
@@ -215,14 +259,20 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     p = Path(layers_dir) if layers_dir is not None else DEFAULT_LAYERS
     if p == DEFAULT_LAYERS:  # the command line's default, wherever gisnet is run from
         p = default_layers_dir()
-    if p.is_file():
-        return p
-    if not p.exists():
+    problem = file_problem(p, folder_ok=True)
+    if problem == "file not found":
         raise ConfigError("layers folder does not exist", path=p)
+    if problem is not None:
+        raise ConfigError(problem, path=p)
+    if not p.is_dir():
+        return p
     f = p / TOWN_FILE
-    if not f.is_file():
+    problem = file_problem(f)
+    if problem == "file not found":
         raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which layer)",
                           path=p)
+    if problem is not None:
+        raise ConfigError(problem, path=f)
     return f
 
 
@@ -241,11 +291,17 @@ def read_town_file(path: str | Path | None) -> TownFile:
     """
     f = find_town_file(path)
     try:
-        data = tomllib.loads(f.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark some editors write first is not part of the TOML
+        data = tomllib.loads(f.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=f) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text: {exc}", path=f) from None
+    except RecursionError:
+        raise ConfigError("not a usable town file: its tables or arrays are nested too deeply "
+                          "to read", path=f) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=f) from None
     return parse_town_file(data, f)
 
 
@@ -307,7 +363,9 @@ class _Checker:
             raise self.fail(key, f"not a CRS pyproj knows: {v!r} ({exc})") from None
         return v
 
-    def file(self, v: Any, key: str) -> Path:
+    def file(self, v: Any, key: str) -> Path | str:
+        if is_virtual_source(self.str_(v, key)):  # /vsizip/..., PG:... go to GDAL as written
+            return v  # (a Path would fold /vsizip//tmp/... into a relative /vsizip/tmp/...)
         p = Path(self.str_(v, key)).expanduser()
         return Path(os.path.normpath(p if p.is_absolute() else (self.folder / p)))
 
@@ -363,7 +421,7 @@ class _Checker:
             self.unknown(t, {"path"}, "plant_flows")
             if "path" not in t:
                 raise self.fail("plant_flows.path", "missing")
-            tf.plant_flows = self.file(t["path"], "plant_flows.path")
+            tf.plant_flows = Path(self.file(t["path"], "plant_flows.path"))
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

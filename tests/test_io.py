@@ -343,12 +343,25 @@ def test_public_active_are_the_shared_rules(town_dir):
 def test_unique_ids_suffix_repeats_without_clashes():
     ids, repeated = unique_ids(pd.Series(["A", "A", "B", "A"], dtype="str"))
     assert ids.tolist() == ["A", "A#2", "B", "A#3"] and repeated == ["A"]
-    # "A#2" is another feature's id: the second A takes "A#2#2", the id keeps its owner
+    # "A#2" is another feature's id: the repeats of A take the first free suffixes
+    # (#3, #4), and the feature whose id is "A#2" keeps it
     ids, repeated = unique_ids(pd.Series(["A", "B", "A", "A#2", "A"], dtype="str"))
-    assert ids.tolist() == ["A", "B", "A#2#2", "A#2", "A#3"] and repeated == ["A"]
+    assert ids.tolist() == ["A", "B", "A#3", "A#2", "A#4"] and repeated == ["A"]
     ids, _ = unique_ids(pd.Series(["A", "A", "A#2", "A#2"], dtype="str"))
     assert ids.is_unique and ids.tolist()[0::2] == ["A", "A#2"]
     assert unique_ids(pd.Series(["X", "Y"], dtype="str"))[1] == []
+    # a generated id (a part "M:1") yields to a source id that is the same
+    ids, _ = unique_ids(pd.Series(["M:1", "M:2", "M:1"], dtype="str"),
+                        keep=np.array([False, False, True]))
+    assert ids.tolist() == ["M:1#2", "M:2", "M:1"]
+
+
+def test_unique_ids_end_on_clashing_suffixes():
+    """Every suffix a repeat could take is another feature's id: still ends, fast."""
+    n = 20_000
+    src = pd.Series(["A"] * n + [f"A#{k}" for k in range(2, n + 2)], dtype="str")
+    ids, _ = unique_ids(src)
+    assert ids.is_unique and ids.iloc[n:].tolist() == src.iloc[n:].tolist()
 
 
 def test_plant_flows_csv(tmp_path, town_dir):
@@ -631,3 +644,92 @@ def test_filegdb_source(tmp_path):
         m = load_town(d, engine=engine).layers["mains"]
         assert m["main_id"].tolist() == ["M1", "M2", "M3"]
         assert m["diameter_in"].tolist()[:2] == [8.0, 10.0]
+
+
+def test_plant_flows_month_given_twice_is_an_error(tmp_path):
+    from gisnet.io import read_plant_flows
+
+    f = tmp_path / "flows.csv"
+    f.write_text("plant_id,month,avg_flow_mgd\nP1,2025-01,1.0\nP1,2025-02,1.1\nP2,2025-01,3\n"
+                 "P1,2025-01,100\n", encoding="utf-8")
+    with pytest.raises(LayerError, match=r"feature P1: month 2025-01 is given 2 times for plant "
+                                         r"P1 \(rows 2, 5: 1, 100 mgd\)"):
+        read_plant_flows(f)
+
+
+def test_crs_fit_and_far_features():
+    import shapely
+
+    from gisnet.io.extent import area_box, check_crs_fits, far_features
+
+    x0, y0, x1, y1 = area_box("EPSG:2260")  # NY East (ftUS), widened
+    assert x0 < 600_000 < x1 and y0 < 1_000_000 < y1
+    pts = np.array([shapely.Point(600_000 + 10 * i, 1_000_000 + 7 * i) for i in range(40)],
+                   dtype=object)
+    check_crs_fits(pts, "EPSG:2260", "p.shp", "manholes")  # fits: no error
+    with pytest.raises(CRSError, match=r"p\.shp: layer 'manholes': coordinates do not fit the CRS "
+                                       r"its \.prj declares, EPSG:4326"):
+        check_crs_fits(pts, "EPSG:4326", "p.shp", "manholes")
+    far_pts = pts.copy()
+    far_pts[3] = shapely.Point(1e20, 1e20)   # outside the area of use
+    far_pts[5] = shapely.Point(600_000 + 5e5, 1_000_000)  # inside it, far from the rest
+    far, why = far_features(far_pts, "EPSG:2260")
+    assert np.flatnonzero(far).tolist() == [3, 5]
+    assert "area of use" in why and "extent" in why
+    assert not far_features(pts, "EPSG:2260")[0].any()
+
+
+def test_plausibility_findings_never_change_values():
+    from gisnet.io.notes import LayerNotes
+    from gisnet.io.plausibility import check_diameters, check_slopes
+    from gisnet.report import Report
+
+    r = Report()
+    notes = LayerNotes("mains", r)
+    ids = pd.Series([f"M{i}" for i in range(6)])
+    d = pd.Series([8.0, 8.0, 12.0, 533.0, 0.5, 144.0])
+    check_diameters(d, ids, "in", notes)
+    assert [f.kind for f in r] == ["implausible_diameter"]
+    assert r.findings[0].feature_id == "M3,M4"
+    assert d.tolist() == [8.0, 8.0, 12.0, 533.0, 0.5, 144.0]
+    r = Report()
+    check_diameters(pd.Series([203.0, 203.0, 254.0, 533.0, 8.0]), ids[:5], "in",
+                    LayerNotes("mains", r))
+    assert [f.kind for f in r] == ["diameter_unit_mixup"]
+    assert "likely in millimetres" in r.findings[0].message
+    assert r.findings[0].feature_id == "M0,M1,M2,M3"
+    r = Report()
+    check_slopes(pd.Series([0.01, 0.8, 0.02, None]), ids[:4], "ft/ft", LayerNotes("mains", r))
+    assert [(f.kind, f.feature_id) for f in r] == [("implausible_slope", "M1")]
+
+
+def test_gdal_virtual_path_is_read_as_written(tmp_path):
+    """A /vsizip/ path is not a local file: it goes to GDAL as written, and the town
+    file does not make it relative to its folder."""
+    import zipfile
+
+    from gisnet.townfile import is_virtual_source, parse_town_file
+
+    sample = Path(__file__).resolve().parents[1] / "layers" / "sample"
+    z = tmp_path / "plants.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for ext in (".shp", ".shx", ".dbf", ".prj", ".cpg"):
+            zf.write(sample / f"plants{ext}", f"plants{ext}")
+    vsi = f"/vsizip/{z}/plants.shp"
+    assert is_virtual_source(vsi) and is_virtual_source("PG:dbname=town")
+    assert not is_virtual_source("C:/data/mains.shp") and not is_virtual_source("mains.shp")
+    tf = parse_town_file({"layers": {"plants": {"path": vsi}}}, tmp_path / "gisnet.toml")
+    assert tf.layers["plants"].path == vsi  # as written, not made relative to the town folder
+    g = read_layer(tf.layers["plants"].path, role="plants")
+    assert len(g) == 1 and g.crs is not None
+
+
+def test_a_tight_cluster_does_not_make_a_feature_miles_away_far():
+    """25 industrial users on one block and one 2 miles off: none is excluded."""
+    import shapely
+
+    from gisnet.io.extent import far_features
+
+    pts = [shapely.Point(600_000 + 20 * i, 1_000_000) for i in range(25)]
+    pts.append(shapely.Point(600_000 + 2 * 5280, 1_000_000))
+    assert not far_features(np.array(pts, dtype=object), "EPSG:2260")[0].any()

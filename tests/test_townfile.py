@@ -178,3 +178,39 @@ def test_source_column_used_once_by_fallback():
     # OWNER is an alias of owner only; a single 'ID' goes to main_id, not twice
     m = match_columns("mains", ["ID"])
     assert list(v for v in m.values() if v == "ID") == ["ID"]
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    (tmp_path / "gisnet.toml").write_bytes(b"\xef\xbb\xbfname = \"BOM town\"\n")
+    assert read_town_file(tmp_path).name == "BOM town"
+
+
+def test_deeply_nested_town_file_is_one_config_error(tmp_path):
+    (tmp_path / "gisnet.toml").write_text("a = " + "[" * 100_000, encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        read_town_file(tmp_path)
+
+
+def test_file_problem_names_what_a_path_is(tmp_path):
+    import os
+
+    (tmp_path / "f.shp").write_bytes(b"x")
+    os.symlink("loop", tmp_path / "loop")
+    os.symlink("nowhere", tmp_path / "broken")
+    os.mkfifo(tmp_path / "fifo")
+    assert townfile.file_problem(tmp_path / "f.shp") is None
+    assert townfile.file_problem(tmp_path, folder_ok=True) is None
+    assert townfile.file_problem(tmp_path) == "is a folder, not a file"
+    assert "symbolic link loop" in townfile.file_problem(tmp_path / "loop")
+    assert "broken symbolic link" in townfile.file_problem(tmp_path / "broken")
+    assert townfile.file_problem(tmp_path / "none") == "file not found"
+    assert "FIFO" in townfile.file_problem(tmp_path / "fifo")
+    assert "device" in townfile.file_problem(Path("/dev/null"))
+
+
+def test_town_file_that_is_a_fifo_is_refused_without_opening_it(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "gisnet.toml")
+    with pytest.raises(ConfigError, match="FIFO"):
+        read_town_file(tmp_path)  # opening it would block: the test would hang

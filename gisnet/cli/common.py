@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..schema import ROLES
 from ..townfile import DEFAULT_LAYERS
+
 DEFAULT_OUT = Path("maps")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..io.ids import unique_ids as unique_ids_shared
 from ..report import Finding
 
 #: Id prefix of generated ids (a feature without one), per layer role.
@@ -67,6 +68,10 @@ def unique_ids(ids: pd.Series, role: str, report_dups: bool,
                geoms: np.ndarray) -> tuple[list[str], list[Finding]]:
     """Ids as str; missing ids generated, duplicates suffixed ``#2``, ``#3``.
 
+    The renaming is :func:`gisnet.io.ids.unique_ids` (the loader's): an id
+    used once is kept, a repeat gets the first ``#k`` no other feature uses,
+    and a generated id (``MAIN-row3``) yields to a source id it clashes with.
+
     Returns
     -------
     (ids, findings)
@@ -78,22 +83,16 @@ def unique_ids(ids: pd.Series, role: str, report_dups: bool,
     if t.notna().all() and t.is_unique and not (t == "").any():
         return t.tolist(), []
     prefix = ID_PREFIX[role]
-    out: list[str] = []
+    given = (t.notna() & (t != "")).to_numpy()
+    filled = [v if ok else f"{prefix}-row{i + 1}"
+              for i, (v, ok) in enumerate(zip(t.tolist(), given, strict=True))]
+    new, _ = unique_ids_shared(pd.Series(filled, dtype=object), keep=given)
+    out = new.tolist()
     found: list[Finding] = []
-    seen: dict[str, int] = {}
-    for i, v in enumerate(t.tolist()):
-        if v is None or v == "":
-            v = f"{prefix}-row{i + 1}"
-        if v in seen:
-            seen[v] += 1
-            new = f"{v}#{seen[v]}"
-            if report_dups:
-                found.append(Finding(
-                    "duplicate_id", "warning",
-                    f"{role} id {v!r} appears more than once; this one is renamed {new!r}",
-                    role, new, geoms[i]))
-            v = new
-        else:
-            seen[v] = 1
-        out.append(v)
+    if report_dups:
+        for i in np.flatnonzero(np.array(out, dtype=object) != np.array(filled, dtype=object)):
+            found.append(Finding(
+                "duplicate_id", "warning",
+                f"{role} id {filled[i]!r} appears more than once; this one is renamed "
+                f"{out[i]!r}", role, out[i], geoms[i]))
     return out, found

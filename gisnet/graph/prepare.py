@@ -264,7 +264,13 @@ def prepare_structures(manholes: gpd.GeoDataFrame | None, plants: gpd.GeoDataFra
         found += dups
         taken = set(ids)
         base = len(ids)
-        ids += [p if p not in taken else f"plant:{p}" for p in pid]
+        for p in pid:  # a plant named like a manhole is keyed plant:<id> (then #2 ...)
+            key, k = (p, 1) if p not in taken else (f"plant:{p}", 1)
+            while key in taken:
+                k += 1
+                key = f"plant:{p}#{k}"
+            taken.add(key)
+            ids.append(key)
         kinds += ["plant"] * len(pl)
         geoms.append(g)
         xy.append(shapely.get_coordinates(shapely.point_on_surface(g)))

@@ -1,6 +1,7 @@
 """Stage 8a: findings about the mains themselves and about unreached manholes.
 
-``missing_diameter``, ``adverse_slope``, ``flat_slope``, ``slope_mismatch``,
+``missing_diameter``, ``adverse_slope``, ``flat_slope``, ``implausible_slope`` (from
+inverts; stored slopes are checked by the loader), ``slope_mismatch``,
 ``kind_assumed`` (once, :func:`gisnet.rules.unknown_kind_message`),
 ``excluded_main`` (why :func:`gisnet.rules.is_eligible_for_connection` says
 no) and ``isolated_structure``.
@@ -14,6 +15,7 @@ import numpy as np
 from shapely.geometry import Point
 
 from .. import rules
+from ..io.plausibility import MAX_SLOPE
 from ..report import Finding
 from .direction import Direction
 from .outlets import Outlets
@@ -45,6 +47,13 @@ def main_findings(mains: Mains, direction: Direction) -> list[Finding]:
         found.append(Finding(
             "flat_slope", "warning",
             f"main {mid[k]} is flat (slope 0, {src[k]}); it gets no capacity",
+            "mains", mid[k], lines[k]))
+    steep = grav & np.isnan(mains.slope_stored) & (np.abs(s) > MAX_SLOPE)
+    for k in np.flatnonzero(steep).tolist():  # stored slopes: the loader checks them
+        found.append(Finding(
+            "implausible_slope", "warning",
+            f"main {mid[k]}: its inverts and length give a slope of {s[k]:.3f} ft/ft, "
+            f"steeper than {MAX_SLOPE:g} ft/ft; used as computed, check the inverts",
             "mains", mid[k], lines[k]))
     st, co = mains.slope_stored, direction.slope_computed
     both = ~np.isnan(st) & ~np.isnan(co)

@@ -81,9 +81,11 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
     end_gap[free] = np.hypot(*(ends[free] - j_xy[codes]).T)
     node_xy = np.concatenate([structures.xy, j_xy]) if sc else j_xy
     taken = set(structures.ids.tolist())
+    mark = ""
     jid = [f"J{i + 1:06d}" for i in range(jc)]
-    if taken.intersection(jid):
-        jid = [f"J{i + 1:06d}~" for i in range(jc)]
+    while taken.intersection(jid):  # a structure is named like a junction: J000001~, ~~ ...
+        mark += "~"  # ends: each round makes the ids longer than the one before
+        jid = [f"J{i + 1:06d}{mark}" for i in range(jc)]
     node_id = np.concatenate([structures.ids, np.array(jid, dtype=object)])
     node_kind = np.concatenate([structures.kind, np.full(jc, "junction", dtype=object)])
     # gaps snapped (reported per end, beyond digitising noise)

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import shapely
 from shapely.geometry import Point
 from shapely.ops import substring
 
+from ..io.ids import unique_ids as unique_ids_shared
 from ..report import Finding
 from .direction import Direction
 from .prepare import Mains, Structures
@@ -184,6 +186,9 @@ def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
     mid = mains.main_id[e_main]
     key = np.where(part == 1, mid,
                    np.char.add(np.char.add(mid.astype(str), "@"), part.astype(str))).astype(object)
+    if len(set(key.tolist())) < len(key):  # a piece's key is another main's id (a main "X@2")
+        key = unique_ids_shared(pd.Series(key, dtype=object), keep=part == 1)[0].to_numpy(
+            dtype=object)
     order = np.lexsort((part, e_main))
     return Edges(u=fu[order], v=fv[order], geom=e_geom[order], main=e_main[order],
                  part=part[order], up_invert=e_up[order], down_invert=e_down[order],

@@ -17,6 +17,11 @@ The stages, one module each:
 :mod:`gisnet.io.geometry`          null / wrong-type / invalid geometry, Z/M,
                                    multi-part explode
 :mod:`gisnet.io.values`            value maps, units, dtypes, defaults, codes
+:mod:`gisnet.io.ids`               unique ids (an id used once is kept; repeats
+                                   get the first free ``#k``), loader and graph
+:mod:`gisnet.io.extent`            coordinates that do not fit the CRS, features
+                                   far from the rest, a layer far from the town
+:mod:`gisnet.io.plausibility`      implausible diameters and slopes, unit mix-ups
 :mod:`gisnet.io.canonical`         one layer to the canonical schema
                                    (:func:`canonical_layer`): ids, derived
                                    ``public`` / ``active``, working CRS
@@ -31,7 +36,8 @@ The stages, one module each:
 
 from __future__ import annotations
 
-from .canonical import canonical_layer, empty_layer, unique_ids
+from .canonical import canonical_layer, empty_layer
+from .ids import unique_ids
 from .loading import load_town
 from .notes import MAX_IDS_IN_MESSAGE
 from .publish import (

@@ -5,9 +5,13 @@
 1. column matching (:func:`gisnet.townfile.match_columns`: town-file mapping,
    then the aliases of :mod:`gisnet.schema`);
 2. feature ids (:func:`source_ids`; generated from row numbers where missing);
-3. geometry clean-up and explode (:mod:`gisnet.io.geometry`);
+3. geometry clean-up, features far outside the CRS's area or the layer's
+   extent excluded (:func:`gisnet.io.extent.far_features`), explode
+   (:mod:`gisnet.io.geometry`);
 4. attribute values (:mod:`gisnet.io.values`);
-5. unique ids (:func:`unique_ids`: repeats suffixed ``#2``, ``#3`` ...);
+5. unique ids (:func:`gisnet.io.ids.unique_ids`: an id used once is kept, repeats
+   suffixed ``#2``, ``#3`` ... with a suffix no other feature uses);
+   then the mains' plausibility findings (:mod:`gisnet.io.plausibility`);
 6. the derived ``public`` / ``active`` columns of mains and manholes
    (:func:`derived_flags`, by :func:`gisnet.rules.is_public` and
    :func:`gisnet.rules.is_active`);
@@ -28,8 +32,11 @@ from .. import rules, schema
 from ..errors import SchemaError
 from ..report import Report
 from ..townfile import LayerSpec, match_columns
+from .extent import far_features
 from .geometry import clean_geometry, explode_parts
+from .ids import unique_ids
 from .notes import LayerNotes, ids_text
+from .plausibility import check_mains
 from .reading import NO_GEOMETRY_ATTR, LayerInfo, crs_label
 from .values import as_text, column_values
 
@@ -62,41 +69,6 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
                   f"{int(missing.sum())} features have no {src}; ids made from row numbers: "
                   f"{ids_text(rows[missing])}", rows[missing])
     return ids.fillna(rows)
-
-
-def unique_ids(ids: pd.Series) -> tuple[pd.Series, list[str]]:
-    """Suffix repeated ids with ``#2``, ``#3`` ... (the first keeps its id).
-
-    The n-th use of an id becomes ``id#n``; should that be taken already (by
-    another feature's id or an earlier suffix), ``#n`` is added again until it
-    is free. A feature that is the first to use its id always keeps it.
-
-    Returns
-    -------
-    ids : pandas.Series
-        Unique ids, same index.
-    repeated : list of str
-        The ids that were repeated, sorted.
-
-    Examples
-    --------
-    >>> unique_ids(pd.Series(["A", "B", "A"]))[0].tolist()
-    ['A', 'B', 'A#2']
-    """
-    dup = ids.duplicated(keep=False)
-    if not dup.any():
-        return ids, []
-    originals = sorted(set(ids[dup]))
-    n = (ids.groupby(ids).cumcount() + 1).to_numpy()
-    out = ids.to_numpy(dtype=object).copy()
-    taken = set(out[n == 1])
-    for i in np.flatnonzero(n > 1):
-        new = f"{out[i]}#{n[i]}"
-        while new in taken:
-            new = f"{new}#{n[i]}"
-        taken.add(new)
-        out[i] = new
-    return pd.Series(out, index=ids.index, dtype="str"), originals
 
 
 def derived_flags(owner: pd.Series, status: pd.Series) -> dict[str, pd.Series]:
@@ -191,6 +163,13 @@ def canonical_layer(
     ids = source_ids(raw, info.mapping.get(idcol), notes)
     clean = clean_geometry(raw.geometry, ids, spec.path, notes)
     info.geometry_types = clean.geometry_types
+    if not raw.attrs.get(NO_GEOMETRY_ATTR) and clean.keep.any():
+        far, why = far_features(np.where(clean.keep, clean.geoms, None), raw.crs)
+        if far.any():
+            clean.keep &= ~far
+            notes.add("coordinates_out_of_range", "warning",
+                      f"{int(far.sum())} features with a vertex {why} excluded (a mistyped "
+                      f"coordinate?): {ids_text(ids[far])}", ids[far])
     parts = explode_parts(clean, ids, notes)
     cols: dict[str, Any] = {}
     for col in schema.columns(role):
@@ -198,12 +177,18 @@ def canonical_layer(
         values = None if src is None else raw[src].iloc[parts.pos].reset_index(drop=True)
         cols[col.name] = (parts.ids if col.name == idcol else
                           column_values(col, values, spec, parts.ids, notes))
-    uids, dups = unique_ids(cols[idcol])
+    src_id = info.mapping.get(idcol)
+    own = (np.zeros(len(parts.ids), bool) if src_id is None else
+           (as_text(raw[src_id]).iloc[parts.pos].to_numpy(dtype=object)
+            == parts.ids.to_numpy(dtype=object)))
+    uids, dups = unique_ids(cols[idcol], keep=own)
     if dups:
         notes.add("duplicate_id", "warning",
                   f"{len(dups)} ids used by more than one feature; all kept, later ones "
                   f"suffixed #2, #3 ...: {ids_text(dups)}", dups)
     cols[idcol] = uids
+    if role == "mains":
+        check_mains(cols, uids, spec.diameter_units, spec.slope_units, notes)
     if role in FLAGGED_ROLES:
         cols.update(derived_flags(cols["owner"], cols["status"]))
     used = {s for s in info.mapping.values() if s is not None}

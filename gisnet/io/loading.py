@@ -41,6 +41,7 @@ from ..town import Town, TownSettings, resolve_profile
 from ..townfile import LayerSpec, TownFile, find_town_file, read_town_file
 from ..units import feet_per_unit
 from .canonical import canonical_layer, empty_layer
+from .extent import layer_far_from_town
 from .notes import ids_text
 from .reading import CRS_ASSUMED_ATTR, ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
 
@@ -173,6 +174,14 @@ def load_town(
     layers: dict[str, gpd.GeoDataFrame] = {}
     for role, spec in tf.layers.items():
         layers[role] = canonical_layer(raw[role], spec, working, report, infos[role])
+    odd = layer_far_from_town(layers)
+    if odd is not None:
+        role, dist = odd
+        spec = tf.layers[role]
+        raise CRSError(f"the {role} layer lies {dist * feet_per_unit(working) / 5280:,.0f} miles "
+                       f"from the town's other layers once in {crs_label(working)}; the CRS "
+                       f"its source declares ({infos[role].source_crs}) is likely wrong",
+                       path=spec.path, layer=role)
     for role in schema.REQUIRED_ROLES:
         if role not in layers:
             layers[role] = empty_layer(role, working)

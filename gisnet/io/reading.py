@@ -22,6 +22,8 @@ from pyproj import CRS
 
 from ..errors import ConfigError, CRSError, GisnetError, LayerError
 from ..schema import ALTERNATIVES
+from ..townfile import file_problem, is_virtual_source
+from .extent import check_crs_fits
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +85,25 @@ class LayerInfo:
 
 def _sidecar(path: Path, ext: str) -> Path | None:
     for cand in (path.with_suffix(ext), path.with_suffix(ext.upper())):
-        if cand.exists():
+        if cand.exists() or cand.is_symlink():
             return cand
     return None
+
+
+def _check_counts(shx: Path, dbf: Path, role: str | None) -> None:
+    """The ``.dbf`` must hold one record per shape of the ``.shx``.
+
+    The ``.shx`` holds an 8-byte entry per shape after its 100-byte header; the
+    ``.dbf`` header its record count (bytes 4-7). GDAL reads the shorter of the
+    two without a word, silently losing features (or their attributes).
+    """
+    shapes = (shx.stat().st_size - 100) // 8
+    with dbf.open("rb") as fh:
+        records = int.from_bytes(fh.read(8)[4:8], "little")
+    if shapes != records:
+        raise LayerError(f"the shapefile's parts disagree: {shx.name} indexes {shapes:,} "
+                         f"shapes but {dbf.name} says it holds {records:,} records; copy all "
+                         "the shapefile's files again from the source", path=dbf, layer=role)
 
 
 def _check_shape_file_length(path: Path, role: str | None) -> None:
@@ -177,19 +195,32 @@ def read_layer(
     ConfigError
         Unknown engine.
     """
-    path = Path(path)
+    virtual = is_virtual_source(path)
+    path = Path(path) if not virtual else path
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
-    if not path.exists():
-        raise LayerError("file not found", path=path, layer=role)
-    if path.suffix.lower() == ".shp":
+    if not virtual:
+        problem = file_problem(path, folder_ok=True)
+        if problem is not None:
+            raise LayerError(problem, path=path, layer=role)
+        if path.is_dir() and layer is None and path.suffix.lower() != ".gdb":
+            raise LayerError("is a folder; a layer path must name a file (or a .gdb), or "
+                             "say which layer of the folder with layer = \"...\"",
+                             path=path, layer=role)
+    if not virtual and path.suffix.lower() == ".shp":
         for ext, what in ((".shx", "shape index"), (".dbf", "attribute table")):
             if _sidecar(path, ext) is None:
                 raise LayerError(f"shapefile is missing its {ext} file ({what}); "
                                  f"copy all the shapefile's files together", path=path, layer=role)
+        for ext in (".shx", ".dbf", ".prj", ".cpg"):
+            side = _sidecar(path, ext)
+            problem = None if side is None else file_problem(side)
+            if problem is not None:
+                raise LayerError(problem, path=side, layer=role)
         for part in (path, _sidecar(path, ".shx")):
             _check_shape_file_length(part, role)
         _check_dbf_length(_sidecar(path, ".dbf"), role)
+        _check_counts(_sidecar(path, ".shx"), _sidecar(path, ".dbf"), role)
         if _sidecar(path, ".prj") is None and crs is None:
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
@@ -217,6 +248,10 @@ def read_layer(
         gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
         gdf.attrs[NO_GEOMETRY_ATTR] = True
         return gdf
+    prj = _sidecar(path, ".prj") if not virtual and path.suffix.lower() == ".shp" else None
+    if gdf.crs is None and prj is not None:
+        raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
+                       "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
     if gdf.crs is None:
         if crs is None:
             raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
@@ -224,9 +259,13 @@ def read_layer(
         gdf = gdf.set_crs(crs)
         gdf.attrs[CRS_ASSUMED_ATTR] = True
         _check_lonlat(gdf, path, role)
-    elif crs is not None and CRS.from_user_input(crs) != gdf.crs:
-        log.info("%s: source CRS %s kept; the town file's %s is for sources without one",
-                 path, gdf.crs.to_string(), crs)
+        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, path, role,
+                       by="the town file names for it")
+    else:
+        if crs is not None and CRS.from_user_input(crs) != gdf.crs:
+            log.info("%s: source CRS %s kept; the town file's %s is for sources without one",
+                     path, gdf.crs.to_string(), crs)
+        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, path, role)
     return gdf
 
 
@@ -259,8 +298,9 @@ def read_plant_flows(path: Path) -> pd.DataFrame:
     LayerError
         Missing file, missing column, or a row with a bad month or flow.
     """
-    if not path.is_file():
-        raise LayerError("file not found", path=path, layer="plant_flows")
+    problem = file_problem(path)
+    if problem is not None:
+        raise LayerError(problem, path=path, layer="plant_flows")
     try:
         df = pd.read_csv(path, dtype={"plant_id": "str", "month": "str"})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -280,7 +320,18 @@ def read_plant_flows(path: Path) -> pd.DataFrame:
         raise LayerError(f"row {i + 2}: needs a plant_id, a month YYYY-MM and avg_flow_mgd >= 0 "
                          f"(got {df.iloc[i][need].tolist()})", path=path, layer="plant_flows",
                          feature=df["plant_id"].iloc[i])
-    return pd.DataFrame({"plant_id": df["plant_id"].astype("str").str.strip(),
-                         "month": month, "avg_flow_mgd": flow.astype(float)})
+    out = pd.DataFrame({"plant_id": df["plant_id"].astype("str").str.strip(),
+                        "month": month, "avg_flow_mgd": flow.astype(float)})
+    twice = out.duplicated(["plant_id", "month"], keep=False)
+    if twice.any():
+        i = int(np.flatnonzero(twice)[0])
+        pid, mon = out["plant_id"].iloc[i], out["month"].iloc[i]
+        same = out[(out["plant_id"] == pid) & (out["month"] == mon)]
+        rows = ", ".join(str(r + 2) for r in same.index)
+        flows = ", ".join(f"{v:g}" for v in same["avg_flow_mgd"])
+        raise LayerError(f"month {mon} is given {len(same)} times for plant {pid} (rows {rows}: "
+                         f"{flows} mgd); give each month once", path=path, layer="plant_flows",
+                         feature=pid)
+    return out
 
 

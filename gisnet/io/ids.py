@@ -1,0 +1,74 @@
+"""Unique feature ids: a feature whose id is its own keeps it; only repeats are renamed.
+
+One algorithm for every place that makes ids unique (the loader, and the sewer
+graph for layers that did not come through the loader), so a town's ids are the
+same whichever way it was read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def unique_ids(ids: pd.Series, keep: np.ndarray | None = None) -> tuple[pd.Series, list[str]]:
+    """Suffix repeated ids with ``#2``, ``#3`` ... so every id is unique.
+
+    Rules:
+
+    * an id used by one feature only is never changed (whatever it looks like,
+      e.g. ``SM000149#2``);
+    * of the features sharing an id, the first (among the ``keep`` rows when
+      any of them has the id) keeps it;
+    * each later one gets ``id#k``, the smallest ``k >= 2`` that no other
+      feature uses and no earlier rename took.
+
+    The loop looks at each candidate suffix once per id group, so it always
+    ends (at most ``len(ids)`` candidates are taken).
+
+    Parameters
+    ----------
+    ids
+        Feature ids as text (no nulls).
+    keep
+        Boolean per row: ids that came from the source as they are. Rows whose
+        id was made by gisnet (a part ``:1``, a row number) yield to them.
+
+    Returns
+    -------
+    ids : pandas.Series
+        Unique ids, same index.
+    repeated : list of str
+        The ids that were repeated, sorted.
+
+    Examples
+    --------
+    >>> unique_ids(pd.Series(["A", "B", "A"]))[0].tolist()
+    ['A', 'B', 'A#2']
+    >>> unique_ids(pd.Series(["A", "A", "A#2"]))[0].tolist()
+    ['A', 'A#3', 'A#2']
+    """
+    vals = ids.to_numpy(dtype=object)
+    dup = pd.Series(vals).duplicated(keep=False).to_numpy()
+    if not dup.any():
+        return ids, []
+    prio = np.ones(len(vals), bool) if keep is None else np.asarray(keep, bool)
+    # the keeper of each id: its first priority row, else its first row
+    order = np.lexsort((np.arange(len(vals)), ~prio))
+    keeper: dict[str, int] = {}
+    for i in order.tolist():
+        keeper.setdefault(vals[i], i)
+    taken = set(keeper)
+    out = vals.copy()
+    next_k: dict[str, int] = {}
+    for i in np.flatnonzero(dup).tolist():
+        v = vals[i]
+        if keeper[v] == i:
+            continue
+        k = next_k.get(v, 2)
+        while f"{v}#{k}" in taken:
+            k += 1
+        out[i] = f"{v}#{k}"
+        taken.add(out[i])
+        next_k[v] = k + 1
+    return pd.Series(out, index=ids.index, dtype="str"), sorted(set(vals[dup]))
