@@ -57,8 +57,8 @@ from .errors import ConfigError, SchemaError
 log = logging.getLogger(__name__)
 
 TOWN_FILE = "gisnet.toml"
-#: Where the command line looks when ``--layers`` is not given (relative to
-#: the current folder, then to the gisnet checkout).
+#: The bundled sample town (``--sample``, or ``--layers layers/sample``): looked
+#: for under the current folder, then in the gisnet checkout.
 DEFAULT_LAYERS = Path("layers") / "sample"
 
 SLOPE_UNITS = ("ft/ft", "percent")
@@ -136,7 +136,7 @@ class TownFile:
         Snap tolerance in feet, or None for the default.
     plant_tolerance_ft
         How far (feet) a plant may lie from the nearest pipe node and still
-        be joined to it, or None for the snap tolerance.
+        be joined to it, or None for :data:`gisnet.rules.DEFAULT_PLANT_TOLERANCE_FT`.
     outlet_nodes
         Node ids named as outlets.
     slope_units, diameter_units
@@ -169,7 +169,7 @@ class TownFile:
 
 
 def default_layers_dir() -> Path:
-    """The folder used when no ``--layers`` is given.
+    """The bundled sample town's folder (``--sample``).
 
     ``layers/sample`` under the current folder if it holds a town file, else
     ``layers/sample`` of the gisnet checkout this package was installed from
@@ -191,16 +191,19 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     Parameters
     ----------
     layers_dir
-        Folder holding ``gisnet.toml``, or the path of a town file; None or
-        ``layers/sample`` (the command-line default) means :func:`default_layers_dir`.
+        Folder holding ``gisnet.toml``, or the path of a town file;
+        ``layers/sample`` means the sample town (:func:`default_layers_dir`).
 
     Raises
     ------
     ConfigError
-        If the folder does not exist or has no ``gisnet.toml``.
+        If no folder is given, or it does not exist or has no ``gisnet.toml``.
     """
-    p = Path(layers_dir) if layers_dir is not None else DEFAULT_LAYERS
-    if p == DEFAULT_LAYERS:  # the command line's default, wherever gisnet is run from
+    if layers_dir is None:
+        raise ConfigError(f"no town folder given: name the folder holding {TOWN_FILE} "
+                          "(write one with 'gisnet init')")
+    p = Path(layers_dir)
+    if p == DEFAULT_LAYERS:  # the sample, wherever gisnet is run from
         p = default_layers_dir()
     if p.is_file():
         return p
@@ -208,8 +211,8 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
         raise ConfigError("layers folder does not exist", path=p)
     f = p / TOWN_FILE
     if not f.is_file():
-        raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which layer)",
-                          path=p)
+        raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which "
+                          f"layer; write one with 'gisnet init {p}')", path=p)
     return f
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..rules import DEFAULT_PLANT_TOLERANCE_FT
 from ..serialize import dumps_text
 from .common import add_town_options, load_town, progress, say
 
@@ -26,7 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     add_town_options(p, writes=True)
     p.add_argument("--plant-tolerance-ft", type=float, metavar="FT",
                    help="how far a plant may be from the nearest node and still be snapped "
-                        "to it (default: the snap tolerance)")
+                        "to it (default: the town file's plant_tolerance_ft, else "
+                        f"{DEFAULT_PLANT_TOLERANCE_FT:g} ft)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
