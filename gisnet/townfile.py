@@ -428,8 +428,9 @@ def match_columns(
     Explicit mappings (from the town file) win. Every other canonical column
     takes the first source column that equals, case-insensitively, its own name
     or one of its aliases (:data:`gisnet.schema.COLUMNS`), or the 10-character
-    shapefile truncation of either. A source column is used at most once by
-    this fallback.
+    shapefile truncation of either; failing that, one that equals it once
+    spaces, underscores and hyphens are ignored (``Facility Name``). A source
+    column is used at most once by this fallback.
 
     Parameters
     ----------
@@ -487,4 +488,23 @@ def match_columns(
         out[col.name] = hit
         if hit is not None:
             used.add(hit)
+    # last, spellings that differ only in spaces, underscores or hyphens
+    # ("Facility Name" for FACILITYNAME, "Design Hydraulic Capacity In MGD")
+    by_bare: dict[str, str] = {}
+    for c in src:
+        by_bare.setdefault(_bare(c), c)
+    for col in schema.columns(role):
+        if out[col.name] is not None:
+            continue
+        for candidate in (col.name, *col.aliases):
+            c = by_bare.get(_bare(candidate))
+            if c is not None and c not in used:
+                out[col.name] = c
+                used.add(c)
+                break
     return {c.name: out[c.name] for c in schema.columns(role)}
+
+
+def _bare(name: str) -> str:
+    """A column name lower-cased without spaces, underscores, hyphens or dots."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())

@@ -42,6 +42,7 @@ def small_town(tmp_path: Path) -> Path:
         {"PIN": ["P1"]}, geometry=[Polygon([(0, 5), (5, 5), (5, 10), (0, 10)])], crs="EPSG:2260",
     ).to_file(d / "parcels.geojson", engine="pyogrio")
     (d / "gisnet.toml").write_text(
+        'profile = "berlin-nh"\n'
         '[layers.mains]\npath = "pipes.gpkg"\nlayer = "pipes"\n'
         '[layers.parcels]\npath = "parcels.geojson"\n', encoding="utf-8")
     return d

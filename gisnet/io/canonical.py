@@ -60,7 +60,7 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
         # a column with one value (OBJECTID 0 on every row) or none is no id:
         # one finding, the rows themselves in the quality layer's feature ids
         held = f"{ids.dropna().iloc[0]!r} on every row" if ids.notna().any() else "no values"
-        notes.add("generated_id", "warning",
+        notes.add("generated_id", "info",
                   f"id column {src} holds {held}; ids made from row numbers "
                   f"({rows.iloc[0]} ...)")
         return rows
