@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,12 +179,16 @@ def inspect_folder(folder: str | Path) -> list[LayerFound]:
         multi = len(listed) > 1 or src.suffix.lower() in (".gpkg", ".gdb", ".sqlite")
         for name, geomtype in listed:
             try:
-                info = pyogrio.read_info(src, layer=name)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    info = pyogrio.read_info(src, layer=name)
             except Exception as exc:
                 raise LayerError(f"cannot read layer {name!r} ({exc})", path=src) from None
             fam = _family(geomtype or info.get("geometry_type"))
             if fam == "unknown":
-                df = pyogrio.read_dataframe(src, layer=name, max_features=50)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    df = pyogrio.read_dataframe(src, layer=name, max_features=50)
                 fam = _family(str(df.geom_type.dropna().iloc[0])) if len(df) else "none"
             found.append(LayerFound(path=src, layer=str(name) if multi else None, geometry=fam,
                                     features=int(info.get("features", -1)),
@@ -197,7 +202,9 @@ def inspect_folder(folder: str | Path) -> list[LayerFound]:
 def _read_columns(f: LayerFound, cols: list[str]) -> pd.DataFrame:
     import pyogrio
 
-    return pyogrio.read_dataframe(f.path, layer=f.layer, columns=cols, read_geometry=False)
+    with warnings.catch_warnings():  # GDAL's notes (repeated FIDs) are no news here
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return pyogrio.read_dataframe(f.path, layer=f.layer, columns=cols, read_geometry=False)
 
 
 def _role_by_name(f: LayerFound) -> tuple[str | None, str]:
