@@ -95,3 +95,19 @@ def test_geometry_type_in_role(town_dir: Path, monkeypatch, role: str, shape: st
     if not _family_ok(role, shape):
         mine = [f for f in town.report if f.layer == role]
         assert mine, f"no finding about the {shape} in {role}"
+
+
+def test_finding_geometry_of_collapsed_edges() -> None:
+    """A cycle's or piece's edges may include one collapsed to a point by snapping
+    (Ludlow, Vermont): the finding's geometry keeps it instead of failing."""
+    from gisnet.graph.topology import lines_geometry
+
+    line = LineString([(0, 0), (1, 0)])
+    assert lines_geometry([line, line]).geom_type == "MultiLineString"
+    mixed = lines_geometry([line, Point(0.5, 0.2)])
+    assert mixed.geom_type == "GeometryCollection" and len(mixed.geoms) == 2
+    ring = lines_geometry([LinearRing([(0, 0), (1, 0), (1, 1)]), line])
+    assert ring.geom_type == "MultiLineString"
+    assert lines_geometry([None, shapely.from_wkt("LINESTRING EMPTY")]) is None
+    assert lines_geometry([MultiLineString([[(0, 0), (1, 0)], [(2, 0), (3, 0)]])]).geom_type \
+        == "MultiLineString"
