@@ -34,7 +34,7 @@ def topology_findings(G: nx.MultiDiGraph, inp: GraphInputs, mains: Mains, nodes:
     junction &= node_kind == "junction"
     mains_at = mains.main_id[edges.main]
     # dangling ends
-    dang = np.flatnonzero(junction & (deg == 1) & ~outlets.outlet)
+    dang = np.flatnonzero(junction & (deg == 1) & ~outlets.real)
     edge_of = np.full(nn, -1, dtype=np.int64)
     edge_of[u] = np.arange(len(u))
     edge_of[v] = np.arange(len(v))
@@ -170,7 +170,7 @@ def disconnected_pieces(mains: Mains, nodes: Nodes, edges: Edges,
     plen = np.bincount(inv, weights=edges.length_ft)
     main_piece = int(np.lexsort((-plen, -ecount))[0])
     has_out = np.zeros(nn, dtype=bool)
-    has_out[lab[outlets.outlet & outlets.used]] = True
+    has_out[lab[outlets.real & outlets.used]] = True
     members = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[members], np.arange(len(pieces) + 1))
     any_outlet = bool(has_out.any())
