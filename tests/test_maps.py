@@ -427,11 +427,12 @@ def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
     import gisnet.cli.map as cli_map
 
     monkeypatch.setattr(cli_map, "load_town", lambda args: town)
-    assert main(["map", "capacity", "--out", str(tmp_path), "-q", "--self-contained"]) == 0
+    assert main(["map", "capacity", "--sample", "--out", str(tmp_path), "-q",
+                 "--self-contained"]) == 0
     page = tmp_path / "capacity.html"
     assert page.exists() and not (tmp_path / "network.html").exists()
     assert layer_data(page)["pipes_capacity"]["data"]["n"] == 2
-    assert main(["map", "all", "--out", str(tmp_path), "-q"]) == 0
+    assert main(["map", "all", "--sample", "--out", str(tmp_path), "-q"]) == 0
     assert (tmp_path / "index.html").exists() and (tmp_path / "sampling.html").exists()
 
 
@@ -440,7 +441,7 @@ def test_cli_map_without_results_is_a_clear_error(tmp_path):
         maps.read_results(tmp_path)
     from gisnet.cli import main
 
-    assert main(["map", "network", "--out", str(tmp_path), "-q"]) == 2
+    assert main(["map", "network", "--sample", "--out", str(tmp_path), "-q"]) == 2
 
 
 def test_pages_are_deterministic(tmp_path):
