@@ -52,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
         say(args, dumps_text({"town": town.name, "results": str(path), **summary}))
         return 0
     say(args, f"{town.name}: sewer graph at {summary['snap_tolerance_ft']:g} ft snap tolerance")
-    outlets = ", ".join(map(str, G.graph["outlets"])) or "none"
+    outs = list(map(str, G.graph["outlets"]))
+    outlets = (", ".join(outs[:10]) + (f" and {len(outs) - 10} more" if len(outs) > 10 else "")
+               ) or "none"
     say(args, f"  {summary['nodes']} nodes, {summary['edges']} edges ({summary['mains']} mains, "
               f"{summary['length_ft'] / 5280:.1f} mi), {summary['pieces']} piece(s), "
               f"outlets: {outlets}, {summary['cycles']} cycle(s)")

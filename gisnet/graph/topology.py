@@ -124,7 +124,8 @@ def cycles(G: nx.MultiDiGraph, nodes: Nodes, edges: Edges, outlets: Outlets) -> 
         geom = lines_geometry([d["geometry"] for d in inside])
         found.append(Finding(
             "cycle", "warning",
-            f"cycle of {len(ids)} main(s): {', '.join(ids)}; all kept, flow "
+            f"cycle of {len(ids)} main(s): {', '.join(ids[:10])}"
+            f"{f' and {len(ids) - 10} more' if len(ids) > 10 else ''}; all kept, flow "
             "around it is undetermined", "mains", ",".join(ids), geom))
     return found
 
