@@ -118,6 +118,7 @@ class LayerFound:
 
     @property
     def label(self) -> str:
+        """The file name, and the layer name inside it if any, for messages."""
         return self.path.name + (f" layer {self.layer!r}" if self.layer is not None else "")
 
 
@@ -208,7 +209,7 @@ def _read_columns(f: LayerFound, cols: list[str]) -> pd.DataFrame:
 
 
 def _role_by_name(f: LayerFound) -> tuple[str | None, str]:
-    text = f"{f.path.stem} {f.layer or ''}".lower()
+    """The role a layer's name and columns point to (None: none), and why."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", f"{f.path.stem} {f.layer or ''}").lower()
     if re.search(_SKIP, text):
         return None, "a boundary or service area: no gisnet role"
