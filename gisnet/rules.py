@@ -58,6 +58,10 @@ DISTANCE_TOLERANCE_FT = 0.005
 #: Default snap tolerance (feet) when neither the town file nor the command
 #: line gives one.
 DEFAULT_SNAP_TOLERANCE_FT = 1.0
+#: How far (feet) a treatment plant's point may lie from the nearest pipe node
+#: and still be joined to it: plant layers mark the facility (its office or
+#: outfall), commonly tens to a few hundred feet from the last pipe's end.
+DEFAULT_PLANT_TOLERANCE_FT = 300.0
 
 
 def _coded(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]] | None:

@@ -12,9 +12,10 @@ import geopandas as gpd
 import pandas as pd
 from pyproj import CRS
 
-from .profile import DEFAULT_PROFILE, Profile, load_profile
-from .report import Finding, Report
-from .rules import DEFAULT_SNAP_TOLERANCE_FT
+from .errors import ConfigError
+from .profile import Profile, builtin_profiles, load_profile
+from .report import Report
+from .rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
 
 log = logging.getLogger(__name__)
 
@@ -23,36 +24,43 @@ def resolve_profile(profile: Profile | str | os.PathLike[str] | None, report: Re
                     town_name: str) -> Profile:
     """The one way a town's profile is chosen and loaded.
 
+    There is no default: a town whose file and command line name no profile
+    cannot be analysed, since every rule (distances, thresholds, sections)
+    comes from the jurisdiction's ordinance.
+
     Parameters
     ----------
     profile
-        A loaded :class:`~gisnet.profile.Profile` (kept), a built-in name or a
-        path to a profile TOML (loaded with :func:`gisnet.profile.load_profile`),
-        or None: then :data:`gisnet.profile.DEFAULT_PROFILE` is used, with a
-        warning in the log and a ``profile_assumed`` info finding in ``report``.
+        A loaded :class:`~gisnet.profile.Profile` (kept), or a built-in name or
+        a path to a profile TOML (loaded with :func:`gisnet.profile.load_profile`).
     report
-        Where the ``profile_assumed`` finding goes.
+        Kept for callers that add findings about the choice (none today).
     town_name
         For the message.
 
     Raises
     ------
     ConfigError
-        An unknown name or a bad profile file.
+        No profile named (the message lists the built-in names), an unknown
+        name or a bad profile file.
     TypeError
         ``profile`` is of another type.
     """
     if isinstance(profile, Profile):
         return profile
     if profile is None:
-        message = f"town {town_name} names no jurisdiction profile; using {DEFAULT_PROFILE}"
-        log.warning("%s", message)
-        report.extend([Finding("profile_assumed", "info", message)])  # logged once, above
-        return load_profile(DEFAULT_PROFILE)
+        raise ConfigError(no_profile_message(town_name))
     if isinstance(profile, str | os.PathLike):
         return load_profile(os.fspath(profile))
-    raise TypeError(f"a town's profile must be a Profile, a profile name or path, or None; "
+    raise TypeError(f"a town's profile must be a Profile, a profile name or path; "
                     f"not {type(profile).__name__}")
+
+
+def no_profile_message(town_name: str) -> str:
+    """The error for a town that names no jurisdiction profile, naming the choices."""
+    return (f"town {town_name} names no jurisdiction profile; add profile = \"NAME\" to its "
+            f"gisnet.toml or give --profile NAME, with NAME one of "
+            f"{', '.join(builtin_profiles())} or the path of a profile TOML")
 
 
 @dataclass
@@ -67,7 +75,8 @@ class TownSettings:
         (default :data:`gisnet.rules.DEFAULT_SNAP_TOLERANCE_FT`).
     plant_tolerance_ft
         How far (feet) a plant may lie from the nearest pipe node and still be
-        joined to it (None: the snap tolerance).
+        joined to it (default :data:`gisnet.rules.DEFAULT_PLANT_TOLERANCE_FT`;
+        None: the snap tolerance).
     outlet_nodes
         Node ids the town names as outlets (plants, outfalls) besides plants.
     slope_units
@@ -79,7 +88,7 @@ class TownSettings:
     """
 
     snap_tolerance_ft: float = DEFAULT_SNAP_TOLERANCE_FT
-    plant_tolerance_ft: float | None = None
+    plant_tolerance_ft: float | None = DEFAULT_PLANT_TOLERANCE_FT
     outlet_nodes: tuple[str, ...] = ()
     slope_units: str = "ft/ft"
     diameter_units: str = "in"
@@ -104,9 +113,8 @@ class Town:
         that were given are present; ``parcels`` and ``mains`` always are.
     profile
         The jurisdiction profile (rules, thresholds, sections), always a loaded
-        :class:`~gisnet.profile.Profile`: a name or path given is loaded, and
-        None becomes the default profile with a ``profile_assumed`` finding
-        (see :func:`resolve_profile`).
+        :class:`~gisnet.profile.Profile`: a name or path given is loaded;
+        None is a :class:`~gisnet.errors.ConfigError` (see :func:`resolve_profile`).
     settings
         Tolerances and unit choices.
     report

@@ -65,8 +65,8 @@ from .errors import ConfigError, SchemaError
 log = logging.getLogger(__name__)
 
 TOWN_FILE = "gisnet.toml"
-#: Where the command line looks when ``--layers`` is not given (relative to
-#: the current folder, then to the gisnet checkout).
+#: The bundled sample town (``--sample``, or ``--layers layers/sample``): looked
+#: for under the current folder, then in the gisnet checkout.
 DEFAULT_LAYERS = Path("layers") / "sample"
 
 SLOPE_UNITS = ("ft/ft", "percent")
@@ -152,7 +152,7 @@ class TownFile:
         Snap tolerance in feet, or None for the default.
     plant_tolerance_ft
         How far (feet) a plant may lie from the nearest pipe node and still
-        be joined to it, or None for the snap tolerance.
+        be joined to it, or None for :data:`gisnet.rules.DEFAULT_PLANT_TOLERANCE_FT`.
     outlet_nodes
         Node ids named as outlets.
     slope_units, diameter_units
@@ -226,7 +226,7 @@ def file_problem(path: Path, *, folder_ok: bool = False) -> str | None:
 
 
 def default_layers_dir() -> Path:
-    """The folder used when no ``--layers`` is given.
+    """The bundled sample town's folder (``--sample``).
 
     ``layers/sample`` under the current folder if it holds a town file, else
     ``layers/sample`` of the gisnet checkout this package was installed from
@@ -248,16 +248,19 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     Parameters
     ----------
     layers_dir
-        Folder holding ``gisnet.toml``, or the path of a town file; None or
-        ``layers/sample`` (the command-line default) means :func:`default_layers_dir`.
+        Folder holding ``gisnet.toml``, or the path of a town file;
+        ``layers/sample`` means the sample town (:func:`default_layers_dir`).
 
     Raises
     ------
     ConfigError
-        If the folder does not exist or has no ``gisnet.toml``.
+        If no folder is given, or it does not exist or has no ``gisnet.toml``.
     """
-    p = Path(layers_dir) if layers_dir is not None else DEFAULT_LAYERS
-    if p == DEFAULT_LAYERS:  # the command line's default, wherever gisnet is run from
+    if layers_dir is None:
+        raise ConfigError(f"no town folder given: name the folder holding {TOWN_FILE} "
+                          "(write one with 'gisnet init')")
+    p = Path(layers_dir)
+    if p == DEFAULT_LAYERS:  # the sample, wherever gisnet is run from
         p = default_layers_dir()
     problem = file_problem(p, folder_ok=True)
     if problem == "file not found":
@@ -269,8 +272,8 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     f = p / TOWN_FILE
     problem = file_problem(f)
     if problem == "file not found":
-        raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which layer)",
-                          path=p)
+        raise ConfigError(f"no {TOWN_FILE} in this folder (it says which file is which "
+                          f"layer; write one with 'gisnet init {p}')", path=p)
     if problem is not None:
         raise ConfigError(problem, path=f)
     return f
@@ -504,8 +507,9 @@ def match_columns(
     Explicit mappings (from the town file) win. Every other canonical column
     takes the first source column that equals, case-insensitively, its own name
     or one of its aliases (:data:`gisnet.schema.COLUMNS`), or the 10-character
-    shapefile truncation of either. A source column is used at most once by
-    this fallback.
+    shapefile truncation of either; failing that, one that equals it once
+    spaces, underscores and hyphens are ignored (``Facility Name``). A source
+    column is used at most once by this fallback.
 
     Parameters
     ----------
@@ -563,4 +567,23 @@ def match_columns(
         out[col.name] = hit
         if hit is not None:
             used.add(hit)
+    # last, spellings that differ only in spaces, underscores or hyphens
+    # ("Facility Name" for FACILITYNAME, "Design Hydraulic Capacity In MGD")
+    by_bare: dict[str, str] = {}
+    for c in src:
+        by_bare.setdefault(_bare(c), c)
+    for col in schema.columns(role):
+        if out[col.name] is not None:
+            continue
+        for candidate in (col.name, *col.aliases):
+            c = by_bare.get(_bare(candidate))
+            if c is not None and c not in used:
+                out[col.name] = c
+                used.add(c)
+                break
     return {c.name: out[c.name] for c in schema.columns(role)}
+
+
+def _bare(name: str) -> str:
+    """A column name lower-cased without spaces, underscores, hyphens or dots."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())

@@ -31,6 +31,130 @@ from .town import Town
 log = logging.getLogger(__name__)
 
 
+#: Findings of one kind printed one per line up to this many; more are grouped.
+GROUP_OVER = 3
+#: Ids shown for a group of findings.
+IDS_SHOWN = 5
+#: Longest message printed (longer ones are cut with "...").
+MAX_MESSAGE = 240
+
+
+def _cut(text: str, n: int = MAX_MESSAGE) -> str:
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def grouped_lines(findings: list[Finding]) -> list[str]:
+    """Findings as text, kind by kind in order of first appearance: each on
+    its own line when a kind has at most :data:`GROUP_OVER`, else one line
+    with the count, the first message and the first ids. No line is longer
+    than about :data:`MAX_MESSAGE` characters."""
+    by_kind: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        by_kind.setdefault((f.severity, f.kind), []).append(f)
+    out = []
+    for (sev, kind), fs in by_kind.items():
+        if len(fs) <= GROUP_OVER:
+            out += [f"  [{sev}] {kind}: {_cut(f.message)}" for f in fs]
+            continue
+        ids = [i for f in fs for i in (f.feature_id or "").split(",")[:1] if i]
+        shown = ", ".join(ids[:IDS_SHOWN]) + (f" and {len(ids) - IDS_SHOWN} more"
+                                              if len(ids) > IDS_SHOWN else "")
+        out.append(f"  [{sev}] {kind} x{len(fs)}: e.g. {_cut(fs[0].message, 160)}"
+                   + (f" (ids: {shown})" if shown else ""))
+    return out
+
+
+@dataclass
+class Verdict:
+    """Whether one analysis can be answered from the town's data, and what limits it.
+
+    Attributes
+    ----------
+    analysis
+        ``obligations``, ``control manholes`` or ``capacity``.
+    answer
+        ``yes``, ``partly`` or ``no``.
+    limits
+        What stops or limits it, in plain words.
+    """
+
+    analysis: str
+    answer: str
+    limits: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"analysis": self.analysis, "answer": self.answer, "limits": self.limits}
+
+    def line(self) -> str:
+        why = f": {'; '.join(self.limits)}" if self.limits else ""
+        return f"  {self.analysis}: {self.answer}{why}"
+
+
+def _answer(blocking: list[str], limiting: list[str]) -> str:
+    return "no" if blocking else ("partly" if limiting else "yes")
+
+
+def verdicts(town: Town, findings: list[Finding]) -> list[Verdict]:
+    """Can obligations, control manholes and capacity be answered, and what limits them."""
+    kinds: dict[str, int] = {}
+    for f in findings:
+        kinds[f.kind] = kinds.get(f.kind, 0) + 1
+    mains = town.layers.get("mains")
+    parcels = town.layers.get("parcels")
+    n_mains = 0 if mains is None else len(mains)
+    no_parcels = parcels is None or len(parcels) == 0
+    out = []
+    # obligations
+    block, limit = [], []
+    if no_parcels:
+        block.append("no parcels layer (whose property must connect)")
+    if n_mains == 0:
+        block.append("no mains layer")
+    conn = town.profile.connection
+    if conn.measure == "building" and len(town.layers.get("buildings", ())) == 0:
+        limit.append(f"{town.profile.id} measures from the building and there is no "
+                     "buildings layer")
+    if getattr(conn, "require_abutting", False) and "streets" not in town.layers:
+        limit.append("the rule needs the street a property abuts and there is no streets layer")
+    out.append(Verdict("obligations", _answer(block, limit), block + limit))
+    # control manholes
+    block, limit = [], []
+    if n_mains == 0:
+        block.append("no mains layer")
+    if len(town.layers.get("manholes", ())) == 0:
+        block.append("no manholes layer")
+    if no_parcels and "buildings" not in town.layers and "users" not in town.layers:
+        block.append("no parcels, buildings or users to start from")
+    if kinds.get("no_outlet"):
+        limit.append(f"{kinds['no_outlet']} node(s) have no path to an outlet "
+                     "(flow direction beyond them unknown)")
+    if kinds.get("terminal_outlets"):
+        limit.append("outlets taken from the network's terminal nodes, not a plant")
+    out.append(Verdict("control manholes", _answer(block, limit), block + limit))
+    # capacity
+    block, limit = [], []
+    if n_mains == 0:
+        block.append("no mains layer")
+    else:
+        no_dia = int(mains["diameter_in"].isna().sum())
+        no_slope = int((mains["slope"].isna() & (mains["up_invert_ft"].isna()
+                                                  | mains["down_invert_ft"].isna())).sum())
+        for n, what in ((no_dia, "a diameter"), (no_slope, "a slope or both inverts")):
+            if n == n_mains:
+                block.append(f"no main has {what}")
+            elif n:
+                limit.append(f"{n} of {n_mains} mains lack {what}")
+    if no_parcels and "users" not in town.layers:
+        limit.append("no parcels or users: no flows to put in the pipes")
+    plants = town.layers.get("plants")
+    if plants is None or len(plants) == 0:
+        limit.append("no plant layer: plant capacity cannot be checked")
+    elif plants["design_flow_mgd"].isna().all():
+        limit.append("no plant has a design flow")
+    out.append(Verdict("capacity", _answer(block, limit), block + limit))
+    return out
+
+
 @dataclass
 class LayerSummary:
     """One layer of the report.
@@ -106,6 +230,7 @@ class ValidationReport:
     layers: list[LayerSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -137,6 +262,7 @@ class ValidationReport:
             "counts": self.counts(),
             "layers": [s.as_dict() for s in self.layers],
             "findings": [f.as_dict() for f in self.findings],
+            "verdicts": [v.as_dict() for v in self.verdicts],
         }
 
     def to_json(self, **kw: Any) -> str:
@@ -145,14 +271,14 @@ class ValidationReport:
         return json.dumps(self.as_dict(), **kw)
 
     def to_text(self) -> str:
-        """The report as plain text, one block per layer."""
+        """The report as plain text, one block per layer, findings of one kind
+        grouped, ending with a verdict per analysis."""
         lines = [f"town: {self.town}"]
         if self.error is not None:
             lines += [f"NOT USABLE: {self.error}"]
             return "\n".join(lines)
         lines.append(f"working CRS: {self.crs}")
-        for f in self.findings:
-            lines.append(f"  [{f.severity}] {f.kind}: {f.message}")
+        lines += grouped_lines(self.findings)
         for s in self.layers:
             lines.append("")
             if s.source:
@@ -171,11 +297,13 @@ class ValidationReport:
                     lines.append(f"  missing columns: {', '.join(s.missing)}")
             else:
                 lines.append(f"{s.role}: (no layer)")
-            for f in s.findings:
-                lines.append(f"  [{f.severity}] {f.kind}: {f.message}")
+            lines += grouped_lines(s.findings)
         c = self.counts()
         lines += ["", f"{'usable' if self.usable else 'NOT USABLE'}: {c['error']} errors, "
                       f"{c['warning']} warnings, {c['info']} notes"]
+        if self.verdicts:
+            lines.append("can it answer:")
+            lines += [v.line() for v in self.verdicts]
         return "\n".join(lines)
 
 
@@ -196,7 +324,8 @@ def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
     """
     infos = town.settings.extra.get("layer_info", {})
     findings = [*town.report, *(extra or [])]
-    report = ValidationReport(town=town.name, crs=crs_label(town.crs))
+    report = ValidationReport(town=town.name, crs=crs_label(town.crs),
+                              verdicts=verdicts(town, findings))
     by_role: dict[str, LayerSummary] = {}
     for role in schema.ROLES:
         if role not in town.layers:

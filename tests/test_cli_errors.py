@@ -404,3 +404,84 @@ def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
     assert len(lines) == 1 and lines[0].startswith("gisnet: error: "), err
     assert str(out) in lines[0] and "Permission denied" in lines[0]
     assert list(out.iterdir()) == []
+
+
+# ------------------------------------------------------- no silent defaults (the sample)
+
+
+@pytest.fixture()
+def user_folder(tmp_path: Path, town_dir: Path) -> Path:
+    """A folder holding only parcels.shp and mains.shp, as a new user has."""
+    d = tmp_path / "mine"
+    d.mkdir()
+    for role in ("parcels", "mains"):
+        for f in town_dir.glob(f"{role}.*"):
+            shutil.copy(f, d / f.name)
+    return d
+
+
+def test_run_without_town_file_says_how_to_start(user_folder: Path, monkeypatch,
+                                                  capsys) -> None:
+    monkeypatch.chdir(user_folder)
+    for cmd in ("run", "validate", "graph"):
+        assert main([cmd]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "gisnet init" in err[0] and f"gisnet {cmd} --sample" in err[0]
+    assert not (user_folder / "maps").exists()  # the sample was not run here
+
+
+def test_overrides_alone_make_the_town(user_folder: Path, town_dir: Path, monkeypatch,
+                                       capsys) -> None:
+    """--parcels/--mains without --layers and without a gisnet.toml: those layers only,
+    never merged into the sample town."""
+    monkeypatch.chdir(user_folder)
+    assert main(["validate", "--parcels", "parcels.shp", "--mains", "mains.shp",
+                 "--profile", "berlin-nh", "--no-graph", "--json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    roles = {s["role"]: s["features_kept"] for s in doc["layers"]}
+    own = load_town(town_dir)
+    assert roles == {"parcels": len(own.layers["parcels"]), "mains": len(own.layers["mains"])}
+    assert all(str(user_folder) in s["source"] for s in doc["layers"])
+
+
+def test_overrides_without_a_profile_name_the_choices(user_folder: Path, monkeypatch,
+                                                      capsys) -> None:
+    monkeypatch.chdir(user_folder)
+    assert main(["validate", "--parcels", "parcels.shp", "--mains", "mains.shp"]) == 2
+    err = capsys.readouterr().err
+    assert "names no jurisdiction profile" in err
+    assert "berlin-nh" in err and "poughkeepsie-fourth-ward" in err
+
+
+def test_local_town_file_is_used(town_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    d = tmp_path / "local"
+    shutil.copytree(town_dir, d)
+    toml = (d / "gisnet.toml").read_text(encoding="utf-8")
+    (d / "gisnet.toml").write_text(toml.replace(f'name = "{town_dir.name}"',
+                                                'name = "Local Town"'), encoding="utf-8")
+    monkeypatch.chdir(d)
+    assert main(["validate", "--no-graph"]) == 0
+    assert capsys.readouterr().out.startswith("town: Local Town")
+
+
+def test_sample_only_when_asked(tmp_path: Path, monkeypatch, capsys, sample_dir: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate", "--sample", "--no-graph"]) == 0
+    assert "sample" in capsys.readouterr().out.splitlines()[0].lower()
+    assert main(["validate", "--sample", "--layers", str(sample_dir)]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_town_without_profile_is_an_error(town_dir: Path, tmp_path: Path, capsys) -> None:
+    d = tmp_path / "noprofile"
+    shutil.copytree(town_dir, d)
+    toml = (d / "gisnet.toml").read_text(encoding="utf-8")
+    (d / "gisnet.toml").write_text(toml.replace('profile = "poughkeepsie-fourth-ward"\n', ""),
+                                   encoding="utf-8")
+    assert main(["run", "--layers", str(d), "--no-maps", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "names no jurisdiction profile" in err and "berlin-nh" in err
+    assert main(["run", "--layers", str(d), "--profile", "berlin-nh", "--no-maps", "-q",
+                 "--out", str(tmp_path / "o")]) == 0

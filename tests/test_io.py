@@ -22,7 +22,7 @@ from gisnet import rules, schema
 from gisnet.cli import main
 from gisnet.errors import ConfigError, CRSError, LayerError, SchemaError
 from gisnet.io import load_town, read_layer, unique_ids, write_results
-from gisnet.profile import DEFAULT_PROFILE, Profile
+from gisnet.profile import Profile
 from gisnet.town import Town
 
 NY_EAST = "EPSG:2260"  # NY State Plane East, US survey feet
@@ -161,7 +161,7 @@ def test_diameter_mm_configured(tmp_path):
                          geometry=[LineString([(0, 0), (1, 0)]), LineString([(1, 0), (2, 0)])],
                          crs=NY_EAST)
     g.to_file(d / "m.gpkg", engine="pyogrio")
-    (d / "gisnet.toml").write_text('[units]\ndiameter = "mm"\n[layers.mains]\npath = "m.gpkg"\n',
+    (d / "gisnet.toml").write_text('profile = "berlin-nh"\n[units]\ndiameter = "mm"\n[layers.mains]\npath = "m.gpkg"\n',
                                    encoding="utf-8")
     m = load_town(d).layers["mains"]
     assert m["diameter_in"].tolist() == pytest.approx([8.0, 600 / 25.4])
@@ -246,7 +246,8 @@ def test_geographic_with_z_reprojected_to_estimated_utm(tmp_path):
         crs="EPSG:4979",
     )
     g.to_file(d / "m.geojson", engine="pyogrio")
-    (d / "gisnet.toml").write_text('[layers.mains]\npath = "m.geojson"\n', encoding="utf-8")
+    (d / "gisnet.toml").write_text('profile = "berlin-nh"\n[layers.mains]\npath = "m.geojson"\n',
+                                 encoding="utf-8")
     town = load_town(d)
     assert town.crs.to_epsg() == 32618
     line = town.layers["mains"].geometry.iloc[0]
@@ -300,19 +301,16 @@ def test_profile_from_town_file_or_override(town_dir):
     assert load_town(town_dir, profile="berlin-nh").profile.id == "berlin-nh"
 
 
-def test_town_naming_no_profile_gets_default_once(town_dir, caplog):
+def test_town_naming_no_profile_is_an_error_naming_the_choices(town_dir):
     toml = town_dir / "gisnet.toml"
     toml.write_text(TOWN_TOML.replace('profile = "poughkeepsie-fourth-ward"\n', ""),
                     encoding="utf-8")
-    with caplog.at_level(logging.INFO, logger="gisnet"):
-        town = load_town(town_dir)
-    assert isinstance(town.profile, Profile) and town.profile.id == DEFAULT_PROFILE
-    found = town.report.of_kind("profile_assumed")
-    assert len(found) == 1 and found[0].severity == "info"
-    assert found[0].message == ("town Fixture names no jurisdiction profile; "
-                                f"using {DEFAULT_PROFILE}")
-    said = [r for r in caplog.records if "names no jurisdiction profile" in r.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    with pytest.raises(ConfigError) as exc:
+        load_town(town_dir)
+    msg = str(exc.value)
+    assert "town Fixture names no jurisdiction profile" in msg
+    assert "berlin-nh" in msg and "poughkeepsie-fourth-ward" in msg
+    assert load_town(town_dir, profile="berlin-nh").profile.id == "berlin-nh"
 
 
 def test_town_built_by_hand_gets_a_loaded_profile(town_dir):
@@ -324,9 +322,8 @@ def test_town_built_by_hand_gets_a_loaded_profile(town_dir):
     assert named.report.of_kind("profile_assumed") == []
     given = Town(**kw, profile=named.profile)
     assert given.profile is named.profile
-    default = Town(**kw, profile=None)
-    assert default.profile.id == DEFAULT_PROFILE
-    assert len(default.report.of_kind("profile_assumed")) == 1
+    with pytest.raises(ConfigError, match="names no jurisdiction profile"):
+        Town(**kw, profile=None)
     with pytest.raises(ConfigError, match="unknown profile"):
         Town(**kw, profile="no-such-profile")
     with pytest.raises(TypeError, match="profile"):
@@ -639,7 +636,8 @@ def test_filegdb_source(tmp_path):
     except Exception as exc:  # GDAL built without FileGDB write support
         pytest.skip(f"cannot write FileGDB here: {exc}")
     (d / "gisnet.toml").write_text(
-        '[layers.mains]\npath = "sewer.gdb"\nlayer = "SewerGravityMain"\n', encoding="utf-8")
+        'profile = "berlin-nh"\n[layers.mains]\npath = "sewer.gdb"\nlayer = "SewerGravityMain"\n',
+        encoding="utf-8")
     for engine in ("pyogrio", "fiona"):
         m = load_town(d, engine=engine).layers["mains"]
         assert m["main_id"].tolist() == ["M1", "M2", "M3"]

@@ -449,13 +449,14 @@ def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
     import gisnet.cli.map as cli_map
 
     monkeypatch.setattr(cli_map, "load_town", lambda args: town)
-    assert main(["map", "capacity", "--out", str(tmp_path), "-q", "--self-contained"]) == 0
+    assert main(["map", "capacity", "--sample", "--out", str(tmp_path), "-q",
+                 "--self-contained"]) == 0
     page = tmp_path / "capacity.html"
     assert page.exists() and not (tmp_path / "network.html").exists()
     pipes = layer_data(page)["pipes_capacity"]["data"]
     assert column_of(pipes, "main_id") == ["M1", "M2"]
     assert column_of(pipes, "_c") == ["threshold", "unknown"]
-    assert main(["map", "all", "--out", str(tmp_path), "-q"]) == 0
+    assert main(["map", "all", "--sample", "--out", str(tmp_path), "-q"]) == 0
     assert (tmp_path / "index.html").exists() and (tmp_path / "sampling.html").exists()
     sampling = layer_data(tmp_path / "sampling.html")
     assert column_of(sampling["siu"]["data"], "user_id") == ["U1"]
@@ -467,7 +468,7 @@ def test_cli_map_without_results_is_a_clear_error(tmp_path):
         maps.read_results(tmp_path)
     from gisnet.cli import main
 
-    assert main(["map", "network", "--out", str(tmp_path), "-q"]) == 2
+    assert main(["map", "network", "--sample", "--out", str(tmp_path), "-q"]) == 2
 
 
 def test_pages_are_deterministic(tmp_path):

@@ -128,7 +128,35 @@ def test_default_layers_dir_prefers_current_folder(tmp_path, monkeypatch):
     (tmp_path / "layers" / "sample" / "gisnet.toml").write_text("", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert townfile.default_layers_dir() == Path("layers") / "sample"
-    assert townfile.find_town_file(None) == Path("layers") / "sample" / "gisnet.toml"
+    assert townfile.find_town_file(Path("layers") / "sample") == \
+        Path("layers") / "sample" / "gisnet.toml"
+
+
+def test_no_folder_is_never_the_sample(tmp_path, monkeypatch):
+    """None names no town: it is an error saying how to start, never the sample."""
+    (tmp_path / "layers" / "sample").mkdir(parents=True)
+    (tmp_path / "layers" / "sample" / "gisnet.toml").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="gisnet init"):
+        townfile.find_town_file(None)
+    with pytest.raises(ConfigError, match="gisnet init"):
+        read_town_file(None)
+
+
+def test_columns_match_ignoring_spaces_and_underscores():
+    """Real plant layers write 'Facility Name' and 'Design Hydraulic Capacity In MGD'."""
+    m = match_columns("plants", ["OBJECTID", "Facility Name",
+                                 "Design Hydraulic Capacity In MGD", "NPDES Permit Number"])
+    assert m["name"] == "Facility Name"
+    assert m["design_flow_mgd"] == "Design Hydraulic Capacity In MGD"
+    assert m["plant_id"] == "NPDES Permit Number"
+
+
+def test_real_property_service_parcel_names():
+    """New York RPS parcel columns: PRINT_KEY, PROP_ADDR, PROP_CLASS."""
+    m = match_columns("parcels", ["SWIS", "PRINT_KEY", "PROP_ADDR", "PROP_CLASS", "NBR_BEDRM"])
+    assert (m["parcel_id"], m["address"], m["land_use"], m["bedrooms"]) == \
+        ("PRINT_KEY", "PROP_ADDR", "PROP_CLASS", "NBR_BEDRM")
 
 
 def test_default_layers_dir_falls_back_to_checkout(tmp_path, monkeypatch):

@@ -43,6 +43,7 @@ def small_town(tmp_path: Path) -> Path:
         {"PIN": ["P1"]}, geometry=[Polygon([(0, 5), (5, 5), (5, 10), (0, 10)])], crs="EPSG:2260",
     ).to_file(d / "parcels.geojson", engine="pyogrio")
     (d / "gisnet.toml").write_text(
+        'profile = "berlin-nh"\n'
         '[layers.mains]\npath = "pipes.gpkg"\nlayer = "pipes"\n'
         '[layers.parcels]\npath = "parcels.geojson"\n', encoding="utf-8")
     return d
@@ -188,3 +189,36 @@ def test_expected_counts_are_real(shared_data):
     assert e["bennington_vt"]["mains"] == 1668 and e["bennington_vt"]["manholes"] == 1629
     assert e["cambridge_ma_parcels"]["parcels"] == 13159
     assert e["lancaster_ca"]["mains"] == 65
+
+
+def test_findings_of_one_kind_are_grouped(small_town):
+    """Thousands of no_outlet findings are one line with the count and the first ids;
+    no line is thousands of characters long."""
+    from gisnet.report import Finding, Report
+
+    town = load_town(small_town)
+    extra = Report()
+    extra.extend([Finding("no_outlet", "warning", f"manhole MH{i} has no path to a plant",
+                          "manholes", f"MH{i}") for i in range(2500)])
+    extra.extend([Finding("cycle", "warning", "x" * 7000, "mains", ",".join(map(str, range(900))))])
+    text = validate_town(town, extra).to_text()
+    lines = [ln for ln in text.splitlines() if "no_outlet" in ln]
+    assert len(lines) == 1
+    assert "no_outlet x2500" in lines[0] and "MH0, MH1, MH2, MH3, MH4 and 2495 more" in lines[0]
+    assert max(len(ln) for ln in text.splitlines()) < 400
+
+
+def test_verdict_per_analysis(small_town):
+    """The report ends saying whether each analysis can be answered and what limits it."""
+    rep = validate_town(load_town(small_town))
+    by = {v.analysis: v for v in rep.verdicts}
+    assert set(by) == {"obligations", "control manholes", "capacity"}
+    # no manholes layer: control manholes cannot be found
+    assert by["control manholes"].answer == "no"
+    assert any("no manholes layer" in x for x in by["control manholes"].limits)
+    # one of three pipes has no usable diameter ('UNK'), none has a slope or inverts
+    assert by["capacity"].answer == "no"
+    assert "no main has a slope or both inverts" in by["capacity"].limits
+    text = rep.to_text()
+    assert text.splitlines()[-4] == "can it answer:"
+    assert rep.as_dict()["verdicts"][0]["analysis"] == "obligations"

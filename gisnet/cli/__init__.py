@@ -16,6 +16,7 @@ from ..errors import GisnetError
 
 #: Subcommand modules, in the order ``gisnet --help`` lists them.
 COMMANDS = (
+    "init",
     "run",
     "validate",
     "graph",
@@ -104,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(_join_negative_points(sys.argv[1:] if argv is None else argv))
     _configure_logging(args)
     try:
+        from .common import resolve_town_source
+
+        resolve_town_source(args)
         return int(args.func(args) or 0)
     except GisnetError as exc:
         print(f"gisnet: error: {exc}", file=sys.stderr)

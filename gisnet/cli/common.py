@@ -7,8 +7,9 @@ import math
 import sys
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..schema import ROLES
-from ..townfile import DEFAULT_LAYERS
+from ..townfile import TOWN_FILE, default_layers_dir
 
 DEFAULT_OUT = Path("maps")
 
@@ -17,8 +18,11 @@ def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False) -> Non
     """--layers, --profile, --engine, --crs, --snap-tolerance-ft, --ROLE PATH,
     --quiet/--verbose, and --out for commands that write."""
     g = p.add_argument_group("town")
-    g.add_argument("--layers", type=Path, default=DEFAULT_LAYERS, metavar="DIR",
-                   help="folder holding the town's gisnet.toml (default: layers/sample)")
+    g.add_argument("--layers", type=Path, default=None, metavar="DIR",
+                   help="folder holding the town's gisnet.toml (default: the current folder, "
+                        "which must hold one; write it with 'gisnet init')")
+    g.add_argument("--sample", action="store_true",
+                   help="use the bundled sample town (layers/sample)")
     g.add_argument("--profile", metavar="P",
                    help="jurisdiction profile: built-in name or path to a profile TOML")
     g.add_argument("--engine", choices=("pyogrio", "fiona"), default="pyogrio",
@@ -41,12 +45,44 @@ def overrides(args: argparse.Namespace) -> dict[str, str]:
     return {r: getattr(args, f"path_{r}") for r in ROLES if getattr(args, f"path_{r}", None)}
 
 
+def resolve_town_source(args: argparse.Namespace) -> None:
+    """Settle ``args.layers``: the town folder a command reads, never a silent default.
+
+    ``--sample`` is the bundled sample town; ``--layers DIR`` is DIR; else the
+    current folder when it holds a ``gisnet.toml``; else, with layer paths
+    (``--parcels`` ...), a town made of those paths alone (``args.layers``
+    None). With none of these it is a :class:`~gisnet.errors.ConfigError`
+    saying how to start.
+    """
+    if not hasattr(args, "path_mains") or getattr(args, "town_source_resolved", False):
+        return  # a command without town options, or settled already
+    args.town_source_resolved = True
+    if getattr(args, "sample", False):
+        if args.layers is not None:
+            raise ConfigError("give either --sample or --layers DIR, not both")
+        args.layers = default_layers_dir()
+        return
+    if args.layers is not None:
+        return
+    if (Path.cwd() / TOWN_FILE).is_file():
+        args.layers = Path(".")
+        return
+    if overrides(args):
+        return
+    cmd = getattr(args, "command", None) or "run"
+    raise ConfigError(
+        f"no {TOWN_FILE} in this folder ({Path.cwd()}) and no --layers DIR: run "
+        f"'gisnet init' here to write one for the layers in this folder, or "
+        f"'gisnet {cmd} --sample' for the bundled sample town")
+
+
 def load_town(args: argparse.Namespace):  # -> Town
     """Load the town named by the common options."""
     from ..io import RESULTS_FILE, refuse_input_as_output
     from ..io import load_town as _load
 
-    progress(args, f"loading town from {args.layers}")
+    resolve_town_source(args)
+    progress(args, f"loading town from {args.layers or 'the layers given'}")
     town = _load(
         args.layers,
         profile=args.profile,

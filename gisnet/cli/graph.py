@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..rules import DEFAULT_PLANT_TOLERANCE_FT
 from ..serialize import dumps_text
 from .common import add_town_options, load_town, progress, say
 
@@ -26,7 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     add_town_options(p, writes=True)
     p.add_argument("--plant-tolerance-ft", type=float, metavar="FT",
                    help="how far a plant may be from the nearest node and still be snapped "
-                        "to it (default: the snap tolerance)")
+                        "to it (default: the town file's plant_tolerance_ft, else "
+                        f"{DEFAULT_PLANT_TOLERANCE_FT:g} ft)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -50,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
         say(args, dumps_text({"town": town.name, "results": str(path), **summary}))
         return 0
     say(args, f"{town.name}: sewer graph at {summary['snap_tolerance_ft']:g} ft snap tolerance")
-    outlets = ", ".join(map(str, G.graph["outlets"])) or "none"
+    outs = list(map(str, G.graph["outlets"]))
+    outlets = (", ".join(outs[:10]) + (f" and {len(outs) - 10} more" if len(outs) > 10 else "")
+               ) or "none"
     say(args, f"  {summary['nodes']} nodes, {summary['edges']} edges ({summary['mains']} mains, "
               f"{summary['length_ft'] / 5280:.1f} mi), {summary['pieces']} piece(s), "
               f"outlets: {outlets}, {summary['cycles']} cycle(s)")

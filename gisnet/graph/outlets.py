@@ -2,8 +2,11 @@
 
 Plants are outlets where pipe ends snapped onto them, or where the plant
 snaps to the nearest node within the plant tolerance (or the node its
-``node_id`` names); outfall-kind structures are outlets; so are the town's
-``outlet_nodes``.
+``node_id`` names; each snap is reported with its distance as
+``plant_snapped``); outfall-kind structures are outlets; so are the town's
+``outlet_nodes``. A town with no plant layer, no outfall and no outlet
+nodes named has its terminal nodes (pipe ends no pipe leaves) as outlets,
+reported once as ``terminal_outlets``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ OUTLET_KINDS = ("plant", "outfall")
 class Outlets:
     """Per node: final ``node_id`` / ``node_kind`` (a junction a plant snapped to
     takes the plant's id and kind), ``used`` (an edge touches it), ``outlet``,
-    and ``plant_of`` (the plant id of a plant node, else None)."""
+    ``plant_of`` (the plant id of a plant node, else None) and ``terminal``
+    (an outlet only because the network has no other: see
+    :func:`terminal_outlets`; the topology findings still call its pipe end
+    dangling)."""
 
     node_id: np.ndarray
     node_kind: np.ndarray
@@ -37,6 +43,12 @@ class Outlets:
     outlet: np.ndarray
     plant_of: np.ndarray
     findings: tuple[Finding, ...]
+    terminal: np.ndarray
+
+    @property
+    def real(self) -> np.ndarray:
+        """Outlets that are plants, outfalls or named nodes (not terminal nodes)."""
+        return self.outlet & ~self.terminal
 
 
 def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
@@ -88,6 +100,11 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
                     hit_nodes = cand[hits]
                     sinks = hit_nodes[outdeg[hit_nodes] == 0]
                     target = int((sinks if len(sinks) else hit_nodes).min())
+                    found.append(Finding(
+                        "plant_snapped", "info",
+                        f"plant {pid} joined to node {node_id[target]}, "
+                        f"{d * inp.ft_per_unit:.1f} ft away (plant tolerance "
+                        f"{inp.plant_tolerance_ft:g} ft)", "plants", pid, structures.geom[s]))
                 else:
                     fpu = inp.ft_per_unit
                     nearest = node_id[cand[hits[0]]]
@@ -122,5 +139,26 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
                 f"within {inp.tolerance_ft:g} ft", "manholes", name, Point(node_xy[i])))
             continue
         outlet[i] = True
+    real = outlet.copy()
+    if inp.plants is None and not inp.outlet_nodes and not (outlet & used).any():
+        found += terminal_outlets(outlet, used, outdeg, node_id, node_xy, "no plant layer")
     return Outlets(node_id=node_id, node_kind=node_kind, used=used, outlet=outlet,
-                   plant_of=plant_of, findings=tuple(found))
+                   plant_of=plant_of, findings=tuple(found), terminal=outlet & ~real)
+
+
+def terminal_outlets(outlet: np.ndarray, used: np.ndarray, outdeg: np.ndarray,
+                     node_id: np.ndarray, node_xy: np.ndarray, why: str) -> list[Finding]:
+    """A network with no outlet and no plant layer: every terminal node
+    (reached by a pipe, left by none) becomes an outlet, in place; one
+    ``terminal_outlets`` finding saying ``why``."""
+    term = np.flatnonzero(used & (outdeg[: len(used)] == 0) & ~outlet)
+    if len(term) == 0:
+        return []
+    outlet[term] = True
+    ids = node_id[term].tolist()
+    shown = ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10
+                                             else "")
+    return [Finding("terminal_outlets", "info",
+                    f"{why}: the {len(ids)} terminal node(s) of the network (pipe "
+                    f"ends no pipe leaves) are taken as its outlets: {shown}", "mains",
+                    ",".join(map(str, ids)), shapely.multipoints(node_xy[term]))]

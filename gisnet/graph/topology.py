@@ -34,7 +34,7 @@ def topology_findings(G: nx.MultiDiGraph, inp: GraphInputs, mains: Mains, nodes:
     junction &= node_kind == "junction"
     mains_at = mains.main_id[edges.main]
     # dangling ends
-    dang = np.flatnonzero(junction & (deg == 1) & ~outlets.outlet)
+    dang = np.flatnonzero(junction & (deg == 1) & ~outlets.real)
     edge_of = np.full(nn, -1, dtype=np.int64)
     edge_of[u] = np.arange(len(u))
     edge_of[v] = np.arange(len(v))
@@ -121,10 +121,11 @@ def cycles(G: nx.MultiDiGraph, nodes: Nodes, edges: Edges, outlets: Outlets) -> 
         inside = [d for a in comp for b, ks in G.adj[a].items() if b in members
                   for d in ks.values()]
         ids = sorted({d["main_id"] for d in inside})
-        geom = shapely.multilinestrings([d["geometry"] for d in inside])
+        geom = lines_geometry([d["geometry"] for d in inside])
         found.append(Finding(
             "cycle", "warning",
-            f"cycle of {len(ids)} main(s): {', '.join(ids)}; all kept, flow "
+            f"cycle of {len(ids)} main(s): {', '.join(ids[:10])}"
+            f"{f' and {len(ids) - 10} more' if len(ids) > 10 else ''}; all kept, flow "
             "around it is undetermined", "mains", ",".join(ids), geom))
     return found
 
@@ -170,7 +171,7 @@ def disconnected_pieces(mains: Mains, nodes: Nodes, edges: Edges,
     plen = np.bincount(inv, weights=edges.length_ft)
     main_piece = int(np.lexsort((-plen, -ecount))[0])
     has_out = np.zeros(nn, dtype=bool)
-    has_out[lab[outlets.outlet & outlets.used]] = True
+    has_out[lab[outlets.real & outlets.used]] = True
     members = np.argsort(inv, kind="stable")
     bounds = np.searchsorted(inv[members], np.arange(len(pieces) + 1))
     any_outlet = bool(has_out.any())
@@ -190,8 +191,27 @@ def disconnected_pieces(mains: Mains, nodes: Nodes, edges: Edges,
             f"{plen[p]:.0f} ft, connected to no outlet"
             f"{'' if any_outlet else ' and not to the largest piece'}: "
             f"{', '.join(ids[:10])}{' ...' if len(ids) > 10 else ''}",
-            "mains", ",".join(ids), shapely.multilinestrings(list(edges.geom[es]))))
+            "mains", ",".join(ids), lines_geometry(edges.geom[es])))
     return found
+
+
+def lines_geometry(geoms) -> shapely.Geometry | None:
+    """One geometry for a finding about several edges: a MultiLineString of
+    their line parts; any part that is not a line (an edge collapsed to a point
+    by snapping, a collection) is kept in a GeometryCollection instead of
+    failing. None when there is nothing."""
+    arr = np.array([g for g in geoms if g is not None], dtype=object)
+    parts = shapely.get_parts(arr) if len(arr) else arr
+    parts = parts[~shapely.is_empty(parts)] if len(parts) else parts
+    if len(parts) == 0:
+        return None
+    kind = shapely.get_type_id(parts)
+    for i in np.flatnonzero(kind == 2):  # LinearRing -> LineString
+        parts[i] = shapely.LineString(shapely.get_coordinates(parts[i]))
+    kind = shapely.get_type_id(parts)
+    if (kind == 1).all():
+        return shapely.multilinestrings(parts)
+    return shapely.geometrycollections(parts)
 
 
 def peel(nn: int, u: np.ndarray, v: np.ndarray, alive: np.ndarray) -> np.ndarray:

@@ -63,6 +63,14 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
                   f"no id column; ids made from row numbers ({rows.iloc[0]} ...)")
         return rows
     ids = as_text(raw[src].reset_index(drop=True))
+    if len(ids) > 1 and ids.nunique(dropna=True) <= 1:
+        # a column with one value (OBJECTID 0 on every row) or none is no id:
+        # one finding, the rows themselves in the quality layer's feature ids
+        held = f"{ids.dropna().iloc[0]!r} on every row" if ids.notna().any() else "no values"
+        notes.add("generated_id", "info",
+                  f"id column {src} holds {held}; ids made from row numbers "
+                  f"({rows.iloc[0]} ...)")
+        return rows
     missing = ids.isna()
     if missing.any():
         notes.add("missing_id", "warning",

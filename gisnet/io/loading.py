@@ -16,9 +16,9 @@ input is reprojected and reported; Z and M coordinates are dropped with a note.
 
 Profile
 -------
-The profile is the ``profile`` argument (``--profile``), else the town file's,
-else :data:`gisnet.profile.DEFAULT_PROFILE` with a warning and a
-``profile_assumed`` finding (:func:`gisnet.town.resolve_profile`).
+The profile is the ``profile`` argument (``--profile``), else the town file's;
+a town naming none is a :class:`~gisnet.errors.ConfigError` listing the
+built-in profiles (:func:`gisnet.town.resolve_profile`): there is no default.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pyproj import CRS
 from .. import schema
 from ..errors import ConfigError, CRSError, LayerError
 from ..report import Report
-from ..rules import DEFAULT_SNAP_TOLERANCE_FT
+from ..rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
 from ..town import Town, TownSettings, resolve_profile
 from ..townfile import LayerSpec, TownFile, find_town_file, read_town_file
 from ..units import feet_per_unit
@@ -130,16 +130,15 @@ def load_town(
     Parameters
     ----------
     layers_dir
-        Folder holding ``gisnet.toml`` (or the town file itself); None means
-        the default (:func:`gisnet.townfile.default_layers_dir`).
+        Folder holding ``gisnet.toml`` (or the town file itself); None for a
+        town made of ``overrides`` alone (never the sample town).
     profile
-        Profile name or path; overrides the town file's ``profile``. With
-        neither, :data:`gisnet.profile.DEFAULT_PROFILE` is used, with a warning
-        and a ``profile_assumed`` finding.
+        Profile name or path; overrides the town file's ``profile``. A town
+        with neither is a :class:`~gisnet.errors.ConfigError`.
     overrides
         Role -> path to read instead of the town file's (``--mains PATH``);
         relative paths are relative to the current folder. With overrides, a
-        folder without a town file is allowed.
+        folder without a town file is allowed, and so is ``layers_dir`` None.
     engine
         ``"pyogrio"`` (Arrow) or ``"fiona"``; both give identical layers.
     crs
@@ -196,13 +195,16 @@ def load_town(
             report.add("unknown_plant", "warning",
                        f"plant_flows: plant ids not in the plants layer: {ids_text(unknown)}",
                        layer="plants", feature_id=",".join(unknown))
-    name = tf.name or (tf.path.parent.name if tf.path is not None else "town")
+    first = next(iter(tf.layers.values())).path
+    name = tf.name or (tf.path.parent.name if tf.path is not None else
+                       first.parent.name or "town")
     prof = resolve_profile(profile if profile is not None else tf.profile, report, name)
     settings = TownSettings(
         snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
                            tf.snap_tolerance_ft if tf.snap_tolerance_ft is not None else
                            DEFAULT_SNAP_TOLERANCE_FT),
-        plant_tolerance_ft=tf.plant_tolerance_ft,
+        plant_tolerance_ft=(tf.plant_tolerance_ft if tf.plant_tolerance_ft is not None else
+                            DEFAULT_PLANT_TOLERANCE_FT),
         outlet_nodes=tf.outlet_nodes,
         slope_units=tf.slope_units,
         diameter_units=tf.diameter_units,
@@ -238,13 +240,18 @@ def town_file_with_overrides(layers_dir: str | Path | None,
         No or a bad town file, an unknown role, or no layers at all.
     """
     overrides = dict(overrides or {})
-    try:
-        tf = read_town_file(layers_dir)
-    except ConfigError:
-        base = Path(layers_dir) if layers_dir is not None else None
-        if not overrides or (base is not None and has_town_file(base)):
-            raise
+    if layers_dir is None:
+        if not overrides:
+            raise ConfigError("no town folder and no layer paths given: name the folder "
+                              "holding gisnet.toml (write one with 'gisnet init')")
         tf = TownFile(path=None)  # a town given entirely on the command line
+    else:
+        try:
+            tf = read_town_file(layers_dir)
+        except ConfigError:
+            if not overrides or has_town_file(Path(layers_dir)):
+                raise
+            tf = TownFile(path=None)
     for role, p in overrides.items():
         if role not in schema.ROLES:
             raise ConfigError(f"unknown layer role {role!r}; roles are: {', '.join(schema.ROLES)}")
