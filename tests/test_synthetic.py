@@ -302,7 +302,9 @@ def test_sample_town_file_and_contents(sample_raw):
     assert (m["OWNEDBY"] == "Private").sum() >= 2 and (m["ACTIVEFLAG"] == 0).sum() >= 2
     kinds = set(sample_raw["manholes"]["MANHOLETYP"])
     assert {"Standard", "Cleanout", "Wye"} <= kinds
-    assert (sample_raw["manholes"]["OWNEDBY"] == "Private").sum() == 2
+    # the two manholes of the private court and the owner-installed control manhole
+    assert (sample_raw["manholes"]["OWNEDBY"] == "Private").sum() == 3
+    assert sample_raw["manholes"]["CTRL_FOR"].notna().sum() == 1
     u = sample_raw["users"]
     assert 6 <= len(u) <= 10 and u["PROC_GPD"].between(2000, 60000).all()
     assert (u["CAT_IU"] == "Y").sum() == 1
