@@ -161,7 +161,7 @@ def add_cases(layers: dict[str, gpd.GeoDataFrame], fpu: float, local_ne: np.ndar
             shapely.shortest_line(shapely.boundary(bg[b]), elig_union))))
         return a_pt, tap, float(shapely.distance(a_pt, tap)) * fpu
 
-    for b in range(len(bld)):
+    for b in range(len(bld) - 1, -1, -1):  # from the end: the first rows stay plain
         if not plain_front(b):
             continue
         a_pt, tap, d = toward_main(b)
