@@ -268,7 +268,6 @@ def add_cases(layers: dict[str, gpd.GeoDataFrame], fpu: float, local_ne: np.ndar
 
     # --- § 168-22.5K: an owner-installed control manhole in a user's building sewer ------
     ui = len(users) - 1
-    u_pt = users.geometry.iloc[ui]
     (ub,) = np.flatnonzero((bld["building_id"] == users.at[ui, "building_id"]).to_numpy())
     a_pt, tap = shapely.get_parts(shapely.points(shapely.get_coordinates(
         shapely.shortest_line(shapely.boundary(bg[ub]), elig_union))))
@@ -281,7 +280,6 @@ def add_cases(layers: dict[str, gpd.GeoDataFrame], fpu: float, local_ne: np.ndar
     cases["owner_manhole"] = {"manhole": o_id, "user": str(users.at[ui, "user_id"]),
                               "user_name": str(users.at[ui, "name"]),
                               "building": str(users.at[ui, "building_id"])}
-    del u_pt
 
     # --- a user's control manhole (for the copper grab) ---------------------------------
     ci = 1  # the categorical plater
