@@ -64,6 +64,7 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
     "streets": (),
     "laterals": ("parcel_id",),
     "users": ("parcel_id",),
+    "district": (),
 }
 #: New York RPS property class codes per land use (value map in gisnet.toml).
 PROP_CLASS: dict[str, tuple[str, ...]] = {
@@ -77,7 +78,8 @@ PROP_CLASS: dict[str, tuple[str, ...]] = {
 MANHOLE_TYPES = {"manhole": "Standard", "cleanout": "Cleanout", "junction": "Wye",
                  "fitting": "Bend", "catch_basin": "Catch Basin", "outfall": "Outfall"}
 OWNER_CODES = {"public": "TOP", "private": "Private"}
-ROLES = ("parcels", "buildings", "streets", "mains", "manholes", "plants", "laterals", "users")
+ROLES = ("parcels", "buildings", "streets", "mains", "manholes", "plants", "laterals", "users",
+         "district")
 
 
 def _yn(s: pd.Series) -> pd.Series:
@@ -108,6 +110,8 @@ def source_layers(town: SampleTown) -> dict[str, gpd.GeoDataFrame]:
     p["land_use"] = codes
     p["septic"] = _yn(p["septic"])
     p["connected"] = _yn(p["connected"])
+    hz = p["health_hazard"].astype(object)
+    p["health_hazard"] = hz.map({True: "Y", False: "N"}).where(hz.notna(), None).astype(object)
     u = L["users"]
     u["categorical"] = _yn(u["categorical"])
     u["industrial"] = _yn(u["industrial"])
@@ -119,6 +123,105 @@ def source_layers(town: SampleTown) -> dict[str, gpd.GeoDataFrame]:
                 src[c] = src[c].where(pd.notna(src[c]), None)
         out[r] = src
     return out
+
+
+def _ids(xs: object) -> str:
+    return ", ".join(f"`{x}`" for x in (xs if isinstance(xs, list) else [xs]))
+
+
+def cases_md(town: SampleTown) -> str:
+    """The README section: which features exercise which ordinance case."""
+    c = town.notes["cases"]
+    smp = town.samples.assign(line=range(2, len(town.samples) + 2))
+
+    def lines(case: str) -> str:
+        ln = smp.loc[smp["case"] == case, "line"].to_numpy()
+        return f"line {ln[0]}" if len(ln) == 1 else f"lines {ln[0]}-{ln[-1]}"
+
+    pm, un, om = c["private_main"], c["unresolved"], c["owner_manhole"]
+    st, sh, rb = c["stub_lateral"], c["shared_side_by_side"], c["rear_building"]
+    cu, bo = c["copper_user"], c["bod_user"]
+    notice = "; ".join(f"`{n['parcel']}` served {n['notice_date']} (due {n['deadline_date']})"
+                       for n in c["notice"])
+    rows = [
+        ("§ 168-22.5J control manhole, private main",
+         f"lateral `{pm['lateral']}` of building `{pm['building']}`",
+         f"ends on private main `{pm['main']}`: `control_manholes.source` `private_main`, "
+         "the control manhole the first public manhole where the private mains enter the "
+         "public sewer (`entry_node_id`)"),
+        ("§ 168-22.5K owner-installed control manhole",
+         f"manhole `{om['manhole']}` (`CTRL_FOR` = `{om['user']}`, {om['user_name']})",
+         f"user `{om['user']}`'s row: source `owner_manhole`, section § 168-22.5K; the "
+         "manhole is in the building sewer, so no main reaches it (`isolated_structure`, info)"),
+        ("control manhole unresolved",
+         f"lateral `{un['lateral']}` of building `{un['building']}`",
+         "stops 25 ft short of the main: source `unresolved`, findings `lateral_off_main`, "
+         "`no_connection_point`"),
+        ("§ 168-22.2G notice served", notice,
+         "within 300 ft, abutting a sewered street, `NOTICEDATE` set: `required`, "
+         "`deadline_date` = notice + 30 days"),
+        ("§ 168-22.2G public health hazard", _ids(c["health_hazard"]["parcel"]),
+         "`HEALTHHAZ` = Y: `required` (no notice date, so no `deadline_date`); the other "
+         "septic lots within 300 ft on a sewered street stay `subject_to_notice`"),
+        ("§ 168-22.2G district", "`district.shp` (`[layers.district]` in `gisnet.toml`); "
+         f"outside it: {_ids(c['outside_district'])}",
+         "the north-east corner lots lie outside the district: `outside_district`"),
+        ("vacant lot", _ids(c["vacant"]["parcel"]),
+         "within 300 ft of a sewer, no building: `not_required`"),
+        ("§ 168-22.4D shared building sewer",
+         f"lateral `{sh['lateral']}`, buildings {_ids(sh['buildings'])}",
+         "two buildings on neighbouring lots on one lateral: `shared_building_sewer` warning"),
+        ("§ 168-22.4D rear building",
+         f"lateral `{rb['lateral']}`, front `{rb['front']}`, rear `{rb['rear']}` "
+         f"(parcel `{rb['parcel']}`)",
+         "rear building on an interior lot on the front building's lateral: "
+         "`shared_building_sewer` info (allowed)"),
+        ("stub lateral",
+         f"lateral `{st['lateral']}` (parcel `{st['parcel']}`, building `{st['building']}`)",
+         f"from the main to {st['short_ft']:.0f} ft short of the building: `stub_lateral` "
+         "warning; connects nothing, the septic parcel stays `subject_to_notice`"),
+        ("§ 168-22.5C(9) screening", f"`samples.csv` {lines('screening')}",
+         f"copper 1.8 mg/L at `{cu['manhole']}`, the control manhole of {cu['user_name']} "
+         f"(`{cu['user']}`): `screening_exceedance`, not a violation"),
+        ("§ 168-22.5C(9) hourly rule at the plant", f"`samples.csv` {lines('hourly')}",
+         "copper at the plant influent `WWTP-01`, hourly for 24 h; one hour at 0.60 mg/L, "
+         "about 5 x the 24-hour average 0.121: `exceedance`, rule `hourly`"),
+        ("slug (§ 168-22.5C(15); Berlin def. 66)",
+         f"`samples.csv` {lines('slug')} (the day's campaign: {lines('slug_baseline')})",
+         f"BOD 1,500 mg/L every 10 min for 30 min at `{bo['manhole']}` ({bo['user_name']}): "
+         "one `slug` (Poughkeepsie: > 5 x 240 mg/L; Berlin: > 5 x its own 24-hour average)"),
+        ("not a slug", f"`samples.csv` {lines('not_slug')}",
+         "two BOD grabs of 1,500 mg/L 24 h apart: not one continuous discharge, two "
+         "separate results (Poughkeepsie `exceedance` of 240 mg/L, Berlin "
+         "`above_normal_strength`), no slug"),
+        ("Berlin def. 29 normal strength", f"`samples.csv` {lines('bod_260')}",
+         "BOD 260 mg/L: with `--profile berlin-nh` `above_normal_strength` (250 mg/L, the "
+         "basis of surcharge); under the town's Poughkeepsie profile an `exceedance` of "
+         "§ 168-22.5G(1) (240 ppm)"),
+    ]
+    table = "\n".join(f"| {a} | {b} | {r} |" for a, b, r in rows)
+    return f"""## Ordinance cases
+
+Features added to (or attributes set on) the generated town so that each
+case gisnet implements has an example. `laterals.shp` ids above
+`LAT000755` and manhole `{om['manhole']}` are these additions.
+
+| case | features | what gisnet gives |
+|---|---|---|
+{table}
+
+`samples.csv` holds lab results (`manhole_id,datetime,parameter,value,unit`):
+
+```
+gisnet samples layers/sample/samples.csv --layers layers/sample
+gisnet samples layers/sample/samples.csv --layers layers/sample --profile berlin-nh
+```
+
+Under the town's profile (Poughkeepsie) it reports 5 exceedances (exit
+status 1) and 1 screening exceedance; under Berlin, 1 exceedance (the slug),
+3 above normal strength and one `no_limit` problem (Berlin sets no copper
+limit).
+"""
 
 
 def readme(town: SampleTown) -> str:
@@ -134,7 +237,7 @@ def readme(town: SampleTown) -> str:
     return f"""# Sample town (synthetic): "Spackenkill", Town of Poughkeepsie, NY
 
 **Source: synthetic.** Every feature here was generated by
-`scripts/make_sample_town.py` (`gisnet.synthetic.make_sample_town`, seed 2026);
+`scripts/make_sample_town.py` (`gisnet.testing.synthetic.make_sample_town`, seed 2026);
 no real parcel, owner, address or pipe is depicted. Street names are borrowed
 from the area for flavour only. **Licence: CC0 1.0** (public domain
 dedication): use it for anything.
@@ -181,15 +284,20 @@ property class codes (`PROP_CLASS`, mapped to gisnet's land uses in
   of the buildings have a building sewer in `laterals.shp`.
 - Seven industrial users (`users.shp`) with process flows from 2,400 to
   58,000 gpd; `Spackenkill Plating` (SIC 3471) is categorical.
-- Plant `WWTP-01`: design flow {plant['design_flow_mgd']} MGD. In
-  `plant_flows.csv` the wettest three months,
-  {' to '.join(plant['max_3_month_window'][::2])}, average
+- Plant `WWTP-01`: design flow {plant['design_flow_mgd']} MGD, 12 months in
+  `plant_flows.csv`. **The latest 3 complete months decide** (the profile's
+  `capacity.plant_basis = "latest"`): {' to '.join(plant['latest_3_month_window'][::2])}
+  average {plant['latest_3_month_mean_mgd']:.3f} MGD =
+  {plant['latest_3_month_fraction'] * 100:.1f} % of design, below 80 %. The
+  worst window is kept as history (`plants` layer, `worst_window`):
+  the wet spring, {' to '.join(plant['max_3_month_window'][::2])}, averaged
   {plant['max_3_month_mean_mgd']:.3f} MGD = {plant['max_3_month_fraction'] * 100:.1f} % of
-  design: near but **below** 80 %, while
+  design, near but **below** 80 %, while
   {', '.join(plant['months_over_80_percent'])} alone is above 80 %. A rule
-  on a single month and the 3-consecutive-month rule disagree here, and a
-  modest added flow tips the 3-month mean over.
+  on a single month and the 3-consecutive-month rule disagree there, and a
+  modest added flow would have tipped that 3-month mean over.
 
+{cases_md(town)}
 ## Field names
 
 LGIM-style names, as a town would hand them over. `gisnet.toml` maps some
@@ -247,6 +355,8 @@ def write_sample(out: Path) -> Path:
     write_town_file(out / "gisnet.toml", top, specs, header=header)
     town.plant_flows.to_csv(out / "plant_flows.csv", index=False, lineterminator="\n",
                             float_format="%.3f")
+    town.samples.drop(columns="case").to_csv(out / "samples.csv", index=False,
+                                             lineterminator="\n", float_format="%.2f")
     doc = {"snap_tolerance_ft": SNAP_TOLERANCE_FT, "problems": town.problems,
            "notes": town.notes}
     (out / "problems.json").write_text(json.dumps(doc, indent=2, default=_json) + "\n",

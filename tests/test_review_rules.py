@@ -193,7 +193,11 @@ def _brute_sample(name: str, town: Town, pids: np.ndarray) -> pd.DataFrame:
     inside = shapely.length(shapely.intersection(areas[used][:, None], eg[None, :]))
     held = inside >= 0.5 * shapely.length(eg)[None, :]  # half the main lies in the street
     abut_m = (touch[:, used].astype(int) @ held.astype(int)) > 0
+    district = town.layers["district"].geometry.union_all()
+    hazard = P["health_hazard"].astype("boolean").fillna(False).to_numpy(dtype=bool)
     return pd.DataFrame({
+        "in_district": shapely.contains(district, shapely.point_on_surface(pg)),
+        "notice": P["notice_date"].to_numpy(), "hazard": hazard,
         "dist": np.nanmin(np.where(np.isnan(D), np.inf, D), axis=1),
         "has_building": np.isin(pids, B["parcel_id"].to_numpy()),
         "abut": abut_m.any(axis=1),
@@ -218,6 +222,10 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
         if b["connected"]:
             assert r["status"] == "connected", pid
             continue
+        if not b["in_district"]:  # "situated within the area" (§ 168-22.2G) only
+            assert r["status"] == "outside_district", (pid, r["reason"])
+            assert pd.isna(r["deadline_days"]), pid
+            continue
         if name == POUGH or b["has_building"]:
             assert r["distance_ft"] == pytest.approx(b["dist"], abs=1e-6), pid
             assert f"{b['dist']:.1f} ft" in r["reason"], (pid, r["reason"])
@@ -226,17 +234,25 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
             want = "not_required"  # no building: no occupancy (Pough.), nothing to measure
         elif b["dist"] > lim or not b["abut"] or b["abut_d"] > lim:
             want = "not_required"
-        elif name == POUGH:  # no notice date, hazard or highway program in the sample
+        elif name == POUGH and (pd.notna(b["notice"]) or b["hazard"]):
+            # § 168-22.2G: "within 30 days after the date of official notice", which may
+            # be given "when it shall be necessary to eliminate a public health hazard"
+            want = "required"
+        elif name == POUGH:  # no notice date, hazard or highway program recorded
             want = "subject_to_notice"
         else:  # Berlin: the sample has no built dates, so newness cannot be told
             want = "review"
         assert r["status"] == want, (pid, r["reason"])
         assert r["section"] == con.section
-        if want == "subject_to_notice":
+        if want == "subject_to_notice" or (want == "required" and name == POUGH):
             assert r["deadline_days"] == con.deadline_days == 30
-            assert pd.isna(r["deadline_date"])
+            if pd.notna(b["notice"]):
+                assert r["deadline_date"] == pd.Timestamp(b["notice"]) + pd.Timedelta(days=30)
+            else:
+                assert pd.isna(r["deadline_date"])
+        if want == "subject_to_notice":
             assert "due 30 days after it" in r["reason"] and bool(r["within_distance"])
-        else:
+        elif not (want == "required" and name == POUGH):
             assert pd.isna(r["deadline_days"]), pid
         if want == "review":  # the 15-year date: sewer available + 15 years
             assert r["septic_deadline"] == r["sewer_available_date"] + pd.DateOffset(years=15)

@@ -302,7 +302,9 @@ def test_sample_town_file_and_contents(sample_raw):
     assert (m["OWNEDBY"] == "Private").sum() >= 2 and (m["ACTIVEFLAG"] == 0).sum() >= 2
     kinds = set(sample_raw["manholes"]["MANHOLETYP"])
     assert {"Standard", "Cleanout", "Wye"} <= kinds
-    assert (sample_raw["manholes"]["OWNEDBY"] == "Private").sum() == 2
+    # the two manholes of the private court and the owner-installed control manhole
+    assert (sample_raw["manholes"]["OWNEDBY"] == "Private").sum() == 3
+    assert sample_raw["manholes"]["CTRL_FOR"].notna().sum() == 1
     u = sample_raw["users"]
     assert 6 <= len(u) <= 10 and u["PROC_GPD"].between(2000, 60000).all()
     assert (u["CAT_IU"] == "Y").sum() == 1
@@ -409,3 +411,176 @@ def test_sample_graph_findings_match_problems_json(problems):
     assert unexpected <= allowed
     assert G.graph["outlets"] == ["OF-01", "WWTP-01"] or set(G.graph["outlets"]) == {"OF-01",
                                                                                      "WWTP-01"}
+
+
+# --------------------------------------------------------------------------- ordinance cases
+
+
+@pytest.fixture(scope="module")
+def sample_run():
+    """The sample under its own profile (Poughkeepsie): obligations, control manholes,
+    findings."""
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+    from gisnet.obligations import compute_obligations
+    from gisnet.sampling import analyse_control
+
+    town = load_town(SAMPLE)
+    G = build_sewer_graph(town)
+    ob = compute_obligations(town)["obligations"].set_index("parcel_id")
+    cm = analyse_control(town, G, paths=False).control_manholes
+    return town, G, ob, cm, list(town.report) + list(G.graph["report"])
+
+
+def _finding(found, kind: str, first_id: str):
+    hits = [f for f in found if f.kind == kind and (f.feature_id or "").split(",")[0] == first_id]
+    assert len(hits) == 1, (kind, first_id, [f.feature_id for f in found if f.kind == kind])
+    return hits[0]
+
+
+def test_sample_control_manhole_cases(sample_raw, problems, sample_run):
+    """§ 168-22.5J: "the control manhole shall be considered to be the nearest downstream
+    manhole in the public sewer from the point at which the building sewer is connected";
+    § 168-22.5K: a manhole the owner installs in the building sewer."""
+    _, _, _, cm, found = sample_run
+    c = problems["notes"]["cases"]
+    lat = sample_raw["laterals"].set_index("FACILITYID")
+    mains = sample_raw["mains"].set_index("FACILITYID")
+    # private main: the lateral's end lies on the private main (brute force)
+    pm = c["private_main"]
+    end = shapely.get_point(lat.at[pm["lateral"], "geometry"], -1)
+    assert shapely.distance(end, mains.at[pm["main"], "geometry"]) < 0.01
+    assert mains.at[pm["main"], "OWNEDBY"] == "Private"
+    row = cm[cm["building_id"] == pm["building"]].iloc[0]
+    assert row["source"] == "private_main" and row["main_id"] == pm["main"]
+    # down the private mains by TOMH to the first public manhole
+    node = mains.at[pm["main"], "TOMH"]
+    while mains[mains["FROMMH"] == node]["OWNEDBY"].eq("Private").any():
+        node = mains[mains["FROMMH"] == node]["TOMH"].iloc[0]
+    assert row["entry_node_id"] == node == row["control_manhole_id"]
+    # owner-installed manhole: the user's row names it, citing 22.5K
+    om = c["owner_manhole"]
+    mh = sample_raw["manholes"].set_index("FACILITYID")
+    assert mh.at[om["manhole"], "CTRL_FOR"] == om["user"]
+    urow = cm[cm["user_id"] == om["user"]].iloc[0]
+    assert (urow["source"], urow["control_manhole_id"], urow["section"]) == (
+        "owner_manhole", om["manhole"], "§ 168-22.5K")
+    # unresolved: the lateral's end is more than the 1 ft tolerance from every main
+    un = c["unresolved"]
+    g = lat.at[un["lateral"], "geometry"]
+    d_ends = shapely.distance(shapely.get_point(g, [0, -1])[:, None],
+                              mains.geometry.to_numpy()[None, :]).min()
+    assert d_ends > 1.0
+    assert cm.loc[cm["building_id"] == un["building"], "source"].tolist() == ["unresolved"]
+    assert (cm["source"] == "unresolved").sum() == 1
+    _finding(found, "lateral_off_main", un["lateral"])
+
+
+def test_sample_notice_district_and_vacant_cases(sample_raw, problems, sample_run):
+    """§ 168-22.2G: connect "within 30 days after the date of official notice to do so,
+    provided that said public sewer is within 300 feet of the property line"; notice may
+    be given to "eliminate a public health hazard"; property "situated within the area"."""
+    town, _, ob, _, _ = sample_run
+    c = problems["notes"]["cases"]
+    par = sample_raw["parcels"].set_index("PRINT_KEY")
+    m = sample_raw["mains"]
+    live = m[(m["WATERTYPE"] == "Sanitary") & (m["OWNEDBY"] == "TOP") & (m["ACTIVEFLAG"] == 1)]
+    noticed = par[par["NOTICEDATE"].notna()]
+    assert sorted(noticed.index) == sorted(n["parcel"] for n in c["notice"])
+    d = shapely.distance(noticed.geometry.to_numpy()[:, None],
+                         live.geometry.to_numpy()[None, :]).min(axis=1)
+    assert (d <= 300).all()
+    for n in c["notice"]:
+        r = ob.loc[n["parcel"]]
+        assert r["status"] == "required" and r["deadline_days"] == 30
+        assert r["deadline_date"] == pd.Timestamp(n["notice_date"]) + pd.Timedelta(days=30)
+        assert str(r["deadline_date"].date()) == n["deadline_date"]
+    hz = c["health_hazard"]["parcel"]
+    assert par["HEALTHHAZ"].eq("Y").sum() == 1 and par.at[hz, "HEALTHHAZ"] == "Y"
+    assert ob.at[hz, "status"] == "required" and pd.isna(ob.at[hz, "deadline_date"])
+    # the district: representative points outside the polygon (brute force)
+    dist = gpd.read_file(SAMPLE / "district.shp").geometry.union_all()
+    rp = shapely.point_on_surface(par.geometry.to_numpy())
+    out = sorted(par.index[~shapely.contains(dist, rp)])
+    assert out == c["outside_district"] and len(out) == 4
+    assert (ob.loc[out, "status"] == "outside_district").all()
+    assert sorted(ob.index[ob["status"] == "outside_district"]) == out
+    assert town.layers["district"] is not None
+    # a vacant lot within 300 ft: no building, not required
+    v = c["vacant"]["parcel"]
+    assert par.at[v, "PROP_CLASS"] in ("311", "330")
+    assert v not in set(sample_raw["buildings"]["PRINT_KEY"])
+    assert shapely.distance(par.at[v, "geometry"], live.geometry.to_numpy()).min() <= 300
+    assert ob.at[v, "status"] == "not_required"
+    # everything else within 300 ft on a sewered street and not connected: subject to notice
+    counts = ob["status"].value_counts().to_dict()
+    assert counts == {"connected": 2397, "not_required": 568, "subject_to_notice": 27,
+                      "required": 4, "outside_district": 4}
+
+
+def test_sample_building_sewer_cases(sample_raw, problems, sample_run):
+    """§ 168-22.4D: "a separate independent building sewer shall be provided for every
+    building", except a building at the rear of another on an interior lot."""
+    _, _, ob, _, found = sample_run
+    c = problems["notes"]["cases"]
+    lat = sample_raw["laterals"].set_index("FACILITYID")
+    b = sample_raw["buildings"].set_index("BLDG_ID")
+    sh, rb, st = c["shared_side_by_side"], c["rear_building"], c["stub_lateral"]
+    f = _finding(found, "shared_building_sewer", sh["lateral"])
+    assert f.severity == "warning" and f.feature_id.split(",")[1:] == sh["buildings"]
+    assert b.loc[sh["buildings"], "PRINT_KEY"].nunique() == 2  # two lots
+    f = _finding(found, "shared_building_sewer", rb["lateral"])
+    assert f.severity == "info" and set(f.feature_id.split(",")[1:]) == {rb["front"], rb["rear"]}
+    assert b.at[rb["rear"], "BLDG_USE"] == "residential_rear"
+    assert b.at[rb["rear"], "PRINT_KEY"] == b.at[rb["front"], "PRINT_KEY"] == rb["parcel"]
+    # stub: both ends farther than 5 ft from every footprint (brute force)
+    g = lat.at[st["lateral"], "geometry"]
+    d = shapely.distance(shapely.get_point(g, [0, -1])[:, None],
+                         b.geometry.to_numpy()[None, :]).min()
+    assert d > 5.0
+    _finding(found, "stub_lateral", st["lateral"])
+    assert ob.at[st["parcel"], "status"] == "subject_to_notice"
+
+
+def test_sample_results_file_exercises_each_check():
+    """samples.csv: a screening exceedance (§ 168-22.5C(9), "average quantities in the
+    sewage as it arrives at the treatment plant"), the hourly rule at the plant, one
+    continuous slug, two grabs a day apart that are no slug, BOD 260 mg/L above Berlin's
+    normal strength (definition 29, "250 mg/L BOD")."""
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+    from gisnet.sampling import check_samples
+
+    csv = SAMPLE / "samples.csv"
+    raw = pd.read_csv(csv)
+    assert list(raw.columns) == ["manhole_id", "datetime", "parameter", "value", "unit"]
+    res = {}
+    for prof in ("poughkeepsie-fourth-ward", "berlin-nh"):
+        town = load_town(SAMPLE, profile=prof)
+        res[prof] = check_samples(town, build_sewer_graph(town), csv)
+    p, b = res["poughkeepsie-fourth-ward"], res["berlin-nh"]
+    kinds = p.groupby(["kind", "rule"]).size().to_dict()
+    assert kinds == {("exceedance", "hourly"): 1, ("exceedance", "slug"): 1,
+                     ("exceedance", "max"): 3, ("screening_exceedance", "max"): 1}
+    scr = p[p["kind"] == "screening_exceedance"].iloc[0]
+    assert scr["parameter"] == "copper" and scr["value"] == 1.8 and scr["point"] == "sewer"
+    hr = p[p["rule"] == "hourly"].iloc[0]
+    assert hr["manhole_id"] == "WWTP-01" and hr["point"] == "plant_influent"
+    # the day's copper: 23 x 0.10 and one 0.60 mg/L; the average and the multiple by hand
+    cu = raw[(raw["manhole_id"] == "WWTP-01") & (raw["parameter"] == "copper")]["value"]
+    assert hr["baseline"] == pytest.approx(cu.mean()) and 0.60 / cu.mean() > 3
+    for res_ in (p, b):
+        slug = res_[res_["rule"] == "slug"]
+        assert len(slug) == 1 and slug.iloc[0]["n_samples"] == 4
+        assert slug.iloc[0]["duration_min"] == 30
+    # the grabs a day apart: each its own row, neither part of a slug
+    grabs = raw.index[(raw["value"] == 1500) & raw["datetime"].str.endswith("08:00")] + 2
+    assert len(grabs) == 2
+    for res_ in (p, b):
+        rows = res_[res_["lines"].isin([str(x) for x in grabs])]
+        assert len(rows) == 2 and (rows["rule"] != "slug").all()
+    bod260 = b[(b["value"] == 260)].iloc[0]
+    assert bod260["kind"] == "above_normal_strength" and bod260["limit"] == 250
+    assert p[(p["value"] == 260)].iloc[0]["kind"] == "exceedance"
+    assert b["kind"].value_counts().to_dict() == {"above_normal_strength": 3, "exceedance": 1,
+                                                  "problem": 1}

@@ -21,7 +21,8 @@ Modules, by stage:
 - :mod:`.layers`: the canonical GeoDataFrames (:func:`make_town`,
   :func:`build_layers`);
 - :mod:`.files`: source files and ``gisnet.toml`` (:func:`write_town`);
-- :mod:`.sample`: the bundled sample town (:func:`make_sample_town`).
+- :mod:`.sample`: the bundled sample town (:func:`make_sample_town`);
+- :mod:`.cases`: the ordinance cases the sample exercises (:func:`~.cases.add_cases`).
 """
 
 from .files import SOURCE_COLUMNS, to_source, write_layer, write_town, write_town_file

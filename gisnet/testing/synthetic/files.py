@@ -23,6 +23,7 @@ SOURCE_COLUMNS: dict[str, dict[str, str]] = {
     "manholes": {
         "node_id": "FACILITYID", "rim_ft": "RIMELEV", "invert_ft": "INVERTELEV",
         "kind": "MANHOLETYP", "owner": "OWNEDBY", "status": "ACTIVEFLAG",
+        "control_for": "CTRL_FOR",
     },
     "plants": {
         "plant_id": "FACILITYID", "name": "NAME", "design_flow_mgd": "DESIGNFLOW",
@@ -32,6 +33,7 @@ SOURCE_COLUMNS: dict[str, dict[str, str]] = {
         "parcel_id": "PARCEL_ID", "address": "ADDRESS", "land_use": "LAND_USE",
         "dwelling_units": "UNITS", "bedrooms": "BEDROOMS", "flow_gpd": "WATER_GPD",
         "septic": "SEPTIC", "connected": "CONNECTED", "sewer_available_date": "SEWERDATE",
+        "notice_date": "NOTICEDATE", "health_hazard": "HEALTHHAZ",
     },
     "buildings": {
         "building_id": "BLDG_ID", "parcel_id": "PARCEL_ID", "built_date": "YEAR_BUILT",
@@ -47,6 +49,7 @@ SOURCE_COLUMNS: dict[str, dict[str, str]] = {
         "building_id": "BLDG_ID", "process_flow_gpd": "PROC_GPD", "categorical": "CAT_IU",
         "industrial": "INDUSTRIAL", "sic_code": "SIC",
     },
+    "district": {"district_id": "DISTRICT", "name": "NAME"},
 }
 
 #: A fixed DBF "last update" date (YY-1900, MM, DD) so shapefiles are

@@ -12,6 +12,7 @@ import shapely
 from pyproj import CRS
 
 from ...units import feet_per_unit
+from .cases import add_cases, sample_results
 from .hydraulics import path_sums
 from .layers import build_layers, canonical_dtypes
 from .layout import drop_pipes, layout_town, make_placer
@@ -38,13 +39,17 @@ class SampleTown:
         kinds a checker should report) and ``detail``.
     notes
         Other facts a test can check (storm/private/inactive mains, septic
-        parcels, the plant's 3-month window, ...).
+        parcels, the plant's 3-month window, the ordinance cases, ...).
+    samples
+        Lab results (``samples.csv``): ``manhole_id``, ``datetime``,
+        ``parameter``, ``value``, ``unit`` and the ``case`` each row exercises.
     """
 
     layers: dict[str, gpd.GeoDataFrame]
     plant_flows: pd.DataFrame
     problems: list[dict[str, object]]
     notes: dict[str, object]
+    samples: pd.DataFrame
 
 
 def _append(gdf: gpd.GeoDataFrame, rows: dict[str, list[object]], geoms: list[object],
@@ -347,6 +352,10 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
         if r in layers:
             layers[r]["parcel_id"] = layers[r]["parcel_id"].map(old_ids).astype("str")
 
+    # --- the ordinance cases (control manholes, notice, district, building sewers) -------
+    cases = add_cases(layers, fpu, a.par_x1 + a.par_y1, p_main[0], new_mh_id, _append)
+    mh = layers["manholes"]
+
     problems: list[dict[str, object]] = [
         {"kind": "reversed_pipe", "ids": [mid["R"]], "expected": ["reversed_pipe"],
          "also": [],
@@ -402,6 +411,10 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
                   "max_3_month_window": months[w:w + 3],
                   "max_3_month_mean_mgd": round(float(roll[w]), 4),
                   "max_3_month_fraction": round(float(roll[w]) / design, 4),
-                  "months_over_80_percent": over},
+                  "months_over_80_percent": over,
+                  "latest_3_month_window": months[-3:],
+                  "latest_3_month_mean_mgd": round(float(roll[-1]), 4),
+                  "latest_3_month_fraction": round(float(roll[-1]) / design, 4)},
+        "cases": cases,
     }
-    return SampleTown(layers, plant_flows, problems, notes)
+    return SampleTown(layers, plant_flows, problems, notes, sample_results(cases, "WWTP-01"))
