@@ -781,3 +781,20 @@ def test_whatif_through_a_split_that_rejoins():
         assert after.loc[mid, "peak_flow_gpd_after"] == pytest.approx(
             full.loc[mid, "peak_flow_gpd"], rel=1e-12)
     assert any("splits at node S" in n for n in w.notes)
+
+
+def test_whatif_on_a_parcel_whose_building_sewer_is_unresolved_names_the_reason(sample_dir):
+    """The sample's lateral LAT000757 stops 25 ft short of the main: the parcel has no
+    connection point, and the what-if says why instead of naming a missing pipe."""
+    from gisnet.capacity import whatif
+    from gisnet.errors import NotFoundError
+    from gisnet.io import load_town
+    from gisnet.pipeline import analyse
+
+    town = load_town(sample_dir)
+    res = analyse(town, only={"capacity"}, control_paths=False)
+    pts = res.control.points
+    (pid,) = pts.loc[pts["source"] == "unresolved", "parcel_id"].unique()
+    with pytest.raises(NotFoundError,
+                       match=r"no connection point: lateral LAT000757 ends 25\.0 ft"):
+        whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=1000.0)

@@ -146,7 +146,13 @@ def _locate(town: Any, G: nx.MultiDiGraph, result: CapacityResult, index: Downst
                 raise NotFoundError(f"no parcel {pid}", layer="parcels", feature=pid)
             raise NotFoundError(f"parcel {pid} has no connection point on an eligible main",
                                 layer="parcels", feature=pid)
-        row = sel.iloc[0]  # first building in layer order, as gisnet.tracing does
+        tapped = sel[sel["edge_key"].notna()]
+        if tapped.empty:  # every building sewer of the parcel is unresolved
+            reasons = sel["reason"].dropna() if "reason" in sel else sel.iloc[:0, 0]
+            why = reasons.iloc[0] if len(reasons) else "its building sewer reaches no main"
+            raise NotFoundError(f"parcel {pid} has no connection point: {why}",
+                                layer="parcels", feature=pid)
+        row = tapped.iloc[0]  # first connected building in layer order, as gisnet.tracing does
         geom = row.get("geometry")
         return {
             "parcel_id": pid,
