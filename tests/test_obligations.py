@@ -147,10 +147,12 @@ def test_touching_is_zero_and_exactly_300_ft_is_within():
 
 def test_exactly_300_ft_in_us_survey_feet_and_metres():
     # 300 US survey ft = 300.0006 international ft; 91.44 m = 300 ft exactly
-    for crs, d in (("EPSG:2263", 300.0), ("EPSG:32618", 91.44)):
+    # (coordinates inside each CRS's area of use: New York City; UTM zone 18N)
+    for crs, d, (x0, y0) in (("EPSG:2263", 300.0, (980_000.0, 190_000.0)),
+                             ("EPSG:32618", 91.44, (585_000.0, 4_510_000.0))):
         town = make_town(
-            [{"parcel_id": "P", "geometry": box(100, d, 120, d + 20)}],
-            [main("M1", [(0, 0), (500, 0)])], crs=crs,
+            [{"parcel_id": "P", "geometry": box(x0 + 100, y0 + d, x0 + 120, y0 + d + 20)}],
+            [main("M1", [(x0, y0), (x0 + 500, y0)])], crs=crs,
         )
         r = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
         assert r["distance_ft"] == pytest.approx(300.0, abs=1e-3)
