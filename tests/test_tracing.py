@@ -84,12 +84,25 @@ def box(x0, y0, x1, y1):
     return Polygon([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
 
 
+def primary_out(G, node):
+    """The out-edge a walk follows at ``node``: active, not storm, the largest
+    diameter (ties: smallest key); (next node, key, data) or None at a dead end."""
+    best = None
+    for _, w, k, d in G.out_edges(node, keys=True, data=True):
+        if not d["active"] or d["kind"] == "storm":
+            continue
+        dia = d["diameter_in"] if d["diameter_in"] is not None else -1
+        if best is None or (-dia, str(k)) < best[0]:
+            best = ((-dia, str(k)), w, k, d)
+    return None if best is None else best[1:]
+
+
 def walk_control(G, u, v, key, tap_ft):
     """Plain edge-by-edge downstream walk from a tap (independent check).
 
-    Follows, at each node, the out-edge that is active and not storm with the
-    largest diameter (ties: smallest key); stops at the first public active
-    manhole, at an outlet or at a dead end; a revisited node means a loop.
+    Follows, at each node, the :func:`primary_out` edge; stops at the first
+    public active manhole, at an outlet or at a dead end; a revisited node
+    means a loop.
     """
     if tap_ft <= 0 and G.nodes[u]["is_manhole"]:
         return u, 0.0
@@ -101,25 +114,18 @@ def walk_control(G, u, v, key, tap_ft):
         if G.nodes[node]["outlet"] or node in seen:
             return None, None
         seen.add(node)
-        best = None
-        for _, w, k, d in G.out_edges(node, keys=True, data=True):
-            if not d["active"] or d["kind"] == "storm":
-                continue
-            dia = d["diameter_in"] if d["diameter_in"] is not None else -1
-            cand = (-dia, str(k), w)
-            if best is None or cand < best:
-                best = cand
-        if best is None:
+        nxt = primary_out(G, node)
+        if nxt is None:
             return None, None
-        k, w = best[1], best[2]
-        length += G.edges[node, w, k]["length_ft"]
+        w, _k, d = nxt
+        length += d["length_ft"]
         node = w
 
 
 def walk_entry(G, node, length):
     """Plain walk from ``node`` (reached after ``length`` ft of private pipe) to
     where the flow enters the public sewer: the first public active manhole, or
-    node whose primary out-edge (as :func:`walk_control` picks it) is public.
+    node whose primary out-edge (:func:`primary_out`) is public.
     Returns (node, private length ft) or (None, None)."""
     seen = set()
     while True:
@@ -128,20 +134,14 @@ def walk_entry(G, node, length):
         if G.nodes[node]["outlet"] or node in seen:
             return None, None
         seen.add(node)
-        best = None
-        for _, w, k, d in G.out_edges(node, keys=True, data=True):
-            if not d["active"] or d["kind"] == "storm":
-                continue
-            dia = d["diameter_in"] if d["diameter_in"] is not None else -1
-            cand = (-dia, str(k), w, d)
-            if best is None or cand[:2] < best[:2]:
-                best = cand
-        if best is None:
+        nxt = primary_out(G, node)
+        if nxt is None:
             return None, None
-        if best[3]["public"]:
+        w, _k, d = nxt
+        if d["public"]:
             return node, length
-        length += best[3]["length_ft"]
-        node = best[2]
+        length += d["length_ft"]
+        node = w
 
 
 # A street of mains along y = 0, flowing east (x increasing) to the plant:
