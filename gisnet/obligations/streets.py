@@ -283,9 +283,10 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
     street of a main (one in that space: :func:`street_mains`) when the
     shortest line from the parcel to the main
 
-    * runs through no other parcel of the town for more than
+    * runs through the interior of no other parcel of the town for more than
       :data:`FABRIC_SLIVER_FT` (a line that only touches another parcel's
-      boundary, or grazes a corner, does not count);
+      boundary, runs along one parcel's edge, or grazes a corner, does not
+      count), nor along a lot line two parcels share for more than that;
     * crosses the street rather than running along it: it is no longer than
       ``default_street_width_ft + abutting_tolerance_ft`` (with streets, a
       parcel within the tolerance of a street, the main inside it);
@@ -327,10 +328,16 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
         lines = threaded_pairs(shapely.shortest_line, pg[pc], sm[mk], threads)
         blocked = _past_end(lines, sm[mk], tol_u)
         li, fi = threaded_query(STRtree(fabric), lines, threads)
-        # the parcel's own line starts on its boundary: it runs through it for 0 ft
-        through = shapely.length(threaded_pairs(shapely.intersection, lines[li], fabric[fi],
-                                                threads))
-        blocked[li[through * fpu > FABRIC_SLIVER_FT]] = True
+        # through a parcel's interior (the parcel's own line starts on its boundary: 0 ft)
+        ln = shapely.length(threaded_pairs(shapely.intersection, lines[li], fabric[fi],
+                                           threads))
+        on = shapely.length(threaded_pairs(shapely.intersection, lines[li],
+                                           shapely.boundary(fabric[fi]), threads))
+        sliver_u = FABRIC_SLIVER_FT / fpu
+        blocked[li[ln - on > sliver_u]] = True
+        # along a lot line: on the edge of two parcels, no gap between them
+        along = np.bincount(li[on > sliver_u], minlength=len(lines))
+        blocked |= along >= 2
         ok = ~blocked
         pp, mm = cand[pc[ok]], in_street[mk[ok]]
         abut_np[pp] = True
