@@ -126,7 +126,8 @@ def compute_obligations(
         geometry given to the HTTP service).
     assume_abutting
         Without a streets layer, treat parcels within the distance as
-        abutting (status ``required``) instead of ``review``.
+        abutting (``abutting_method`` ``assumed``) instead of deciding it
+        from the parcel fabric (``parcel_fabric``).
     threads
         Threads for the nearest-main search (default :func:`default_threads`).
 

@@ -314,7 +314,9 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
     method[cand] = "parcel_fabric"
     layer = town.layer("parcels")
     fabric = np.asarray(layer.geometry.values, dtype=object) if layer is not None else parcels
-    fabric = fabric[~(shapely.is_missing(fabric) | shapely.is_empty(fabric))]
+    # each parcel's own place in the fabric (when the parcels are the whole layer)
+    whole = len(fabric) == n and bool(np.all(shapely.equals_identical(parcels, fabric)))
+    own = np.arange(n) if whole else np.full(n, -1)
     in_street = np.flatnonzero(street_mains(fabric, mains, threads))
     if len(cand) and len(in_street):
         sm = mains[in_street]
@@ -326,14 +328,18 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
         reach_u = con.default_street_width_ft / fpu + tol_u
         pc, mk = threaded_query(STRtree(sm), pg, threads, distance=reach_u * (1 + 1e-9))
         lines = threaded_pairs(shapely.shortest_line, pg[pc], sm[mk], threads)
-        blocked = _past_end(lines, sm[mk], tol_u)
+        blocked = _past_end(lines, mk, sm, tol_u)
         li, fi = threaded_query(STRtree(fabric), lines, threads)
+        other = fi != own[cand[pc[li]]]
+        li, fi = li[other], fi[other]
         # through a parcel's interior (the parcel's own line starts on its boundary: 0 ft)
         ln = shapely.length(threaded_pairs(shapely.intersection, lines[li], fabric[fi],
                                            threads))
-        on = shapely.length(threaded_pairs(shapely.intersection, lines[li],
-                                           shapely.boundary(fabric[fi]), threads))
         sliver_u = FABRIC_SLIVER_FT / fpu
+        on = np.zeros(len(li))
+        k = np.flatnonzero(ln > sliver_u)  # (the others touch at a point or graze a sliver)
+        on[k] = shapely.length(threaded_pairs(shapely.intersection, lines[li[k]],
+                                              shapely.boundary(fabric[fi[k]]), threads))
         blocked[li[ln - on > sliver_u]] = True
         # along a lot line: on the edge of two parcels, no gap between them
         along = np.bincount(li[on > sliver_u], minlength=len(lines))
@@ -355,27 +361,28 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
     return Abutting(True, abut, abut_j, abut_d, method)
 
 
-def _past_end(lines: np.ndarray, mains: np.ndarray, tol_u: float) -> np.ndarray:
+def _past_end(lines: np.ndarray, mk: np.ndarray, mains: np.ndarray, tol_u: float
+              ) -> np.ndarray:
     """Shortest lines that reach a main at one of its ends from beyond it.
 
-    The parcel lies past the end of the main, along its line, by more than
-    ``tol_u``: a main ending in an intersection does not make the street on the
-    far side of it sewered (as with streets, :func:`holding_pairs`).
+    ``lines[i]`` runs from a parcel to ``mains[mk[i]]``. True where the parcel
+    lies past the end of the main, along its last segment, by more than
+    ``tol_u``: a main ending in an intersection does not make the street on
+    the far side of it sewered (as with streets, :func:`holding_pairs`).
     """
     xy = shapely.get_coordinates(lines).reshape(-1, 4)
     frm, to = xy[:, :2], xy[:, 2:]
     past = np.zeros(len(lines), dtype=bool)
-    simple = shapely.get_type_id(mains) == 1  # LineString
+    simple = np.flatnonzero(shapely.get_type_id(mains) == 1)  # LineStrings
     for end, prev in ((0, 1), (-1, -2)):
-        e = shapely.get_coordinates(shapely.get_point(mains, end), include_z=False)
-        ok = simple.copy()
         ends = np.full((len(mains), 2), np.nan)
-        ends[ok] = e
         pv = np.full((len(mains), 2), np.nan)
-        pv[ok] = shapely.get_coordinates(shapely.get_point(mains[ok], prev))
-        at_end = ok & (np.hypot(*(to - ends).T) <= 1e-6)
+        ends[simple] = shapely.get_coordinates(shapely.get_point(mains[simple], end))
+        pv[simple] = shapely.get_coordinates(shapely.get_point(mains[simple], prev))
         d = ends - pv
-        unit = d / np.hypot(*d.T)[:, None]
-        along = np.einsum("ij,ij->i", frm - ends, unit)
+        unit = d / np.hypot(d[:, 0], d[:, 1])[:, None]
+        e, u = ends[mk], unit[mk]
+        at_end = np.hypot(to[:, 0] - e[:, 0], to[:, 1] - e[:, 1]) <= 1e-6
+        along = np.einsum("ij,ij->i", frm - e, u)
         past |= at_end & (along > tol_u)
     return past
