@@ -56,8 +56,8 @@ LOTS = [
 
 
 def test_fabric_decides_front_rear_corner_and_past_the_end():
-    """§ 168-22.2G: 'abutting on any street, alley or right-of-way, in which there is now located ... a
-    public sanitary sewer'. Lots across the street from M1 abut it; the lot
+    """§ 168-22.2G: 'abutting on any street, alley or right-of-way, in which there is
+    now located ... a public sanitary sewer'. Lots across the street from M1 abut it; the lot
     behind them (its shortest line runs 100 ft through A/B) does not; the lot past
     the intersection where M1 ends does not (it reaches M1's end from 25 ft beyond it).
     """
