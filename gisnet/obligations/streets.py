@@ -315,7 +315,7 @@ def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains
     layer = town.layer("parcels")
     fabric = np.asarray(layer.geometry.values, dtype=object) if layer is not None else parcels
     # each parcel's own place in the fabric (when the parcels are the whole layer)
-    whole = len(fabric) == n and bool(np.all(shapely.equals_identical(parcels, fabric)))
+    whole = len(fabric) == n and bool(np.all(shapely.equals_exact(parcels, fabric, tolerance=0)))
     own = np.arange(n) if whole else np.full(n, -1)
     in_street = np.flatnonzero(street_mains(fabric, mains, threads))
     if len(cand) and len(in_street):
