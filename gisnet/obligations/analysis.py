@@ -58,7 +58,8 @@ log = logging.getLogger(__name__)
 #: Columns of the ``obligations`` layer, in order (then the parcel geometry).
 OBLIGATION_COLUMNS = [
     "parcel_id", "building_id", "main_id", "distance_ft", "within_distance",
-    "abuts_sewered_street", "status", "deadline_days", "septic_deadline", "measure",
+    "abuts_sewered_street", "abutting_method", "status", "deadline_days", "septic_deadline",
+    "measure",
     "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
     "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
     "sewer_available_date", "notice_date", "deadline_date", "health_hazard", "highway_program",
@@ -66,7 +67,7 @@ OBLIGATION_COLUMNS = [
 ]
 #: Columns of the ``obligation_evidence`` layer (then the measured line).
 EVIDENCE_COLUMNS = ["parcel_id", "building_id", "main_id", "distance_ft", "measure",
-                    "section", "status"]
+                    "section", "status", "abutting_method"]
 
 
 def select_ids(values: Iterable[Any]) -> list[str]:
@@ -126,7 +127,8 @@ def compute_obligations(
         geometry given to the HTTP service).
     assume_abutting
         Without a streets layer, treat parcels within the distance as
-        abutting (status ``required``) instead of ``review``.
+        abutting (``abutting_method`` ``assumed``) instead of deciding it
+        from the parcel fabric (``parcel_fabric``).
     threads
         Threads for the nearest-main search (default :func:`default_threads`).
 
@@ -219,7 +221,8 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     clock.lap("connected")
     # ---- abutting test, for the parcels not connected
     ab = abutting(town, pgeom, geoms, mgeom, mains.rank,
-                  np.flatnonzero(~is_connected & found), threads=threads)
+                  np.flatnonzero(~is_connected & found), threads=threads,
+                  assume=assume_abutting)
     clock.lap("abutting")
     if measure == "building" and con.applies_to == "new_buildings" and len(all_meta) > n:
         meta, geoms, abut_d = newest_building(meta, all_meta, all_geoms, ab.main, mgeom, fpu,
@@ -284,6 +287,7 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         "distance_ft": dist_ft,
         "within_distance": within_col,
         "abuts_sewered_street": ab.abuts,
+        "abutting_method": pd.Series(ab.method, dtype=object),
         # (object dtype: no copy of a million reasons into Arrow strings)
         "status": pd.Series(dec.status, dtype=object),
         "deadline_days": dec.deadline_days,

@@ -11,6 +11,15 @@ street or ending in an intersection does not make that street sewered.
 
 A parcel abuts a sewered street when it lies within ``abutting_tolerance_ft``
 of a street that holds an eligible main.
+
+Without a streets layer the parcel fabric decides (:func:`fabric_abutting`): the
+space between parcels is street or right-of-way, so a parcel abuts the street
+of a main when the shortest line from the parcel to the main runs through no
+other parcel (through at most :data:`FABRIC_SLIVER_FT` of one: slivers, corners
+grazed, digitising gaps), across the street (no longer than a street's width
+plus the tolerance) and not past the main's end. Mains lying mostly inside
+parcels (easements across lots) hold no street. Each result says which method decided
+(:data:`METHODS`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,12 @@ from .spatial import chunked, expand_pairs, threaded_pairs, threaded_query
 HOLD_FRACTION = 0.5
 #: ... or a stretch longer than this many street widths does.
 HOLD_WIDTHS = 2.0
+#: Without streets: a shortest line from a parcel to a main may run through
+#: another parcel for at most this length (ft) and still reach it across the street.
+FABRIC_SLIVER_FT = 1.0
+#: How ``abuts`` was decided: a streets layer, the parcel fabric (no streets
+#: layer), or assumed (no streets layer and the caller asked to assume it).
+METHODS = ("streets", "parcel_fabric", "assumed")
 
 
 def street_areas(town: Town, tol_units: float, *, near: STRtree | None = None,
@@ -115,8 +130,8 @@ class Abutting:
     Attributes
     ----------
     tested
-        The test ran: the profile requires abutting and the town has streets.
-        (False: every parcel's ``abuts`` is NA.)
+        The test ran: the profile requires abutting and the caller did not ask
+        to assume it without a streets layer (False: every ``abuts`` is NA).
     abuts
         The parcel abuts a street holding an eligible main (NA where not tested:
         connected or unmeasured parcels, or no test at all).
@@ -125,12 +140,17 @@ class Abutting:
         the parcel abuts, ties to the lowest id; -1 for none.
     distance_ft
         Distance (ft) from the measured geometry to that main; NaN for none.
+    method
+        Per parcel, how ``abuts`` was decided (one of :data:`METHODS`); None
+        where no test ran for it (connected or unmeasured parcels, or the
+        profile does not require abutting).
     """
 
     tested: bool
     abuts: pd.arrays.BooleanArray
     main: np.ndarray
     distance_ft: np.ndarray
+    method: np.ndarray
 
     @property
     def abuts_mask(self) -> np.ndarray:
@@ -139,8 +159,13 @@ class Abutting:
 
 
 def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.ndarray,
-             main_rank: np.ndarray, candidates: np.ndarray, *, threads: int) -> Abutting:
+             main_rank: np.ndarray, candidates: np.ndarray, *, threads: int,
+             assume: bool = False) -> Abutting:
     """Run the abutting test for the parcels at positions ``candidates``.
+
+    With a streets layer the streets decide; without one the parcel fabric
+    (:func:`fabric_abutting`), unless ``assume`` (then no test runs and the
+    candidates' method is ``assumed``).
 
     Parameters
     ----------
@@ -157,6 +182,9 @@ def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.nd
         Positions of the parcels to test (not connected, measured).
     threads
         Threads for the spatial queries.
+    assume
+        The caller asked to treat parcels as abutting when there is no
+        streets layer.
     """
     con = town.profile.connection
     fpu = float(town.ft_per_unit)
@@ -164,11 +192,22 @@ def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.nd
     abut = pd.array([pd.NA] * n, dtype="boolean")
     abut_j = np.full(n, -1, dtype=np.int64)
     abut_d = np.full(n, np.nan)
+    method = np.full(n, None, dtype=object)
     st = town.layer("streets")
-    tested = bool(con.require_abutting and st is not None and len(st) > 0)
+    have_streets = st is not None and len(st) > 0
     cand = np.asarray(candidates, dtype=np.int64)
-    if not tested or not len(cand):
-        return Abutting(tested, abut, abut_j, abut_d)
+    if not con.require_abutting:
+        return Abutting(False, abut, abut_j, abut_d, method)
+    if not have_streets:
+        if assume:
+            method[cand] = "assumed"
+            return Abutting(False, abut, abut_j, abut_d, method)
+        return fabric_abutting(town, parcels, measured, mains, main_rank, cand,
+                               threads=threads)
+    tested = True
+    if not len(cand):
+        return Abutting(tested, abut, abut_j, abut_d, method)
+    method[cand] = "streets"
     tol_u = con.abutting_tolerance_ft / fpu
     ctree = STRtree(parcels[cand])
     # widen only the streets near the parcels tested, unless that is most of them
@@ -198,4 +237,152 @@ def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.nd
         first = np.r_[True, pp[1:] != pp[:-1]]
         abut_j[pp[first]] = mm[first]
         abut_d[pp[first]] = dd[first]
-    return Abutting(tested, abut, abut_j, abut_d)
+    return Abutting(tested, abut, abut_j, abut_d, method)
+
+
+def street_mains(fabric: np.ndarray, mains: np.ndarray, threads: int = 1) -> np.ndarray:
+    """Which mains lie in the space between parcels (street or right-of-way).
+
+    A main lies in a street unless :data:`HOLD_FRACTION` or more of its length
+    lies inside parcels' interiors (an easement across lots: it holds no
+    street); a main along lot lines lies between parcels.
+
+    Parameters
+    ----------
+    fabric
+        Every parcel of the town (the fabric).
+    mains
+        Main geometries.
+    threads
+        Threads for the spatial queries.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean per main.
+    """
+    inside = np.zeros(len(mains))
+    if len(mains) and len(fabric):
+        mi, fi = threaded_query(STRtree(fabric), mains, threads)
+        if len(mi):
+            # inside the parcels' interiors: a main along lot lines (parcels drawn to
+            # the street's centre line) lies between parcels
+            ln = shapely.length(threaded_pairs(shapely.intersection, mains[mi], fabric[fi],
+                                               threads))
+            on = shapely.length(threaded_pairs(shapely.intersection, mains[mi],
+                                               shapely.boundary(fabric[fi]), threads))
+            inside = np.bincount(mi, weights=np.maximum(ln - on, 0.0), minlength=len(mains))
+    return inside < HOLD_FRACTION * shapely.length(mains)
+
+
+def fabric_abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.ndarray,
+                    main_rank: np.ndarray, cand: np.ndarray, *, threads: int) -> Abutting:
+    """The abutting test without a streets layer, from the parcel fabric.
+
+    The space between parcels is street or right-of-way: a parcel abuts the
+    street of a main (one in that space: :func:`street_mains`) when the
+    shortest line from the parcel to the main
+
+    * runs through the interior of no other parcel of the town for more than
+      :data:`FABRIC_SLIVER_FT` (a line that only touches another parcel's
+      boundary, runs along one parcel's edge, or grazes a corner, does not
+      count), nor along a lot line two parcels share for more than that;
+    * crosses the street rather than running along it: it is no longer than
+      ``default_street_width_ft + abutting_tolerance_ft`` (with streets, a
+      parcel within the tolerance of a street, the main inside it);
+    * does not reach the main at one of its ends from more than
+      ``abutting_tolerance_ft`` beyond it (a main ending in an intersection
+      does not make the street past it sewered, as with streets).
+
+    The abutting main is the nearest of those reached (from the measured
+    geometry; ties: lowest id), as with streets.
+
+    All in arrays: one shortest line per (parcel, main) pair, one tree query
+    of those lines against the fabric, one intersection per (line, parcel hit).
+
+    Parameters
+    ----------
+    town, parcels, measured, mains, main_rank, cand, threads
+        As for :func:`abutting` (``cand``: the candidate positions).
+    """
+    fpu = float(town.ft_per_unit)
+    n = len(parcels)
+    abut_np = np.zeros(n, dtype=bool)
+    abut_j = np.full(n, -1, dtype=np.int64)
+    abut_d = np.full(n, np.nan)
+    method = np.full(n, None, dtype=object)
+    method[cand] = "parcel_fabric"
+    layer = town.layer("parcels")
+    fabric = np.asarray(layer.geometry.values, dtype=object) if layer is not None else parcels
+    # each parcel's own place in the fabric (when the parcels are the whole layer)
+    whole = len(fabric) == n and bool(np.all(shapely.equals_exact(parcels, fabric, tolerance=0)))
+    own = np.arange(n) if whole else np.full(n, -1)
+    in_street = np.flatnonzero(street_mains(fabric, mains, threads))
+    if len(cand) and len(in_street):
+        sm = mains[in_street]
+        pg = parcels[cand]
+        con = town.profile.connection
+        tol_u = con.abutting_tolerance_ft / fpu
+        # across the street, not along it: a main in the street a parcel abuts lies
+        # within a street's width (+ the tolerance) of it, as with streets
+        reach_u = con.default_street_width_ft / fpu + tol_u
+        pc, mk = threaded_query(STRtree(sm), pg, threads, distance=reach_u * (1 + 1e-9))
+        lines = threaded_pairs(shapely.shortest_line, pg[pc], sm[mk], threads)
+        blocked = _past_end(lines, mk, sm, tol_u)
+        li, fi = threaded_query(STRtree(fabric), lines, threads)
+        other = fi != own[cand[pc[li]]]
+        li, fi = li[other], fi[other]
+        # through a parcel's interior (the parcel's own line starts on its boundary: 0 ft)
+        ln = shapely.length(threaded_pairs(shapely.intersection, lines[li], fabric[fi],
+                                           threads))
+        sliver_u = FABRIC_SLIVER_FT / fpu
+        on = np.zeros(len(li))
+        k = np.flatnonzero(ln > sliver_u)  # (the others touch at a point or graze a sliver)
+        on[k] = shapely.length(threaded_pairs(shapely.intersection, lines[li[k]],
+                                              shapely.boundary(fabric[fi[k]]), threads))
+        blocked[li[ln - on > sliver_u]] = True
+        # along a lot line: on the edge of two parcels, no gap between them
+        along = np.bincount(li[on > sliver_u], minlength=len(lines))
+        blocked |= along >= 2
+        ok = ~blocked
+        pp, mm = cand[pc[ok]], in_street[mk[ok]]
+        abut_np[pp] = True
+        if len(pp):
+            dd = threaded_pairs(shapely.distance, measured[pp], mains[mm], threads) * fpu
+            order = np.lexsort((main_rank[mm], dd, pp))
+            pp, mm, dd = pp[order], mm[order], dd[order]
+            first = np.r_[True, pp[1:] != pp[:-1]]
+            abut_j[pp[first]] = mm[first]
+            abut_d[pp[first]] = dd[first]
+    abut = pd.array(abut_np, dtype="boolean")
+    untested = np.ones(n, dtype=bool)
+    untested[cand] = False
+    abut[untested] = pd.NA
+    return Abutting(True, abut, abut_j, abut_d, method)
+
+
+def _past_end(lines: np.ndarray, mk: np.ndarray, mains: np.ndarray, tol_u: float
+              ) -> np.ndarray:
+    """Shortest lines that reach a main at one of its ends from beyond it.
+
+    ``lines[i]`` runs from a parcel to ``mains[mk[i]]``. True where the parcel
+    lies past the end of the main, along its last segment, by more than
+    ``tol_u``: a main ending in an intersection does not make the street on
+    the far side of it sewered (as with streets, :func:`holding_pairs`).
+    """
+    xy = shapely.get_coordinates(lines).reshape(-1, 4)
+    frm, to = xy[:, :2], xy[:, 2:]
+    past = np.zeros(len(lines), dtype=bool)
+    simple = np.flatnonzero(shapely.get_type_id(mains) == 1)  # LineStrings
+    for end, prev in ((0, 1), (-1, -2)):
+        ends = np.full((len(mains), 2), np.nan)
+        pv = np.full((len(mains), 2), np.nan)
+        ends[simple] = shapely.get_coordinates(shapely.get_point(mains[simple], end))
+        pv[simple] = shapely.get_coordinates(shapely.get_point(mains[simple], prev))
+        d = ends - pv
+        unit = d / np.hypot(d[:, 0], d[:, 1])[:, None]
+        e, u = ends[mk], unit[mk]
+        at_end = np.hypot(to[:, 0] - e[:, 0], to[:, 1] - e[:, 1]) <= 1e-6
+        along = np.einsum("ij,ij->i", frm - e, u)
+        past |= at_end & (along > tol_u)
+    return past
