@@ -114,8 +114,9 @@ def verdicts(town: Town, findings: list[Finding]) -> list[Verdict]:
     if conn.measure == "building" and len(town.layers.get("buildings", ())) == 0:
         limit.append(f"{town.profile.id} measures from the building and there is no "
                      "buildings layer")
-    if getattr(conn, "require_abutting", False) and "streets" not in town.layers:
-        limit.append("the rule needs the street a property abuts and there is no streets layer")
+    if conn.require_abutting and "streets" not in town.layers:
+        limit.append("no streets layer: whether a property abuts a sewered street is decided "
+                     "from the parcel fabric (the gaps between parcels are the streets)")
     out.append(Verdict("obligations", _answer(block, limit), block + limit))
     # control manholes
     block, limit = [], []

@@ -237,15 +237,16 @@ def test_nearest_ties_deterministic_with_threads():
 # --------------------------------------------------------------------------- status rules
 
 
-def test_no_streets_layer_is_review_and_says_so():
+def test_no_streets_layer_decides_from_the_parcel_fabric_and_says_so():
+    # the lot is 50 ft from the main with no other parcel between: the gap is the street
     town = make_town([{"parcel_id": "P", "geometry": box(0, 50, 100, 150)}],
                      [main("M1", [(0, 0), (500, 0)])])
     r = row(compute_obligations(town)["obligations"], "P")
-    assert r["status"] == "review"
-    assert "abutting test was skipped (no streets layer)" in r["reason"]
-    assert pd.isna(r["abuts_sewered_street"])
+    assert r["status"] == "subject_to_notice"
+    assert bool(r["abuts_sewered_street"]) and r["abutting_method"] == "parcel_fabric"
     r2 = row(compute_obligations(town, assume_abutting=True)["obligations"], "P")
     assert r2["status"] == "subject_to_notice" and "abutting assumed" in r2["reason"]
+    assert r2["abutting_method"] == "assumed"
 
 
 def test_within_distance_but_not_abutting():

@@ -27,7 +27,9 @@ The abutting test (:mod:`gisnet.obligations.streets`): the parcel (within
 ``abutting_tolerance_ft``) touches a street or right-of-way that holds an
 eligible main. The test is run for the parcels not already connected (for
 connected parcels ``abuts_sewered_street`` is null). Without a streets layer
-the test is skipped and each reason says so.
+it is decided from the parcel fabric (the gaps between parcels are the streets:
+:func:`gisnet.obligations.streets.fabric_abutting`); ``abutting_method`` says
+which way each parcel was decided.
 
 "Within N ft" is :func:`gisnet.rules.within`: ``<=`` N ft, with a tolerance
 of :data:`DISTANCE_TOLERANCE_FT` (a distance that prints as 300.00 ft is
