@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import shapely
 
+from gisnet.io.metadata import SUFFIX_UNITS, parse_tables
 from gisnet.obligations import STATUSES
 from gisnet.report import SEVERITIES
 
@@ -30,11 +31,6 @@ LAYERS = {
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
     "pipes_capacity", "plants",
-}
-#: Column-name suffix -> the unit the document must give it.
-SUFFIX_UNITS = {
-    "_ft": "ft", "_in": "in", "_gpd": "gpd", "_cfs": "cfs", "_fps": "fps", "_mgd": "MGD",
-    "_pct": "%", "_acres": "acres", "_days": "days",
 }
 #: Units a numeric column without a unit suffix may have (unitless by nature).
 UNITLESS = {"ft/ft", "ratio", "count", "persons", "coefficient", "CRS unit"}
@@ -48,46 +44,6 @@ GAL_PER_FT3 = 7.48051948  # US gallons per cubic foot (231 in^3 per gallon)
 
 
 # --------------------------------------------------------------------------- the document
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _unquote(cell: str) -> str:
-    return cell.strip().strip("`")
-
-
-def parse_tables(text: str) -> dict[str, dict[str, list[list[str]]]]:
-    """Tables of the document by ``## `section``` and first header cell.
-
-    Returns ``{section: {first_header: rows}}``, each row a list of cells with
-    backticks removed; the separator line is skipped.
-    """
-    out: dict[str, dict[str, list[list[str]]]] = {}
-    section = None
-    header: str | None = None
-    for line in text.splitlines():
-        m = re.match(r"^## `(\w+)`\s*$", line)
-        if m:
-            section, header = m.group(1), None
-            out[section] = {}
-            continue
-        if line.startswith("## "):
-            section, header = None, None
-            continue
-        if section is None:
-            continue
-        if not line.startswith("|"):
-            header = None
-            continue
-        cells = [_unquote(c) for c in _cells(line)]
-        if header is None:
-            header = cells[0]
-            out[section][header] = []
-        elif not set(line.replace("|", "").strip()) <= set("-: "):
-            out[section][header].append(cells)
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
+from .metadata import describe_gpkg
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +258,7 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
             # GDAL's GPKG driver replaces a layer of the same name and keeps the others
             write_layer(tmp, name, df)
             existing.add(name)
+        describe_gpkg(tmp, layers)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -276,6 +278,7 @@ def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
         for name in sorted(layers):
             write_layer(path, name, layers[name])
             kill_point("gpkg")
+    describe_gpkg(path, layers)
     for w in caught:
         log.warning("%s: %s", path, str(w.message).strip())
     return path

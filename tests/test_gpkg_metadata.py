@@ -1,0 +1,96 @@
+"""The results GeoPackage describes itself: layer descriptions and column labels
+(``gpkg_contents.description``, ``gpkg_data_columns``) copied from docs/results.md,
+values rounded to what the data can tell."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+import shapely
+
+from gisnet.io import write_results
+from gisnet.io.metadata import RESULTS_DOC, Column, layer_docs, parse_intros, parse_layers
+
+DOC_TEXT = RESULTS_DOC.read_text(encoding="utf-8")
+
+
+def test_labels_carry_the_unit() -> None:
+    assert Column("distance_ft", "real", "ft", "").label == "Distance (ft)"
+    assert Column("design_flow_mgd", "real", "MGD", "").label == "Design flow (MGD)"
+    assert Column("utilization", "real", "ratio", "").label == "Utilization (ratio)"
+    assert Column("status", "text", "—", "").label == "Status"
+    assert Column("x", "real", "CRS unit", "").label == "X (CRS unit)"
+
+
+def test_intro_is_the_prose_before_the_first_table() -> None:
+    text = ("## `a`\n\nFirst line\nsecond `x`.\n\n| column | type | unit | meaning |\n"
+            "|---|---|---|---|\n| `x_ft` | real | ft | the `x` |\n\nLater prose.\n"
+            "## Other\n\nno.\n")
+    assert parse_intros(text) == {"a": "First line second x."}
+    docs = parse_layers(text)
+    assert docs["a"].description == "First line second x."
+    assert docs["a"].columns == (Column("x_ft", "real", "ft", "the x"),)
+
+
+def test_every_documented_layer_has_a_description() -> None:
+    docs = layer_docs()
+    assert len(docs) >= 12
+    for name, d in docs.items():
+        assert len(d.description) > 20, name
+        assert all(c.meaning for c in d.columns), name
+
+
+def _small_layers() -> dict[str, pd.DataFrame]:
+    crs = "EPSG:2260"
+    pipes = gpd.GeoDataFrame(
+        {"main_id": ["M1", "M2"], "length_ft": [24.630184, 100.04999],
+         "capacity_gpd": [6655755.534214, 494000.4], "utilization": [0.123456789, None],
+         "peaking_factor": [3.456789, 2.0]},
+        geometry=[shapely.LineString([(0, 0), (24, 0)]), shapely.LineString([(0, 0), (0, 100)])],
+        crs=crs)
+    plants = gpd.GeoDataFrame(
+        {"plant_id": ["P1"], "design_flow_mgd": [8.5], "avg_flow_mgd": [6.7891234],
+         "ratio": [0.79872040], "threshold": [0.8]},
+        geometry=[shapely.Point(0, 0)], crs=crs)
+    return {"pipes_capacity": pipes, "plants": plants,
+            "scratch": pd.DataFrame({"a_ft": [1.23456]})}
+
+
+def test_geopackage_has_descriptions_and_aliases(tmp_path: Path) -> None:
+    path = write_results(tmp_path, _small_layers())
+    docs = layer_docs()
+    con = sqlite3.connect(path)
+    try:
+        desc = dict(con.execute("SELECT table_name, description FROM gpkg_contents"))
+        rows = {(t, c): (n, ti, d) for t, c, n, ti, d in con.execute(
+            "SELECT table_name, column_name, name, title, description FROM gpkg_data_columns")}
+        ext = con.execute("SELECT scope FROM gpkg_extensions WHERE table_name = "
+                          "'gpkg_data_columns' AND extension_name = 'gpkg_schema'").fetchall()
+    finally:
+        con.close()
+    assert desc["pipes_capacity"] == docs["pipes_capacity"].description
+    assert desc["pipes_capacity"].startswith("One row per graph edge")
+    assert desc["plants"].startswith("One row per treatment plant")
+    assert ext == [("read-write",)]
+    assert rows[("pipes_capacity", "capacity_gpd")] == (
+        "Capacity (gpd)", "Capacity (gpd)",
+        "Manning full-flow capacity; null for no diameter, zero/adverse/no slope, force mains")
+    assert rows[("plants", "design_flow_mgd")][0] == "Design flow (MGD)"
+    assert rows[("pipes_capacity", "geom")][0] == "Geometry"
+    # one row per column present, none for columns the layer lacks or for unknown layers
+    assert {c for t, c in rows if t == "pipes_capacity"} == {
+        "main_id", "length_ft", "capacity_gpd", "utilization", "peaking_factor", "geom"}
+    assert not [k for k in rows if k[0] == "scratch"]
+    # writing again replaces the rows rather than adding to them
+    write_results(tmp_path, {"plants": _small_layers()["plants"]})
+    con = sqlite3.connect(path)
+    try:
+        n = con.execute("SELECT count(*) FROM gpkg_data_columns WHERE table_name = 'plants'"
+                        ).fetchone()[0]
+    finally:
+        con.close()
+    assert n == 6
