@@ -94,3 +94,29 @@ def test_geopackage_has_descriptions_and_aliases(tmp_path: Path) -> None:
     finally:
         con.close()
     assert n == 6
+
+
+def test_values_are_rounded_in_the_files_not_in_memory(tmp_path: Path) -> None:
+    import pyogrio
+
+    from gisnet.io import write_tables
+
+    layers = _small_layers()
+    path = write_results(tmp_path, layers)
+    p = pyogrio.read_dataframe(path, layer="pipes_capacity")
+    assert list(p["length_ft"]) == [24.6, 100.0]
+    assert list(p["capacity_gpd"]) == [6655756.0, 494000.0]
+    assert p["utilization"][0] == 0.1235 and pd.isna(p["utilization"][1])
+    assert list(p["peaking_factor"]) == [3.4568, 2.0]  # documented as a ratio
+    pl = pyogrio.read_dataframe(path, layer="plants")
+    assert pl["avg_flow_mgd"][0] == 6.789 and pl["ratio"][0] == 0.7987
+    assert pl["design_flow_mgd"][0] == 8.5
+    s = pyogrio.read_dataframe(path, layer="scratch")
+    assert s["a_ft"][0] == 1.2  # the suffix decides, documented or not
+    # the in-memory layers keep every digit
+    assert layers["pipes_capacity"]["length_ft"][0] == 24.630184
+    assert layers["plants"]["ratio"][0] == 0.79872040
+    (csv,) = write_tables(tmp_path, {"pipes_capacity": layers["pipes_capacity"]}, ["csv"])
+    text = csv.read_text(encoding="utf-8-sig")
+    assert "24.6," in text and "6655756.0," in text and "24.630184" not in text
+    assert layers["pipes_capacity"]["capacity_gpd"][0] == 6655755.534214

@@ -28,7 +28,7 @@ import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
-from .metadata import describe_gpkg
+from .metadata import describe_gpkg, layer_docs
 
 log = logging.getLogger(__name__)
 
@@ -296,13 +296,52 @@ def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: Decimals kept in written files, by column-name suffix: feet to 0.1 ft, gallons
+#: per day to whole gallons, MGD to 0.001 MGD (1,000 gpd).
+ROUND_SUFFIX: dict[str, int] = {"_ft": 1, "_gpd": 0, "_mgd": 3}
+#: Decimals of ratios (documented unit ``ratio``: ``utilization``, ``ratio``,
+#: ``peaking_factor``, ``threshold``, ...).
+ROUND_RATIO = 4
+
+
+def _digits(layer: str, column: str) -> int | None:
+    """Decimals to keep of ``layer.column`` in a written file, or None (as is)."""
+    for sfx, d in ROUND_SUFFIX.items():
+        if column.endswith(sfx):
+            return d
+    doc = layer_docs().get(layer)
+    col = doc.column(column) if doc is not None else None
+    if (col is not None and col.unit == "ratio") or column == "utilization" \
+            or column == "ratio" or column.endswith("_ratio"):
+        return ROUND_RATIO
+    return None
+
+
+def rounded(layer: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its measured values rounded for the files (GeoPackage and
+    tables): ``_ft`` to 0.1, ``_gpd`` to whole gallons, ``_mgd`` to 0.001,
+    ratios to 0.0001 (see :data:`ROUND_SUFFIX`, :data:`ROUND_RATIO`). Only float
+    columns are rounded; the in-memory results keep every digit, so decisions
+    (within the distance, over the threshold) are taken on the exact numbers.
+    """
+    todo = {c: d for c in df.columns if isinstance(c, str)
+            and pd.api.types.is_float_dtype(df[c]) and (d := _digits(layer, c)) is not None}
+    if not todo:
+        return df
+    df = df.copy()
+    for c, d in todo.items():
+        df[c] = df[c].round(d)
+    return df
+
+
 def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
     """Write one layer into the GeoPackage ``path`` (replacing a layer of that name).
 
     A GeoDataFrame is written with its geometry and CRS, a DataFrame as an
-    attribute table (see :func:`gpkg_ready` for the column types).
+    attribute table (see :func:`gpkg_ready` for the column types), values
+    rounded by :func:`rounded`.
     """
-    df = gpkg_ready(df)
+    df = gpkg_ready(rounded(name, df))
     if isinstance(df, gpd.GeoDataFrame):
         pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
     else:
@@ -326,6 +365,8 @@ def write_tables(
       attributes and units as in the GeoPackage;
     - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
       Parquet).
+
+    Values are rounded as in the GeoPackage (:func:`rounded`).
 
     Parameters
     ----------
@@ -355,7 +396,7 @@ def write_tables(
     written: list[Path] = []
     for name, df in layers.items():
         geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
-        df = df.copy(deep=False)
+        df = rounded(name, df.copy(deep=False))
         df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
         for fmt in formats:
             path = folder / f"{name}{TABLE_FORMATS[fmt]}"
