@@ -49,7 +49,8 @@ def _small_layers() -> dict[str, pd.DataFrame]:
     pipes = gpd.GeoDataFrame(
         {"main_id": ["M1", "M2"], "length_ft": [24.630184, 100.04999],
          "capacity_gpd": [6655755.534214, 494000.4], "utilization": [0.123456789, None],
-         "peaking_factor": [3.456789, 2.0]},
+         "peaking_factor": [3.456789, 2.0],
+         "up_invert_ft": [133.70789, None]},
         geometry=[shapely.LineString([(0, 0), (24, 0)]), shapely.LineString([(0, 0), (0, 100)])],
         crs=crs)
     plants = gpd.GeoDataFrame(
@@ -81,7 +82,8 @@ def test_geopackage_has_descriptions_and_aliases(tmp_path: Path) -> None:
         "Manning full-flow capacity; null for no diameter, zero/adverse/no slope, force mains")
     assert rows[("plants", "design_flow_mgd")][0] == "Design flow (MGD)"
     assert rows[("pipes_capacity", "geom")][0] == "Geometry"
-    # one row per column present, none for columns the layer lacks or for unknown layers
+    # one row per documented column present (not up_invert_ft: pipes_capacity has none),
+    # none for columns the layer lacks or for unknown layers
     assert {c for t, c in rows if t == "pipes_capacity"} == {
         "main_id", "length_ft", "capacity_gpd", "utilization", "peaking_factor", "geom"}
     assert not [k for k in rows if k[0] == "scratch"]
@@ -106,10 +108,12 @@ def test_values_are_rounded_in_the_files_not_in_memory(tmp_path: Path) -> None:
     p = pyogrio.read_dataframe(path, layer="pipes_capacity")
     assert list(p["length_ft"]) == [24.6, 100.0]
     assert list(p["capacity_gpd"]) == [6655756.0, 494000.0]
-    assert p["utilization"][0] == 0.1235 and pd.isna(p["utilization"][1])
-    assert list(p["peaking_factor"]) == [3.4568, 2.0]  # documented as a ratio
+    # ratios are compared with thresholds by readers: written as they are
+    assert p["utilization"][0] == 0.123456789 and pd.isna(p["utilization"][1])
+    assert list(p["peaking_factor"]) == [3.456789, 2.0]
+    assert p["up_invert_ft"][0] == 133.71  # elevations keep 0.01 ft
     pl = pyogrio.read_dataframe(path, layer="plants")
-    assert pl["avg_flow_mgd"][0] == 6.789 and pl["ratio"][0] == 0.7987
+    assert pl["avg_flow_mgd"][0] == 6.789 and pl["ratio"][0] == 0.79872040
     assert pl["design_flow_mgd"][0] == 8.5
     s = pyogrio.read_dataframe(path, layer="scratch")
     assert s["a_ft"][0] == 1.2  # the suffix decides, documented or not
@@ -120,3 +124,29 @@ def test_values_are_rounded_in_the_files_not_in_memory(tmp_path: Path) -> None:
     text = csv.read_text(encoding="utf-8-sig")
     assert "24.6," in text and "6655756.0," in text and "24.630184" not in text
     assert layers["pipes_capacity"]["capacity_gpd"][0] == 6655755.534214
+
+
+def test_quality_is_one_point_layer_and_the_maps_read_its_lines_back(tmp_path: Path) -> None:
+    import pyogrio
+
+    from gisnet.maps.pages import read_results
+
+    line = shapely.LineString([(0, 0), (10, 0), (10, 10)])
+    q = gpd.GeoDataFrame(
+        {"finding_id": ["Q00001", "Q00002", "Q00003"], "kind": ["gap_snapped", "cycle", "x"],
+         "severity": ["info", "warning", "info"], "message": ["a", "b", "c"],
+         "layer": ["mains"] * 3, "feature_id": ["M1", "M2", None]},
+        geometry=[shapely.Point(1.23456, 2), line, None], crs="EPSG:2260")
+    path = write_results(tmp_path, {"quality": q})
+    assert [n for n, _ in pyogrio.list_layers(path)] == ["quality"]
+    assert pyogrio.read_info(path, layer="quality")["geometry_type"] == "Point"
+    back = pyogrio.read_dataframe(path, layer="quality")
+    assert list(back["geometry_wkt"][:2]) == ["POINT (1.235 2)",
+                                              "LINESTRING (0 0, 10 0, 10 10)"]
+    assert pd.isna(back["geometry_wkt"][2]) and back.geometry[2] is None
+    assert back.geometry[0].equals(shapely.Point(1.23456, 2))
+    assert line.distance(back.geometry[1]) < 1e-9  # a point on the line
+    maps = read_results(tmp_path)["quality"]
+    assert "geometry_wkt" not in maps.columns and maps.crs == q.crs
+    assert maps.geometry[1].equals(line) and maps.geometry[2] is None
+    assert list(maps["finding_id"]) == list(q["finding_id"])

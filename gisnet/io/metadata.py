@@ -107,6 +107,12 @@ class Column:
     meaning: str
 
     @property
+    def file_only(self) -> bool:
+        """The column exists only in the written files (its meaning starts
+        ``files only:``), not in ``Results.layers``."""
+        return self.meaning.startswith("files only:")
+
+    @property
     def label(self) -> str:
         """A human label with the unit: ``distance_ft`` -> ``Distance (ft)``,
         ``utilization`` -> ``Utilization (ratio)``, ``status`` -> ``Status``."""

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pyogrio
 import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
-from .metadata import describe_gpkg, layer_docs
+from .metadata import describe_gpkg
 
 log = logging.getLogger(__name__)
 
@@ -297,40 +298,68 @@ def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
 
 
 #: Decimals kept in written files, by column-name suffix: feet to 0.1 ft, gallons
-#: per day to whole gallons, MGD to 0.001 MGD (1,000 gpd).
-ROUND_SUFFIX: dict[str, int] = {"_ft": 1, "_gpd": 0, "_mgd": 3}
-#: Decimals of ratios (documented unit ``ratio``: ``utilization``, ``ratio``,
-#: ``peaking_factor``, ``threshold``, ...).
-ROUND_RATIO = 4
+#: per day to whole gallons, MGD to 0.001 MGD (1,000 gpd). Ratios (``utilization``,
+#: ``ratio``, ``peaking_factor``) are written unrounded: readers (QGIS, ``gisnet
+#: map``) compare them with the ordinance's thresholds, and a rounded ratio can land
+#: on the threshold it exceeds (0.800004 -> 0.8000 is not "in excess of 80%") or
+#: shift a map's 0.1 % label from the one drawn from the results in memory.
+#: Elevations (``rim_ft``, ``invert_ft``, ``up_invert_ft``, ``down_invert_ft``) keep
+#: 0.01 ft, as surveyed: slopes are worked from their differences.
+ROUND_SUFFIX: dict[str, int] = {"rim_ft": 2, "invert_ft": 2, "_ft": 1, "_gpd": 0, "_mgd": 3}
 
 
-def _digits(layer: str, column: str) -> int | None:
-    """Decimals to keep of ``layer.column`` in a written file, or None (as is)."""
-    for sfx, d in ROUND_SUFFIX.items():
-        if column.endswith(sfx):
-            return d
-    doc = layer_docs().get(layer)
-    col = doc.column(column) if doc is not None else None
-    if (col is not None and col.unit == "ratio") or column == "utilization" \
-            or column == "ratio" or column.endswith("_ratio"):
-        return ROUND_RATIO
-    return None
-
-
-def rounded(layer: str, df: pd.DataFrame) -> pd.DataFrame:
+def rounded(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its measured values rounded for the files (GeoPackage and
-    tables): ``_ft`` to 0.1, ``_gpd`` to whole gallons, ``_mgd`` to 0.001,
-    ratios to 0.0001 (see :data:`ROUND_SUFFIX`, :data:`ROUND_RATIO`). Only float
-    columns are rounded; the in-memory results keep every digit, so decisions
-    (within the distance, over the threshold) are taken on the exact numbers.
+    tables): ``_ft`` to 0.1 (elevations to 0.01), ``_gpd`` to whole gallons,
+    ``_mgd`` to 0.001 (see
+    :data:`ROUND_SUFFIX`). Only float columns are rounded; the in-memory results
+    keep every digit, so decisions (within the distance, over the threshold) are
+    taken on the exact numbers.
     """
-    todo = {c: d for c in df.columns if isinstance(c, str)
-            and pd.api.types.is_float_dtype(df[c]) and (d := _digits(layer, c)) is not None}
+    todo = {}
+    for c in df.columns:
+        if isinstance(c, str) and pd.api.types.is_float_dtype(df[c]):
+            d = next((d for sfx, d in ROUND_SUFFIX.items() if c.endswith(sfx)), None)
+            if d is not None:
+                todo[c] = d
     if not todo:
         return df
     df = df.copy()
     for c, d in todo.items():
         df[c] = df[c].round(d)
+    return df
+
+
+#: Layers whose findings have places of several geometry types (points, lines)
+#: and are written as one Point layer: each row at its shape's representative
+#: point, the whole shape kept as WKT in ``geometry_wkt`` (see :func:`file_form`).
+POINT_LAYERS = ("quality",)
+#: Decimals of the coordinates in written WKT (0.001 CRS unit).
+WKT_DECIMALS = 3
+
+
+def file_form(layer: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``layer`` as the files hold it (GeoPackage and tables).
+
+    Values are :func:`rounded`. A layer of :data:`POINT_LAYERS` gets one geometry
+    type, Point (a GeoPackage layer of mixed types opens in QGIS as one sub-layer
+    per type): the representative point of each row's shape
+    (``shapely.point_on_surface``: a point is kept, a line gets a point on it),
+    null where the row has no place, and the whole shape in ``geometry_wkt``
+    (WKT in the working CRS; :func:`gisnet.maps.read_results` reads it back).
+    """
+    df = rounded(df)
+    if layer in POINT_LAYERS and isinstance(df, gpd.GeoDataFrame) \
+            and df.geometry.name in df.columns and "geometry_wkt" not in df.columns:
+        geoms = np.asarray(df.geometry.array, dtype=object)
+        empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+        geoms = np.where(empty, None, geoms)
+        wkt = shapely.to_wkt(geoms, rounding_precision=WKT_DECIMALS)
+        points = shapely.point_on_surface(geoms)
+        gname, crs = df.geometry.name, df.crs
+        attrs = pd.DataFrame(df.drop(columns=gname)).assign(geometry_wkt=wkt)
+        df = gpd.GeoDataFrame(attrs, geometry=gpd.GeoSeries(points, index=df.index, crs=crs,
+                                                            name=gname), crs=crs)
     return df
 
 
@@ -341,7 +370,7 @@ def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
     attribute table (see :func:`gpkg_ready` for the column types), values
     rounded by :func:`rounded`.
     """
-    df = gpkg_ready(rounded(name, df))
+    df = gpkg_ready(file_form(name, df))
     if isinstance(df, gpd.GeoDataFrame):
         pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
     else:
@@ -366,7 +395,9 @@ def write_tables(
     - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
       Parquet).
 
-    Values are rounded as in the GeoPackage (:func:`rounded`).
+    Every layer is in its file form, as in the GeoPackage (:func:`file_form`:
+    values rounded, ``quality`` as points with the whole shape in
+    ``geometry_wkt``, which the CSV then does not add again).
 
     Parameters
     ----------
@@ -396,8 +427,9 @@ def write_tables(
     written: list[Path] = []
     for name, df in layers.items():
         geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
-        df = rounded(name, df.copy(deep=False))
+        df = df.copy(deep=False)
         df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
+        df = file_form(name, df)
         for fmt in formats:
             path = folder / f"{name}{TABLE_FORMATS[fmt]}"
             if fmt == "geojson" and not geo:
@@ -405,9 +437,9 @@ def write_tables(
             with atomic_path(path, f"{fmt} table") as tmp:
                 if fmt == "csv":
                     table = pd.DataFrame(df.drop(columns=df.geometry.name)) if geo else df
-                    if geo:
+                    if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
-                            df.geometry.values, rounding_precision=3))
+                            df.geometry.values, rounding_precision=WKT_DECIMALS))
                     table.to_csv(tmp, index=False)
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
