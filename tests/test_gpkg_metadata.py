@@ -9,7 +9,6 @@ from pathlib import Path
 
 import geopandas as gpd
 import pandas as pd
-import pytest
 import shapely
 
 from gisnet.io import write_results
