@@ -9,6 +9,7 @@ from pathlib import Path
 
 import geopandas as gpd
 import pandas as pd
+import pytest
 import shapely
 
 from gisnet.io import write_results
@@ -137,7 +138,7 @@ def test_quality_is_one_point_layer_and_the_maps_read_its_lines_back(tmp_path: P
          "layer": ["mains"] * 3, "feature_id": ["M1", "M2", None]},
         geometry=[shapely.Point(1.23456, 2), line, None], crs="EPSG:2260")
     path = write_results(tmp_path, {"quality": q})
-    assert [n for n, _ in pyogrio.list_layers(path)] == ["quality"]
+    assert sorted(n for n, _ in pyogrio.list_layers(path)) == ["layer_styles", "quality"]
     assert pyogrio.read_info(path, layer="quality")["geometry_type"] == "Point"
     back = pyogrio.read_dataframe(path, layer="quality")
     assert list(back["geometry_wkt"][:2]) == ["POINT (1.235 2)",
@@ -149,3 +150,136 @@ def test_quality_is_one_point_layer_and_the_maps_read_its_lines_back(tmp_path: P
     assert "geometry_wkt" not in maps.columns and maps.crs == q.crs
     assert maps.geometry[1].equals(line) and maps.geometry[2] is None
     assert list(maps["finding_id"]) == list(q["finding_id"])
+
+
+# --------------------------------------------------------------------------- QGIS styles
+
+
+@pytest.fixture(scope="module")
+def sample_gpkg(sample_dir: Path, tmp_path_factory):
+    from gisnet.io import load_town
+    from gisnet.pipeline import analyse
+
+    res = analyse(load_town(sample_dir))
+    return res, write_results(tmp_path_factory.mktemp("styles"), res.layers())
+
+
+def _styles(path: Path) -> dict[str, tuple]:
+    con = sqlite3.connect(path)
+    try:
+        rows = con.execute("SELECT f_table_name, f_geometry_column, styleName, styleQML, "
+                           "useAsDefault, f_table_catalog, f_table_schema, styleSLD, "
+                           "description, owner, ui, update_time FROM layer_styles").fetchall()
+    finally:
+        con.close()
+    return {r[0]: r for r in rows}
+
+
+def _categories(qml: str) -> tuple[str, dict[str, str]]:
+    """(attr, {value: fill or line colour}) of a categorized renderer."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(qml.split("\n", 1)[1])
+    r = root.find("renderer-v2")
+    assert r is not None and r.get("type") == "categorizedSymbol"
+    symbols = {s.get("name"): s for s in r.iter("symbol")}
+    out = {}
+    for c in r.iter("category"):
+        sym = symbols[c.get("symbol")]
+        opts = {o.get("name"): o.get("value") for o in sym.iter("Option") if o.get("name")}
+        out[c.get("value")] = opts.get("color") or opts.get("line_color")
+    return r.get("attr"), out
+
+
+def _rgba(hex_colour: str) -> str:
+    h = hex_colour.lstrip("#")
+    return ",".join(str(int(h[i:i + 2], 16)) for i in (0, 2, 4))
+
+
+def test_style_colours_are_the_maps_colours() -> None:
+    from gisnet.io import styles
+    from gisnet.maps import common
+    from gisnet.obligations import STATUSES
+
+    assert styles.STATUS_COLOURS == common.STATUS_COLOURS
+    assert set(styles.STATUS_COLOURS) == set(STATUSES)
+    assert {k: c for k, (c, _) in styles.UTIL_CLASSES.items()} == \
+        {k: c for k, c, _ in common.UTIL_CLASSES}
+    assert styles.SEVERITY_COLOURS == common.SEVERITY_COLOURS
+
+
+@pytest.mark.slow
+def test_every_layer_with_geometry_has_a_default_qgis_style(sample_gpkg) -> None:
+    import xml.etree.ElementTree as ET
+
+    import pyogrio
+
+    from gisnet.maps.common import SEVERITY_COLOURS, STATUS_COLOURS
+    from gisnet.obligations import STATUSES
+
+    res, path = sample_gpkg
+    st = _styles(path)
+    geo = {n for n, g in pyogrio.list_layers(path) if g}
+    assert set(st) == geo == set(res.layers())  # every sample layer has geometry
+    assert {n for n, g in pyogrio.list_layers(path) if not g} == {"layer_styles"}
+    for name, (_, gcol, style, qml, default, *_rest) in st.items():
+        assert (gcol, style, default) == ("geom", "gisnet", 1), name
+        ET.fromstring(qml.split("\n", 1)[1])  # well-formed
+    attr, cats = _categories(st["obligations"][3])
+    assert attr == "status" and set(cats) == set(STATUSES)
+    assert cats == {k: _rgba(c) + ",150" for k, c in STATUS_COLOURS.items()}  # polygons
+    attr, cats = _categories(st["quality"][3])
+    assert attr == "severity" and cats == {k: _rgba(c) + ",255"
+                                           for k, c in SEVERITY_COLOURS.items()}
+    root = ET.fromstring(st["plants"][3].split("\n", 1)[1])
+    assert root.find("renderer-v2").get("type") == "singleSymbol"
+    assert root.findtext("layerGeometryType") == "0"
+
+
+@pytest.mark.slow
+def test_pipe_class_expression_agrees_with_the_capacity_map(sample_gpkg) -> None:
+    """The QGIS categories of pipes_capacity are the capacity page's classes: the
+    expression, run by SQLite on the written layer, gives classify_pipes's class
+    for every pipe."""
+    import pyogrio
+
+    from gisnet.io.styles import PIPE_CLASS_EXPRESSION, UTIL_CLASSES
+    from gisnet.maps.capacity import classify_pipes
+
+    res, path = sample_gpkg
+    attr, cats = _categories(_styles(path)["pipes_capacity"][3])
+    assert attr == PIPE_CLASS_EXPRESSION
+    assert cats == {k: _rgba(c) + ",255" for k, (c, _) in UTIL_CLASSES.items()}
+    con = sqlite3.connect(path)
+    try:
+        got = [r[0] for r in con.execute(
+            f"SELECT {PIPE_CLASS_EXPRESSION} FROM pipes_capacity ORDER BY fid")]
+    finally:
+        con.close()
+    back = pyogrio.read_dataframe(path, layer="pipes_capacity", read_geometry=False)
+    want = list(classify_pipes(res.layers()["pipes_capacity"], res.town.profile))
+    assert got == want
+    assert len(back) == len(got)
+    assert {"ok", "nocapacity", "unknown"} <= set(got)  # the sample exercises the cases
+
+
+def test_user_styles_are_kept_and_rewriting_replaces_gisnets(tmp_path: Path) -> None:
+    layers = _small_layers()
+    path = write_results(tmp_path, layers)
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE layer_styles SET useAsDefault = 0 WHERE f_table_name = 'plants'")
+        con.execute("INSERT INTO layer_styles (f_table_name, f_geometry_column, styleName, "
+                    "styleQML, useAsDefault) VALUES ('plants', 'geom', 'mine', '<qgis/>', 1)")
+    con.close()
+    write_results(tmp_path, {"plants": layers["plants"]})
+    con = sqlite3.connect(path)
+    try:
+        rows = sorted(con.execute("SELECT styleName, useAsDefault FROM layer_styles WHERE "
+                                  "f_table_name = 'plants'"))
+        pipes = con.execute("SELECT count(*) FROM layer_styles WHERE f_table_name = "
+                            "'pipes_capacity'").fetchone()[0]
+    finally:
+        con.close()
+    assert rows == [("gisnet", 0), ("mine", 1)]
+    assert pipes == 1

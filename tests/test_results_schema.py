@@ -213,7 +213,7 @@ def test_written_geopackage_matches(res, columns: dict, tmp_path: Path) -> None:
     from gisnet.io import write_results
 
     path = write_results(tmp_path, res.layers())
-    assert {n for n, _ in pyogrio.list_layers(path)} == set(res.layers())
+    assert {n for n, _ in pyogrio.list_layers(path)} == {*res.layers(), "layer_styles"}
     for layer in res.layers():
         back = pyogrio.read_dataframe(path, layer=layer)
         assert list(back.columns) == [c for c, _, _ in columns[layer]], layer

@@ -30,6 +30,7 @@ import shapely
 from ..errors import ConfigError, LayerError
 from ..town import Town
 from .metadata import describe_gpkg
+from .styles import write_styles
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +261,7 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
             write_layer(tmp, name, df)
             existing.add(name)
         describe_gpkg(tmp, layers)
+        write_styles(tmp, layers)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -280,6 +282,7 @@ def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
             write_layer(path, name, layers[name])
             kill_point("gpkg")
     describe_gpkg(path, layers)
+    write_styles(path, layers)
     for w in caught:
         log.warning("%s: %s", path, str(w.message).strip())
     return path
