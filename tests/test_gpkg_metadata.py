@@ -283,3 +283,44 @@ def test_user_styles_are_kept_and_rewriting_replaces_gisnets(tmp_path: Path) -> 
         con.close()
     assert rows == [("gisnet", 0), ("mine", 1)]
     assert pipes == 1
+
+
+# --------------------------------------------------------------------------- tables for Excel
+
+
+def test_csv_has_a_byte_order_mark_for_excel(tmp_path: Path) -> None:
+    from gisnet.io import write_tables
+
+    df = pd.DataFrame({"section": ["§ 168-22.2G"], "distance_ft": [99.96]})
+    (csv,) = write_tables(tmp_path, {"obligations": df}, ["csv"])
+    raw = csv.read_bytes()
+    assert raw[:3] == b"\xef\xbb\xbf"
+    assert raw[3:].decode("utf-8").splitlines() == ["section,distance_ft", "§ 168-22.2G,100.0"]
+
+
+def test_xlsx_has_one_sheet_per_layer_with_units_and_wkt(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    from gisnet.io import write_tables
+
+    layers = _small_layers()
+    layers["obligations"] = pd.DataFrame({
+        "parcel_id": ["P1", "P2"], "within_distance": pd.array([True, None], dtype="boolean"),
+        "deadline_days": pd.array([90, None], dtype="Int64"), "section": ["§ 168-22.2G", None]})
+    (book,) = write_tables(tmp_path, layers, ["xlsx"])
+    assert book == tmp_path / "tables" / "gisnet-results.xlsx"
+    wb = openpyxl.load_workbook(book, read_only=True)
+    assert wb.sheetnames == ["pipes_capacity", "plants", "scratch", "obligations", "columns"]
+    rows = list(wb["pipes_capacity"].iter_rows(values_only=True))
+    assert rows[0] == ("Main id", "Length (ft)", "Capacity (gpd)", "Utilization (ratio)",
+                       "Peaking factor (ratio)", "up_invert_ft", "Geometry (WKT, working CRS)")
+    assert rows[1] == ("M1", 24.6, 6655756, 0.123456789, 3.456789, 133.71,
+                       "LINESTRING (0 0, 24 0)")
+    assert rows[2][3] is None and rows[2][5] is None and len(rows) == 3
+    ob = list(wb["obligations"].iter_rows(values_only=True))
+    assert ob[0] == ("Parcel id", "Within distance", "Deadline (days)", "Section")
+    assert ob[1:] == [("P1", True, 90, "§ 168-22.2G"), ("P2",)]  # trailing empty cells
+    assert list(wb["scratch"].iter_rows(values_only=True)) == [("a_ft",), (1.2,)]
+    cols = {(r[0], r[1]): r[2:] for r in wb["columns"].iter_rows(min_row=2, values_only=True)}
+    assert cols[("plants", "design_flow_mgd")][:2] == ("Design flow (MGD)", "MGD")
+    assert cols[("plants", "geometry_wkt")][1] == "working CRS"
+    wb.close()

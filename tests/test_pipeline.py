@@ -114,8 +114,8 @@ def test_unknown_table_format_is_a_config_error(tmp_path: Path):
     from gisnet.errors import ConfigError
     from gisnet.io import write_tables
 
-    with pytest.raises(ConfigError, match="xlsx"):
-        write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xlsx"])
+    with pytest.raises(ConfigError, match="'xls'.*xlsx"):
+        write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xls"])
 
 
 # ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
-from .metadata import describe_gpkg
+from .metadata import describe_gpkg, layer_docs
 from .styles import write_styles
 
 log = logging.getLogger(__name__)
@@ -381,7 +381,12 @@ def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
 
 
 #: Table formats :func:`write_tables` writes, with their file suffix.
-TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet"}
+TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet",
+                                 "xlsx": ".xlsx"}
+#: The workbook ``xlsx`` writes in the tables folder: one sheet per layer.
+WORKBOOK_FILE = "gisnet-results.xlsx"
+#: Characters an Excel cell holds at most.
+EXCEL_CELL_MAX = 32_767
 
 
 def write_tables(
@@ -396,7 +401,11 @@ def write_tables(
     - ``geojson``: RFC 7946, so coordinates are reprojected to EPSG:4326;
       attributes and units as in the GeoPackage;
     - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
-      Parquet).
+      Parquet);
+    - ``xlsx``: one workbook ``tables/gisnet-results.xlsx`` (:data:`WORKBOOK_FILE`)
+      with one sheet per layer (see :func:`write_workbook`).
+
+    CSV files are UTF-8 with a byte-order mark, so Excel reads "§" as "§".
 
     Every layer is in its file form, as in the GeoPackage (:func:`file_form`:
     values rounded, ``quality`` as points with the whole shape in
@@ -428,12 +437,20 @@ def write_tables(
                           f"choose from {', '.join(TABLE_FORMATS)}")
     folder = ensure_out_dir(Path(out_dir) / "tables", "tables folder")
     written: list[Path] = []
+    if "xlsx" in formats:
+        path = folder / WORKBOOK_FILE
+        with atomic_path(path, "xlsx workbook") as tmp:
+            write_workbook(tmp, layers)
+        written.append(path)
+        kill_point("tables")
     for name, df in layers.items():
         geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
         df = df.copy(deep=False)
         df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
         df = file_form(name, df)
         for fmt in formats:
+            if fmt == "xlsx":
+                continue  # the workbook above
             path = folder / f"{name}{TABLE_FORMATS[fmt]}"
             if fmt == "geojson" and not geo:
                 continue  # an attribute table has no GeoJSON form; CSV/Parquet carry it
@@ -443,7 +460,7 @@ def write_tables(
                     if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
                             df.geometry.values, rounding_precision=WKT_DECIMALS))
-                    table.to_csv(tmp, index=False)
+                    table.to_csv(tmp, index=False, encoding="utf-8-sig")
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
                     g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
@@ -452,3 +469,90 @@ def write_tables(
             written.append(path)
             kill_point("tables")
     return written
+
+
+def _cell(v: Any) -> Any:
+    """A value openpyxl can write: missing -> None, numpy scalars -> Python,
+    time zones dropped (Excel has none), anything else -> its text."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, np.generic):
+        v = v.item()
+        if isinstance(v, float) and v != v:
+            return None
+    if isinstance(v, pd.Timestamp):
+        v = v.tz_localize(None) if v.tzinfo is not None else v
+        return v.to_pydatetime()
+    if isinstance(v, bool | int | float | str):
+        if isinstance(v, str) and len(v) > EXCEL_CELL_MAX:
+            return v[: EXCEL_CELL_MAX - 40] + " ... (cut: see the GeoPackage)"
+        return v
+    return str(v)
+
+
+def workbook_header(layer: str, columns: Iterable[str]) -> list[str]:
+    """The header of a layer's sheet: each column's label with its unit from
+    docs/results.md (``Distance (ft)``), its name where the document has none;
+    ``geometry_wkt`` is ``Geometry (WKT, working CRS)``."""
+    doc = layer_docs().get(layer)
+    out = []
+    for c in columns:
+        col = doc.column(c) if doc is not None else None
+        if c == "geometry_wkt":
+            out.append("Geometry (WKT, working CRS)")
+        elif col is not None:
+            out.append(col.label)
+        else:
+            out.append(c)
+    return out
+
+
+def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+    """Write ``layers`` into the Excel workbook ``path``: one sheet per layer in
+    its file form (:func:`file_form`: values rounded), the geometry as WKT in the
+    working CRS (last column), a header of labels with units
+    (:func:`workbook_header`), the header row frozen; and a sheet ``columns``
+    listing each sheet's columns with name, label, unit and meaning.
+
+    A cell holds at most 32,767 characters: a longer WKT is cut, with a note.
+    """
+    try:
+        from openpyxl import Workbook
+    except ImportError as exc:  # a dependency, but an environment may lack it
+        raise ConfigError("writing xlsx tables needs openpyxl (pip install 'openpyxl>=3.1')"
+                          ) from exc
+
+    wb = Workbook(write_only=True)
+    dictionary: list[list[Any]] = []
+    docs = layer_docs()
+    for name, df in layers.items():
+        df = df.copy(deep=False)
+        df.attrs = {}
+        df = file_form(name, df)
+        if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
+            table = pd.DataFrame(df.drop(columns=df.geometry.name))
+            if "geometry_wkt" not in table.columns:
+                table["geometry_wkt"] = shapely.to_wkt(df.geometry.values,
+                                                       rounding_precision=WKT_DECIMALS)
+        else:
+            table = pd.DataFrame(df)
+        ws = wb.create_sheet(title=name[:31])
+        ws.freeze_panes = "A2"
+        header = workbook_header(name, table.columns)
+        ws.append(header)
+        for row in table.itertuples(index=False, name=None):
+            ws.append([_cell(v) for v in row])
+        doc = docs.get(name)
+        for c, label in zip(table.columns, header, strict=True):
+            col = doc.column("geometry" if c == "geometry_wkt" else c) if doc else None
+            dictionary.append([name[:31], c, label, col.unit if col else "",
+                               col.meaning if col else ""])
+    ws = wb.create_sheet(title="columns")
+    ws.freeze_panes = "A2"
+    ws.append(["sheet", "column", "label", "unit", "meaning"])
+    for r in dictionary:
+        ws.append(r)
+    wb.save(path)
+    return Path(path)
