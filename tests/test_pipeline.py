@@ -114,7 +114,7 @@ def test_unknown_table_format_is_a_config_error(tmp_path: Path):
     from gisnet.errors import ConfigError
     from gisnet.io import write_tables
 
-    with pytest.raises(ConfigError, match="'xls'.*xlsx"):
+    with pytest.raises(ConfigError, match=r"'xls'.*xlsx"):
         write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xls"])
 
 
