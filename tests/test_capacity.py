@@ -580,7 +580,9 @@ def test_cli_capacity_writes_layers_and_conserves_flow(small_town_dir, tmp_path,
     if users is not None:
         tapped_users = pts[pts["user_id"].notna() & pts["edge_key"].notna()]["user_id"]
         total += users.set_index("user_id").loc[tapped_users, "process_flow_gpd"].fillna(0).sum()
-    assert plants["accumulated_flow_mgd"].sum() * 1e6 == pytest.approx(total, rel=1e-9)
+    # the file keeps MGD to 0.001 (1,000 gpd): each plant's value is within 500 gpd
+    assert plants["accumulated_flow_mgd"].sum() * 1e6 == pytest.approx(
+        total, abs=500 * len(plants))
 
 
 def test_cli_whatif_json(small_town_dir, capsys):

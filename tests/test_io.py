@@ -517,7 +517,7 @@ def test_write_results_keeps_other_layers_and_tables(tmp_path, town_dir):
     assert p == out / "gisnet-results.gpkg"
     write_results(out, {"graph_edges": town.layers["mains"]})
     names = {str(n) for n, _ in pyogrio.list_layers(p)}
-    assert names == {"quality", "plants", "graph_edges"}
+    assert names == {"quality", "plants", "graph_edges", "layer_styles"}  # + QGIS styles
     got = pyogrio.read_dataframe(p, layer="plants", read_geometry=False)
     assert got["design_flow_mgd"].tolist() == [1.5]
     edges = pyogrio.read_dataframe(p, layer="graph_edges")

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import shapely
 
+from gisnet.io.metadata import SUFFIX_UNITS, parse_tables
 from gisnet.obligations import STATUSES
 from gisnet.report import SEVERITIES
 
@@ -30,11 +31,6 @@ LAYERS = {
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
     "pipes_capacity", "plants",
-}
-#: Column-name suffix -> the unit the document must give it.
-SUFFIX_UNITS = {
-    "_ft": "ft", "_in": "in", "_gpd": "gpd", "_cfs": "cfs", "_fps": "fps", "_mgd": "MGD",
-    "_pct": "%", "_acres": "acres", "_days": "days",
 }
 #: Units a numeric column without a unit suffix may have (unitless by nature).
 UNITLESS = {"ft/ft", "ratio", "count", "persons", "coefficient", "CRS unit"}
@@ -48,46 +44,6 @@ GAL_PER_FT3 = 7.48051948  # US gallons per cubic foot (231 in^3 per gallon)
 
 
 # --------------------------------------------------------------------------- the document
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _unquote(cell: str) -> str:
-    return cell.strip().strip("`")
-
-
-def parse_tables(text: str) -> dict[str, dict[str, list[list[str]]]]:
-    """Tables of the document by ``## `section``` and first header cell.
-
-    Returns ``{section: {first_header: rows}}``, each row a list of cells with
-    backticks removed; the separator line is skipped.
-    """
-    out: dict[str, dict[str, list[list[str]]]] = {}
-    section = None
-    header: str | None = None
-    for line in text.splitlines():
-        m = re.match(r"^## `(\w+)`\s*$", line)
-        if m:
-            section, header = m.group(1), None
-            out[section] = {}
-            continue
-        if line.startswith("## "):
-            section, header = None, None
-            continue
-        if section is None:
-            continue
-        if not line.startswith("|"):
-            header = None
-            continue
-        cells = [_unquote(c) for c in _cells(line)]
-        if header is None:
-            header = cells[0]
-            out[section][header] = []
-        elif not set(line.replace("|", "").strip()) <= set("-: "):
-            out[section][header].append(cells)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +60,13 @@ def columns(doc: dict) -> dict[str, list[tuple[str, str, str]]]:
             assert all(len(r) == 4 for r in tables["column"]), f"{layer}: a row is not 4 cells"
             out[layer] = [(r[0], r[1], r[2]) for r in tables["column"]]
     return out
+
+
+@pytest.fixture(scope="module")
+def file_only(doc: dict) -> set[tuple[str, str]]:
+    """(layer, column) of the columns only the written files hold."""
+    return {(layer, r[0]) for layer, t in doc.items() for r in t.get("column", [])
+            if r[3].startswith("files only:")}
 
 
 def _vocabulary(doc: dict, layer: str, header: str) -> set[str]:
@@ -209,17 +172,21 @@ def _type_ok(s: pd.Series, typ: str) -> bool:
 
 
 @pytest.mark.slow
-def test_layers_have_exactly_the_documented_columns(res, columns: dict) -> None:
+def test_layers_have_exactly_the_documented_columns(res, columns: dict, file_only: set) -> None:
     assert set(res.layers()) == set(columns), "the sample town yields every layer"
+    assert file_only == {("quality", "geometry_wkt")}
     for layer, df in res.layers().items():
-        assert list(df.columns) == [c for c, _, _ in columns[layer]], layer
+        assert list(df.columns) == [c for c, _, _ in columns[layer]
+                                    if (layer, c) not in file_only], layer
 
 
 @pytest.mark.slow
-def test_columns_have_the_documented_types(res, columns: dict) -> None:
+def test_columns_have_the_documented_types(res, columns: dict, file_only: set) -> None:
     bad = []
     for layer, df in res.layers().items():
         for name, typ, _ in columns[layer][:-1]:
+            if (layer, name) in file_only:
+                continue
             s = df[name]
             if s.notna().any() and not _type_ok(s, typ):
                 bad.append(f"{layer}.{name}: {s.dtype} is not {typ}")
@@ -246,12 +213,23 @@ def test_written_geopackage_matches(res, columns: dict, tmp_path: Path) -> None:
     from gisnet.io import write_results
 
     path = write_results(tmp_path, res.layers())
-    assert {n for n, _ in pyogrio.list_layers(path)} == set(res.layers())
+    assert {n for n, _ in pyogrio.list_layers(path)} == {*res.layers(), "layer_styles"}
     for layer in res.layers():
         back = pyogrio.read_dataframe(path, layer=layer)
         assert list(back.columns) == [c for c, _, _ in columns[layer]], layer
         assert back.crs == res.town.crs, layer
         assert len(back) == len(res.layers()[layer]), layer
+        assert set(back.geometry.geom_type.dropna()) <= {"Point"} or layer != "quality"
+    # quality: one geometry type in the file; the whole place in geometry_wkt
+    q, mem = pyogrio.read_dataframe(path, layer="quality"), res.layers()["quality"]
+    assert set(mem.geometry.geom_type.dropna()) > {"Point"}, "the sample has line findings"
+    assert set(q.geometry.geom_type.dropna()) == {"Point"}
+    assert q.geometry.isna().sum() == mem.geometry.isna().sum() > 0
+    placed = mem.geometry.notna().to_numpy()
+    whole = shapely.from_wkt(q["geometry_wkt"].to_numpy()[placed])
+    assert shapely.equals_exact(whole, mem.geometry.values[placed], tolerance=0.001).all()
+    # each point lies on its line (within the 0.001 CRS unit of the WKT)
+    assert (shapely.distance(q.geometry.values[placed], whole) < 0.002).all()
 
 
 # --------------------------------------------------------------------------- plausible values

@@ -24,9 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="write map pages with their scripts inside, for offline use")
     p.add_argument("--no-maps", action="store_true", help="write tables only")
     p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
-                   choices=("csv", "geojson", "parquet"),
+                   choices=("csv", "geojson", "parquet", "xlsx"),
                    help="also write every result layer as DIR/tables/<layer>.<format> "
-                        "(csv with WKT geometry, geojson in EPSG:4326, parquet); repeatable")
+                        "(csv with WKT geometry, UTF-8 with a BOM for Excel; geojson in "
+                        "EPSG:4326; parquet) or, for xlsx, one sheet per layer in "
+                        "DIR/tables/gisnet-results.xlsx; repeatable")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 

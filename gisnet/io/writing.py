@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pyogrio
 import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
+from .metadata import describe_gpkg, layer_docs
+from .styles import write_styles
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +260,8 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
             # GDAL's GPKG driver replaces a layer of the same name and keeps the others
             write_layer(tmp, name, df)
             existing.add(name)
+        describe_gpkg(tmp, layers)
+        write_styles(tmp, layers)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -276,6 +281,8 @@ def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
         for name in sorted(layers):
             write_layer(path, name, layers[name])
             kill_point("gpkg")
+    describe_gpkg(path, layers)
+    write_styles(path, layers)
     for w in caught:
         log.warning("%s: %s", path, str(w.message).strip())
     return path
@@ -293,13 +300,80 @@ def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+#: Decimals kept in written files, by column-name suffix: feet to 0.1 ft, gallons
+#: per day to whole gallons, MGD to 0.001 MGD (1,000 gpd). Ratios (``utilization``,
+#: ``ratio``, ``peaking_factor``) are written unrounded: readers (QGIS, ``gisnet
+#: map``) compare them with the ordinance's thresholds, and a rounded ratio can land
+#: on the threshold it exceeds (0.800004 -> 0.8000 is not "in excess of 80%") or
+#: shift a map's 0.1 % label from the one drawn from the results in memory.
+#: Elevations (``rim_ft``, ``invert_ft``, ``up_invert_ft``, ``down_invert_ft``) keep
+#: 0.01 ft, as surveyed: slopes are worked from their differences.
+ROUND_SUFFIX: dict[str, int] = {"rim_ft": 2, "invert_ft": 2, "_ft": 1, "_gpd": 0, "_mgd": 3}
+
+
+def rounded(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its measured values rounded for the files (GeoPackage and
+    tables): ``_ft`` to 0.1 (elevations to 0.01), ``_gpd`` to whole gallons,
+    ``_mgd`` to 0.001 (see
+    :data:`ROUND_SUFFIX`). Only float columns are rounded; the in-memory results
+    keep every digit, so decisions (within the distance, over the threshold) are
+    taken on the exact numbers.
+    """
+    todo = {}
+    for c in df.columns:
+        if isinstance(c, str) and pd.api.types.is_float_dtype(df[c]):
+            d = next((d for sfx, d in ROUND_SUFFIX.items() if c.endswith(sfx)), None)
+            if d is not None:
+                todo[c] = d
+    if not todo:
+        return df
+    df = df.copy()
+    for c, d in todo.items():
+        df[c] = df[c].round(d)
+    return df
+
+
+#: Layers whose findings have places of several geometry types (points, lines)
+#: and are written as one Point layer: each row at its shape's representative
+#: point, the whole shape kept as WKT in ``geometry_wkt`` (see :func:`file_form`).
+POINT_LAYERS = ("quality",)
+#: Decimals of the coordinates in written WKT (0.001 CRS unit).
+WKT_DECIMALS = 3
+
+
+def file_form(layer: str, df: pd.DataFrame) -> pd.DataFrame:
+    """``layer`` as the files hold it (GeoPackage and tables).
+
+    Values are :func:`rounded`. A layer of :data:`POINT_LAYERS` gets one geometry
+    type, Point (a GeoPackage layer of mixed types opens in QGIS as one sub-layer
+    per type): the representative point of each row's shape
+    (``shapely.point_on_surface``: a point is kept, a line gets a point on it),
+    null where the row has no place, and the whole shape in ``geometry_wkt``
+    (WKT in the working CRS; :func:`gisnet.maps.read_results` reads it back).
+    """
+    df = rounded(df)
+    if layer in POINT_LAYERS and isinstance(df, gpd.GeoDataFrame) \
+            and df.geometry.name in df.columns and "geometry_wkt" not in df.columns:
+        geoms = np.asarray(df.geometry.array, dtype=object)
+        empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+        geoms = np.where(empty, None, geoms)
+        wkt = shapely.to_wkt(geoms, rounding_precision=WKT_DECIMALS)
+        points = shapely.point_on_surface(geoms)
+        gname, crs = df.geometry.name, df.crs
+        attrs = pd.DataFrame(df.drop(columns=gname)).assign(geometry_wkt=wkt)
+        df = gpd.GeoDataFrame(attrs, geometry=gpd.GeoSeries(points, index=df.index, crs=crs,
+                                                            name=gname), crs=crs)
+    return df
+
+
 def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
     """Write one layer into the GeoPackage ``path`` (replacing a layer of that name).
 
     A GeoDataFrame is written with its geometry and CRS, a DataFrame as an
-    attribute table (see :func:`gpkg_ready` for the column types).
+    attribute table (see :func:`gpkg_ready` for the column types), values
+    rounded by :func:`rounded`.
     """
-    df = gpkg_ready(df)
+    df = gpkg_ready(file_form(name, df))
     if isinstance(df, gpd.GeoDataFrame):
         pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
     else:
@@ -307,7 +381,12 @@ def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
 
 
 #: Table formats :func:`write_tables` writes, with their file suffix.
-TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet"}
+TABLE_FORMATS: dict[str, str] = {"csv": ".csv", "geojson": ".geojson", "parquet": ".parquet",
+                                 "xlsx": ".xlsx"}
+#: The workbook ``xlsx`` writes in the tables folder: one sheet per layer.
+WORKBOOK_FILE = "gisnet-results.xlsx"
+#: Characters an Excel cell holds at most.
+EXCEL_CELL_MAX = 32_767
 
 
 def write_tables(
@@ -322,7 +401,15 @@ def write_tables(
     - ``geojson``: RFC 7946, so coordinates are reprojected to EPSG:4326;
       attributes and units as in the GeoPackage;
     - ``parquet``: GeoParquet in the working CRS (attribute tables as plain
-      Parquet).
+      Parquet);
+    - ``xlsx``: one workbook ``tables/gisnet-results.xlsx`` (:data:`WORKBOOK_FILE`)
+      with one sheet per layer (see :func:`write_workbook`).
+
+    CSV files are UTF-8 with a byte-order mark, so Excel reads "§" as "§".
+
+    Every layer is in its file form, as in the GeoPackage (:func:`file_form`:
+    values rounded, ``quality`` as points with the whole shape in
+    ``geometry_wkt``, which the CSV then does not add again).
 
     Parameters
     ----------
@@ -350,21 +437,30 @@ def write_tables(
                           f"choose from {', '.join(TABLE_FORMATS)}")
     folder = ensure_out_dir(Path(out_dir) / "tables", "tables folder")
     written: list[Path] = []
+    if "xlsx" in formats:
+        path = folder / WORKBOOK_FILE
+        with atomic_path(path, "xlsx workbook") as tmp:
+            write_workbook(tmp, layers)
+        written.append(path)
+        kill_point("tables")
     for name, df in layers.items():
         geo = isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns
         df = df.copy(deep=False)
         df.attrs = {}  # in-memory metadata (graph internals) is not part of the table
+        df = file_form(name, df)
         for fmt in formats:
+            if fmt == "xlsx":
+                continue  # the workbook above
             path = folder / f"{name}{TABLE_FORMATS[fmt]}"
             if fmt == "geojson" and not geo:
                 continue  # an attribute table has no GeoJSON form; CSV/Parquet carry it
             with atomic_path(path, f"{fmt} table") as tmp:
                 if fmt == "csv":
                     table = pd.DataFrame(df.drop(columns=df.geometry.name)) if geo else df
-                    if geo:
+                    if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
-                            df.geometry.values, rounding_precision=3))
-                    table.to_csv(tmp, index=False)
+                            df.geometry.values, rounding_precision=WKT_DECIMALS))
+                    table.to_csv(tmp, index=False, encoding="utf-8-sig")
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
                     g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
@@ -373,3 +469,90 @@ def write_tables(
             written.append(path)
             kill_point("tables")
     return written
+
+
+def _cell(v: Any) -> Any:
+    """A value openpyxl can write: missing -> None, numpy scalars -> Python,
+    time zones dropped (Excel has none), anything else -> its text."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, np.generic):
+        v = v.item()
+        if isinstance(v, float) and v != v:
+            return None
+    if isinstance(v, pd.Timestamp):
+        v = v.tz_localize(None) if v.tzinfo is not None else v
+        return v.to_pydatetime()
+    if isinstance(v, bool | int | float | str):
+        if isinstance(v, str) and len(v) > EXCEL_CELL_MAX:
+            return v[: EXCEL_CELL_MAX - 40] + " ... (cut: see the GeoPackage)"
+        return v
+    return str(v)
+
+
+def workbook_header(layer: str, columns: Iterable[str]) -> list[str]:
+    """The header of a layer's sheet: each column's label with its unit from
+    docs/results.md (``Distance (ft)``), its name where the document has none;
+    ``geometry_wkt`` is ``Geometry (WKT, working CRS)``."""
+    doc = layer_docs().get(layer)
+    out = []
+    for c in columns:
+        col = doc.column(c) if doc is not None else None
+        if c == "geometry_wkt":
+            out.append("Geometry (WKT, working CRS)")
+        elif col is not None:
+            out.append(col.label)
+        else:
+            out.append(c)
+    return out
+
+
+def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+    """Write ``layers`` into the Excel workbook ``path``: one sheet per layer in
+    its file form (:func:`file_form`: values rounded), the geometry as WKT in the
+    working CRS (last column), a header of labels with units
+    (:func:`workbook_header`), the header row frozen; and a sheet ``columns``
+    listing each sheet's columns with name, label, unit and meaning.
+
+    A cell holds at most 32,767 characters: a longer WKT is cut, with a note.
+    """
+    try:
+        from openpyxl import Workbook
+    except ImportError as exc:  # a dependency, but an environment may lack it
+        raise ConfigError("writing xlsx tables needs openpyxl (pip install 'openpyxl>=3.1')"
+                          ) from exc
+
+    wb = Workbook(write_only=True)
+    dictionary: list[list[Any]] = []
+    docs = layer_docs()
+    for name, df in layers.items():
+        df = df.copy(deep=False)
+        df.attrs = {}
+        df = file_form(name, df)
+        if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
+            table = pd.DataFrame(df.drop(columns=df.geometry.name))
+            if "geometry_wkt" not in table.columns:
+                table["geometry_wkt"] = shapely.to_wkt(df.geometry.values,
+                                                       rounding_precision=WKT_DECIMALS)
+        else:
+            table = pd.DataFrame(df)
+        ws = wb.create_sheet(title=name[:31])
+        ws.freeze_panes = "A2"
+        header = workbook_header(name, table.columns)
+        ws.append(header)
+        for row in table.itertuples(index=False, name=None):
+            ws.append([_cell(v) for v in row])
+        doc = docs.get(name)
+        for c, label in zip(table.columns, header, strict=True):
+            col = doc.column("geometry" if c == "geometry_wkt" else c) if doc else None
+            dictionary.append([name[:31], c, label, col.unit if col else "",
+                               col.meaning if col else ""])
+    ws = wb.create_sheet(title="columns")
+    ws.freeze_panes = "A2"
+    ws.append(["sheet", "column", "label", "unit", "meaning"])
+    for r in dictionary:
+        ws.append(r)
+    wb.save(path)
+    return Path(path)

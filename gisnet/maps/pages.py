@@ -174,6 +174,21 @@ RESULT_LAYERS: tuple[str, ...] = (
 )
 
 
+def _whole_places(df: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """A layer written as points with each row's whole shape in ``geometry_wkt``
+    (``quality``, see :func:`gisnet.io.writing.file_form`) back in its in-memory
+    form: the shapes as the geometry, without the WKT column."""
+    if "geometry_wkt" not in df.columns or not isinstance(df, gpd.GeoDataFrame):
+        return df
+    import shapely
+
+    wkt = df["geometry_wkt"].astype(object).where(df["geometry_wkt"].notna(), None)
+    shapes = shapely.from_wkt(wkt.to_numpy(), on_invalid="ignore")  # unreadable: no place
+    out = df.drop(columns="geometry_wkt")
+    out[df.geometry.name] = gpd.GeoSeries(shapes, index=df.index, crs=df.crs)
+    return out
+
+
 def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
     """The result layers of ``out_dir/gisnet-results.gpkg`` that the maps use.
 
@@ -197,7 +212,8 @@ def read_results(out_dir: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
             present = {str(row[0]) for row in pyogrio.list_layers(path)}
             for name in RESULT_LAYERS:
                 if name in present:
-                    out[name] = gpd.read_file(path, layer=name, engine="pyogrio", use_arrow=True)
+                    out[name] = _whole_places(gpd.read_file(path, layer=name, engine="pyogrio",
+                                                            use_arrow=True))
         for w in caught:
             log.warning("%s: %s", path, str(w.message).strip())
     except pyogrio.errors.DataSourceError as exc:
