@@ -305,14 +305,17 @@ def planned_outputs(out_dir: str | Path, *, tables: Collection[str] = (), maps: 
     """Every path :func:`run` may write in ``out_dir``: the GeoPackage, the
     manifest, the staging and ``tables`` folders, each table file of
     ``layer_names`` and each page."""
-    from .io import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS
+    from .io import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS, WORKBOOK_FILE
 
     out = Path(out_dir)
     paths = [out, out / RESULTS_FILE, out / MANIFEST_FILE]
     if tables:
         paths.append(out / "tables")
         paths += [out / "tables" / f"{name}{TABLE_FORMATS[fmt]}"
-                  for name in layer_names for fmt in tables if fmt in TABLE_FORMATS]
+                  for name in layer_names for fmt in tables
+                  if fmt in TABLE_FORMATS and fmt != "xlsx"]
+        if "xlsx" in tables:  # one workbook, a sheet per layer
+            paths.append(out / "tables" / WORKBOOK_FILE)
     if maps:
         from .maps import PAGES
 

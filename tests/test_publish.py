@@ -120,6 +120,23 @@ def test_run_refuses_a_table_over_an_input_and_names_both(town_copy: Path, capsy
     assert _tree(town_copy) == before  # nothing written, nothing replaced
 
 
+def test_run_refuses_the_workbook_over_an_input(town_copy: Path, capsys) -> None:
+    """--tables xlsx writes one workbook, tables/gisnet-results.xlsx: an input of that
+    name (the plant flows here) stops the run before anything is written."""
+    (town_copy / "tables").mkdir()
+    shutil.move(town_copy / "plant_flows.csv", town_copy / "tables" / "gisnet-results.xlsx")
+    tf = town_copy / "gisnet.toml"
+    tf.write_text(tf.read_text().replace('path = "plant_flows.csv"',
+                                         'path = "tables/gisnet-results.xlsx"'))
+    before = _tree(town_copy)
+    code = main(["run", "--layers", str(town_copy), "--out", str(town_copy),
+                 "--tables", "xlsx", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(town_copy / "tables" / "gisnet-results.xlsx") in err
+    assert _tree(town_copy) == before
+
+
 def test_run_and_map_refuse_a_page_over_an_input_layer(town_copy: Path, capsys) -> None:
     """Reproduction: an input layer named index.html (GeoJSON inside) and --out the
     town folder: gisnet run and gisnet map both refuse, naming the file."""
