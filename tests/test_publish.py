@@ -102,39 +102,27 @@ def town_copy(sample_dir: Path, tmp_path: Path) -> Path:
     return t
 
 
-def test_run_refuses_a_table_over_an_input_and_names_both(town_copy: Path, capsys) -> None:
-    """Reproduction: --out is the town folder, --tables csv, the plant flows are read
-    from tables/plants.csv: the run stops before writing anything (exit 2)."""
+@pytest.mark.parametrize(("table", "fmt"), [
+    ("plants.csv", "csv"),             # the reproduction: a table over the plant flows
+    ("gisnet-results.xlsx", "xlsx"),   # xlsx writes one workbook of that name
+])
+def test_run_refuses_a_table_over_an_input_and_names_both(town_copy: Path, capsys, table: str,
+                                                          fmt: str) -> None:
+    """Reproduction: --out is the town folder, --tables, the plant flows are read from
+    tables/<that table>: the run stops before writing anything (exit 2)."""
     (town_copy / "tables").mkdir()
-    shutil.move(town_copy / "plant_flows.csv", town_copy / "tables" / "plants.csv")
+    shutil.move(town_copy / "plant_flows.csv", town_copy / "tables" / table)
     tf = town_copy / "gisnet.toml"
     tf.write_text(tf.read_text().replace('path = "plant_flows.csv"',
-                                         'path = "tables/plants.csv"'))
+                                         f'path = "tables/{table}"'))
     before = _tree(town_copy)
     code = main(["run", "--layers", str(town_copy), "--out", str(town_copy),
-                 "--tables", "csv", "--quiet"])
+                 "--tables", fmt, "--quiet"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.count(str(town_copy / "tables" / "plants.csv")) >= 2  # output and input
+    assert err.count(str(town_copy / "tables" / table)) >= 2  # output and input
     assert len(err.strip().splitlines()) == 1
     assert _tree(town_copy) == before  # nothing written, nothing replaced
-
-
-def test_run_refuses_the_workbook_over_an_input(town_copy: Path, capsys) -> None:
-    """--tables xlsx writes one workbook, tables/gisnet-results.xlsx: an input of that
-    name (the plant flows here) stops the run before anything is written."""
-    (town_copy / "tables").mkdir()
-    shutil.move(town_copy / "plant_flows.csv", town_copy / "tables" / "gisnet-results.xlsx")
-    tf = town_copy / "gisnet.toml"
-    tf.write_text(tf.read_text().replace('path = "plant_flows.csv"',
-                                         'path = "tables/gisnet-results.xlsx"'))
-    before = _tree(town_copy)
-    code = main(["run", "--layers", str(town_copy), "--out", str(town_copy),
-                 "--tables", "xlsx", "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 2
-    assert str(town_copy / "tables" / "gisnet-results.xlsx") in err
-    assert _tree(town_copy) == before
 
 
 def test_run_and_map_refuse_a_page_over_an_input_layer(town_copy: Path, capsys) -> None:

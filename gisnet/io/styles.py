@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-#: Obligation status -> colour (as ``gisnet.maps.common.STATUS_COLOURS``).
+#: Obligation status -> colour: the one table, used by these styles and the web maps.
 STATUS_COLOURS: dict[str, str] = {
     "required": "#d7301f",
     "subject_to_notice": "#f1b6da",
@@ -45,7 +45,7 @@ UTIL_CLASSES: dict[str, tuple[str, str]] = {
     "nocapacity": ("#000000", "no capacity (zero or adverse slope)"),
     "unknown": ("#9e9e9e", "unknown (no diameter, slope or flow)"),
 }
-#: Finding severity -> colour (as ``gisnet.maps.common.SEVERITY_COLOURS``).
+#: Finding severity -> colour: the one table, used by these styles and the web maps.
 SEVERITY_COLOURS: dict[str, str] = {"error": "#d7191c", "warning": "#fdae61",
                                     "info": "#2c7bb6"}
 #: The utilization class of a ``pipes_capacity`` row, as a QGIS expression (also

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..io.styles import SEVERITY_COLOURS, STATUS_COLOURS  # noqa: F401  (one colour table)
 from .encoding import DISPLAY_CRS, Prop, encode_layer, fmt_auto
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,14 +35,6 @@ KIND_COLOURS = {
     "unknown": "#555555",
     "excluded": "#b0b0b0",
 }
-STATUS_COLOURS = {
-    "required": "#d7301f",
-    "subject_to_notice": "#f1b6da",
-    "review": "#fc8d59",
-    "connected": "#1a9850",
-    "not_required": "#9e9e9e",
-    "outside_district": "#e0e0e0",
-}
 UTIL_CLASSES: tuple[tuple[str, str, str], ...] = (
     # key, colour, label template (filled with the profile's thresholds)
     ("ok", "#1a9850", "below {t:.0%} of capacity"),
@@ -54,7 +47,6 @@ UTIL_CLASSES: tuple[tuple[str, str, str], ...] = (
 #: Above this many located findings the quality layer starts switched off (it would hide
 #: the network); it stays in the layer control.
 QUALITY_SHOWN_MAX = 1000
-SEVERITY_COLOURS = {"error": "#d7191c", "warning": "#fdae61", "info": "#2c7bb6"}
 
 
 # ---------------------------------------------------------------------------------------------
