@@ -68,10 +68,10 @@ def main() -> None:
     print(f"compute_capacity: best {min(times):.2f} s, runs "
           f"{', '.join(f'{t:.2f}' for t in times)} s; pipes {len(p):,}, computed "
           f"{int(p['computed'].sum()):,}, over threshold {int(p['over_threshold'].sum()):,}, "
-          f"levels {int(res._acc.node_level.max()) + 1:,}")
+          f"levels {int(res.accumulation.node_level.max()) + 1:,}")
     t0 = time.perf_counter()
-    acc = cap.accumulate(res._net, np.zeros((len(p), 3)), p["computed"].to_numpy(),
-                         res._capacity_gpd)
+    acc = cap.accumulate(res.network, np.zeros((len(p), 3)), p["computed"].to_numpy(),
+                         res.capacity_gpd)
     print(f"  of which accumulation alone: {time.perf_counter() - t0:.2f} s "
           f"({len(acc.splits)} splits)")
     print("  plants:", p.shape[0] and res.plants[["plant_id", "avg_flow_mgd", "ratio",
