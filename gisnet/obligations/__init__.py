@@ -1,21 +1,9 @@
 """Who must connect: connection-distance obligations, connection zone, frontage.
 
 Each parcel is measured the way the town's profile (``[connection]``) says:
-
-``property_line``
-    planar distance from the parcel polygon to the nearest eligible main's
-    centreline (0 when they touch), as Poughkeepsie § 168-22.2G measures.
-``building``
-    straight-line distance from the building footprint (or point) to the
-    centreline, as Berlin sec. 16-50 measures. Without a buildings layer the
-    parcel stands in for its building and the result is ``approximate``; the
-    building is then at least as far as the parcel, and at most the parcel
-    distance plus the parcel's bounding-box diagonal, so a result is left to
-    ``review`` only when those two bounds fall either side of the limit.
-    With several buildings on a parcel the nearest is measured; where the rule
-    covers newly constructed buildings only, the newest building within the
-    limit of the sewer in the street the parcel abuts is measured instead (an
-    old house near the street does not hide a new building behind it).
+from the property line (Poughkeepsie § 168-22.2G) or from the building, straight
+line (Berlin sec. 16-50); :mod:`gisnet.obligations.measuring` says exactly how,
+including the bounds used when a parcel stands in for a missing building.
 
 Only eligible mains count: :func:`gisnet.rules.is_eligible_for_connection`
 with the profile's ``eligible_kinds`` (public, active, gravity mains of an

@@ -8,7 +8,10 @@ Each parcel is measured the way the town's profile (``[connection]``) says:
 ``building``
     straight-line distance from the building footprint (or point) to the
     centreline, as Berlin sec. 16-50 measures. Without a buildings layer the
-    parcel stands in for its building and the result is ``approximate``.
+    parcel stands in for its building and the result is ``approximate``; the
+    building is then at least as far as the parcel, and at most the parcel
+    distance plus the parcel's bounding-box diagonal, so a result is left to
+    ``review`` only when those two bounds fall either side of the limit.
     With several buildings on a parcel the nearest is measured; where the rule
     covers newly constructed buildings only, the newest building within the
     limit of the sewer in the street the parcel abuts is measured instead
