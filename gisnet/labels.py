@@ -1,0 +1,41 @@
+"""The one vocabulary: what gisnet's codes are called for people.
+
+Tables and the API carry the codes (``required``, ``subject_to_notice``);
+maps, popups, legends, letters, figures and the QGIS styles show the labels
+from here, so a status reads the same wherever a planner meets it.
+"""
+
+from __future__ import annotations
+
+#: Obligation status code -> label (the order is the order legends list them).
+STATUS_LABELS: dict[str, str] = {
+    "required": "Must connect",
+    "review": "Needs review",
+    "subject_to_notice": "Connection can be ordered (notice)",
+    "connected": "Connected",
+    "not_required": "Not required",
+    "outside_district": "Outside the district",
+}
+#: Label of a status gisnet does not know (never a raw code).
+UNKNOWN_STATUS_LABEL = "Status unknown"
+#: Finding severity code -> label.
+SEVERITY_LABELS: dict[str, str] = {"error": "Error", "warning": "Warning", "info": "Note"}
+#: How a distance was measured (``measure`` column) -> words.
+MEASURE_LABELS: dict[str, str] = {
+    "property_line": "from the property line, straight line",
+    "building": "from the building, straight line",
+}
+#: What an empty value shows as.
+EMPTY = "\u2014"
+
+
+def status_label(code: object) -> str:
+    """The label of an obligation status code (``UNKNOWN_STATUS_LABEL`` if unknown)."""
+    return STATUS_LABELS.get(str(code), UNKNOWN_STATUS_LABEL) if code is not None else EMPTY
+
+
+def measure_label(code: object) -> str:
+    """How a distance was measured, in words (the code itself if gisnet has no words)."""
+    if code is None:
+        return EMPTY
+    return MEASURE_LABELS.get(str(code), str(code).replace("_", " "))
