@@ -327,7 +327,7 @@ def run(
     town: Town,
     out_dir: str | Path,
     *,
-    self_contained: bool = False,
+    self_contained: bool = True,
     maps: bool = True,
     tables: tuple[str, ...] = (),
     progress: Progress | None = None,
@@ -349,7 +349,8 @@ def run(
     out_dir
         Output folder (created if needed).
     self_contained
-        Write map pages whose scripts and styles are inside the page.
+        Write map pages whose scripts and styles are inside the page (the
+        default; False: Leaflet from a CDN).
     maps
         Write the web maps as well as the GeoPackage.
     tables

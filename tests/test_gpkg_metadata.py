@@ -14,6 +14,7 @@ import shapely
 
 from gisnet.io import write_results
 from gisnet.io.metadata import RESULTS_DOC, Column, layer_docs, parse_intros, parse_layers
+from gisnet.labels import SEVERITY_LABELS, STATUS_LABELS, UTIL_CLASS_LABELS, column_label
 
 DOC_TEXT = RESULTS_DOC.read_text(encoding="utf-8")
 
@@ -78,10 +79,13 @@ def test_geopackage_has_descriptions_and_aliases(tmp_path: Path) -> None:
     assert desc["plants"].startswith("One row per treatment plant")
     assert ext == [("read-write",)]
     assert rows[("pipes_capacity", "capacity_gpd")] == (
-        "Capacity (gpd)", "Capacity (gpd)",
+        "Full-flow capacity (gpd)", "Full-flow capacity (gpd)",
         "Manning full-flow capacity; null for no diameter, zero/adverse/no slope, force mains")
     assert rows[("plants", "design_flow_mgd")][0] == "Design flow (MGD)"
     assert rows[("pipes_capacity", "geom")][0] == "Geometry"
+    # the aliases are the one vocabulary's column labels (gisnet.labels), units included
+    assert rows[("pipes_capacity", "main_id")][0] == column_label("main_id") == "Main"
+    assert rows[("pipes_capacity", "length_ft")][0] == "Length (ft)"
     # one row per documented column present (not up_invert_ft: pipes_capacity has none),
     # none for columns the layer lacks or for unknown layers
     assert {c for t, c in rows if t == "pipes_capacity"} == {
@@ -206,6 +210,12 @@ def test_style_colours_are_the_maps_colours() -> None:
     assert {k: c for k, (c, _) in styles.UTIL_CLASSES.items()} == \
         {k: c for k, c, _ in common.UTIL_CLASSES}
     assert styles.SEVERITY_COLOURS == common.SEVERITY_COLOURS
+    # one vocabulary: the QGIS category labels are the maps' legend labels
+    assert {k: lab for k, (_, lab) in styles.CATEGORIZED["obligations"][1].items()} == \
+        STATUS_LABELS
+    assert {k: lab for k, (_, lab) in styles.CATEGORIZED["quality"][1].items()} == \
+        SEVERITY_LABELS
+    assert {k for k, _, _ in common.UTIL_CLASSES} == set(UTIL_CLASS_LABELS)
 
 
 @pytest.mark.slow
@@ -311,13 +321,13 @@ def test_xlsx_has_one_sheet_per_layer_with_units_and_wkt(tmp_path: Path) -> None
     wb = openpyxl.load_workbook(book, read_only=True)
     assert wb.sheetnames == ["pipes_capacity", "plants", "scratch", "obligations", "columns"]
     rows = list(wb["pipes_capacity"].iter_rows(values_only=True))
-    assert rows[0] == ("Main id", "Length (ft)", "Capacity (gpd)", "Utilization (ratio)",
+    assert rows[0] == ("Main", "Length (ft)", "Full-flow capacity (gpd)", "Utilization (ratio)",
                        "Peaking factor (ratio)", "up_invert_ft", "Geometry (WKT, working CRS)")
     assert rows[1] == ("M1", 24.6, 6655756, 0.123456789, 3.456789, 133.71,
                        "LINESTRING (0 0, 24 0)")
     assert rows[2][3] is None and rows[2][5] is None and len(rows) == 3
     ob = list(wb["obligations"].iter_rows(values_only=True))
-    assert ob[0] == ("Parcel id", "Within distance", "Deadline (days)", "Section")
+    assert ob[0] == ("Parcel", "Within the distance", "Deadline (days)", "Ordinance section")
     assert ob[1:] == [("P1", True, 90, "§ 168-22.2G"), ("P2",)]  # trailing empty cells
     assert list(wb["scratch"].iter_rows(values_only=True)) == [("a_ft",), (1.2,)]
     cols = {(r[0], r[1]): r[2:] for r in wb["columns"].iter_rows(min_row=2, values_only=True)}

@@ -199,7 +199,7 @@ def test_properties_constant_dictionary_and_unknown():
     assert kind[2] == ["a", "b"] and kind[3] == [0, 1, 0, 0, 0, 0]
     shown = [props_of(block, i).get("diameter") for i in range(6)]
     assert shown[0] == "8 in" and shown[1] is None and shown[2] == "12 in"
-    assert maps.format_value(None, ("n", 0, "in")) == "unknown"
+    assert maps.format_value(None, ("n", 0, "in")) == "\u2014"  # gisnet.labels.EMPTY
     assert maps.format_value(12345.678, ("n", 1, "gpd")) == "12,345.7 gpd"
     assert maps.format_value(0.8, ("p", 1)) == "80.0 %"
 
@@ -294,16 +294,21 @@ def test_self_contained_page_loads_nothing_from_the_network(written):
         assert not re.search(r"<script[^>]+src=", text), page.name
         assert not re.search(r"<link[^>]+href=", text), page.name
         assert "window.L=" in text or "L.version" in text or "leaflet" in text.lower()
-        assert "base map tiles need a network" in text
+        assert "only the base map needs a network" in text
+        assert '"referrerPolicy":"strict-origin-when-cross-origin"' in text
 
 
-def test_cdn_page_links_leaflet(tmp_path):
+def test_pages_are_self_contained_by_default_and_cdn_on_request(tmp_path):
     town = make_town()
-    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
+    [page] = maps.write_maps(town, {}, tmp_path / "default", names=["network"])
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"<script[^>]+src=", text)
+    assert "only the base map needs a network" in text
+    [page] = maps.write_maps(town, {}, tmp_path, names=["network"], self_contained=False)
     text = page.read_text(encoding="utf-8")
     assert '<script src="https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.js">' in text
     assert "leaflet@1.9.4/dist/leaflet.css" in text
-    assert "base map tiles need a network" not in text
+    assert "only the base map needs a network" not in text
 
 
 def test_title_names_town_and_profile(written):
@@ -458,6 +463,9 @@ def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
     assert column_of(pipes, "_c") == ["threshold", "unknown"]
     assert main(["map", "all", "--sample", "--out", str(tmp_path), "-q"]) == 0
     assert (tmp_path / "index.html").exists() and (tmp_path / "sampling.html").exists()
+    assert "<script src=" not in (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert main(["map", "network", "--sample", "--out", str(tmp_path), "-q", "--cdn"]) == 0
+    assert "<script src=" in (tmp_path / "network.html").read_text(encoding="utf-8")
     sampling = layer_data(tmp_path / "sampling.html")
     assert column_of(sampling["siu"]["data"], "user_id") == ["U1"]
     assert column_of(sampling["taps"]["data"], "building_id") == ["B1", "B2"]

@@ -40,6 +40,19 @@ def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False) -> Non
     p.add_argument("-v", "--verbose", action="store_true", help="log every step")
 
 
+def add_page_options(p: argparse.ArgumentParser, what: str = "map pages") -> None:
+    """--cdn (and --self-contained, kept as a no-op alias of the default): the pages are
+    self-contained unless --cdn; read ``not args.cdn``."""
+    p.add_argument("--cdn", action="store_true",
+                   help=f"write {what} that load Leaflet from a CDN (smaller, but blank "
+                        "without a network); by default every script and stylesheet is "
+                        "inside the page, which renders offline (only the base map tiles "
+                        "need a network)")
+    p.add_argument("--self-contained", action="store_true",
+                   help="accepted for compatibility and ignored: pages are self-contained "
+                        "by default (see --cdn)")
+
+
 def overrides(args: argparse.Namespace) -> dict[str, str]:
     """Role -> path given on the command line."""
     return {r: getattr(args, f"path_{r}") for r in ROLES if getattr(args, f"path_{r}", None)}

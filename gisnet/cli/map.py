@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_town_options, load_town, progress, say
+from .common import add_page_options, add_town_options, load_town, progress, say
 
 NAMES = ("network", "obligations", "sampling", "capacity", "index", "all")
 
@@ -20,13 +20,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "map",
         help="write web map pages (network, obligations, sampling, capacity, index, all)",
         description="Write planners' web maps from the layers of OUT/gisnet-results.gpkg. "
-                    "Pages load Leaflet from a CDN unless --self-contained.",
+                    "Pages carry their scripts and render offline unless --cdn.",
     )
     p.add_argument("name", choices=NAMES, metavar="NAME",
                    help="page to write: " + ", ".join(NAMES))
-    p.add_argument("--self-contained", action="store_true",
-                   help="inline every script and stylesheet so the page renders offline "
-                        "(base map tiles still need a network)")
+    add_page_options(p)
     add_town_options(p, writes=True)
     p.set_defaults(func=run)
 
@@ -51,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_inputs_as_outputs([Path(args.out) / f"{n}.html" for n in names], town,
                              *profile_file(args), what="map page")
     progress(args, f"writing {', '.join(names)} to {args.out}")
-    paths = write_maps(town, results, args.out, self_contained=args.self_contained,
+    paths = write_maps(town, results, args.out, self_contained=not args.cdn,
                        names=names)
     if paths and not stale:
         update_manifest(args.out, paths)

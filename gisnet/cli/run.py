@@ -20,8 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "input file is refused.",
     )
     common.add_town_options(p, writes=True)
-    p.add_argument("--self-contained", action="store_true",
-                   help="write map pages with their scripts inside, for offline use")
+    common.add_page_options(p)
     p.add_argument("--no-maps", action="store_true", help="write tables only")
     p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
                    choices=("csv", "geojson", "parquet", "xlsx"),
@@ -37,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from ..pipeline import run as run_pipeline
 
     town = common.load_town(args)
-    res = run_pipeline(town, args.out, self_contained=args.self_contained,
+    res = run_pipeline(town, args.out, self_contained=not args.cdn,
                        maps=not args.no_maps, tables=tuple(args.tables),
                        progress=lambda m: common.progress(args, m),
                        inputs=profile_file(args))

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from ..serialize import dumps_text
-from .common import add_town_options, load_town_for_point, pct, progress, say
+from .common import (
+    add_page_options,
+    add_town_options,
+    load_town_for_point,
+    pct,
+    progress,
+    say,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -27,8 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--industrial", action="store_true", help="the flow is industrial wastewater")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--map", action="store_true", help="also write OUT/whatif.html")
-    p.add_argument("--self-contained", action="store_true",
-                   help="with --map: put the page's scripts inside it, for offline use")
+    add_page_options(p, "with --map, a page")
     p.set_defaults(func=run)
     return p
 
@@ -48,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         from ..maps import whatif_map
 
         ensure_out_dir(args.out)
-        whatif_map(town, w, args.out / "whatif.html", self_contained=args.self_contained)
+        whatif_map(town, w, args.out / "whatif.html", self_contained=not args.cdn)
     if args.json:
         say(args, dumps_text(w.to_dict()))
         return 0

@@ -24,16 +24,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..labels import SUFFIX_UNITS, column_label
+
+__all__ = ["RESULTS_DOC", "SUFFIX_UNITS", "Column", "LayerDoc", "describe_gpkg",
+           "layer_docs", "parse_intros", "parse_layers", "parse_tables"]
+
 log = logging.getLogger(__name__)
 
 #: The reference document (in the source tree, beside the package).
 RESULTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
-#: Column-name suffix -> its unit (also the label's unit).
-SUFFIX_UNITS: dict[str, str] = {
-    "_ft": "ft", "_in": "in", "_gpd": "gpd", "_cfs": "cfs", "_fps": "fps", "_mgd": "MGD",
-    "_pct": "%", "_acres": "acres", "_days": "days",
-}
 
 
 def _cells(line: str) -> list[str]:
@@ -114,18 +114,11 @@ class Column:
 
     @property
     def label(self) -> str:
-        """A human label with the unit: ``distance_ft`` -> ``Distance (ft)``,
-        ``utilization`` -> ``Utilization (ratio)``, ``status`` -> ``Status``."""
-        base = self.name
-        for sfx in SUFFIX_UNITS:
-            if base.endswith(sfx) and len(base) > len(sfx):
-                base = base[: -len(sfx)]
-                break
-        words = base.replace("_", " ").strip()
-        words = words[:1].upper() + words[1:]
-        if self.unit in ("—", "-", "") or self.type not in ("real", "integer"):
-            return words
-        return f"{words} ({self.unit})"
+        """A human label with the unit (:func:`gisnet.labels.column_label`):
+        ``distance_ft`` -> ``Distance (ft)``, ``utilization`` -> ``Utilization
+        (ratio)``, ``status`` -> ``Status``."""
+        numeric = self.type in ("real", "integer")
+        return column_label(self.name, unit=self.unit if numeric else None)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ the web maps' classes and colours:
 - ``quality``: categorized by ``severity`` (:data:`SEVERITY_COLOURS`);
 - every other layer: one simple symbol (:data:`SIMPLE_COLOURS`).
 
-The colour tables are the maps' (``gisnet.maps.common``): gisnet.io sits below
-the maps and cannot import them, so tests/test_gpkg_metadata.py checks that the
-two stay equal.
+The colour tables here are the only ones: the maps (``gisnet.maps.common``)
+import them, and the category labels are :mod:`gisnet.labels`' (the words of the
+web maps' legends); tests/test_gpkg_metadata.py checks that the two agree.
 """
 
 from __future__ import annotations
@@ -26,28 +26,38 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from ..labels import SEVERITY_LABELS, STATUS_LABELS, util_class_label
+
 #: Obligation status -> colour: the one table, used by these styles and the web maps.
+#: Okabe & Ito's colour-blind-safe palette (vermillion, orange, reddish purple, blue)
+#: and two greys; tests/test_palettes.py checks the classes stay apart under simulated
+#: protanopia, deuteranopia and tritanopia.
 STATUS_COLOURS: dict[str, str] = {
-    "required": "#d7301f",
-    "subject_to_notice": "#f1b6da",
-    "review": "#fc8d59",
-    "connected": "#1a9850",
-    "not_required": "#9e9e9e",
-    "outside_district": "#e0e0e0",
+    "required": "#d55e00",
+    "subject_to_notice": "#cc79a7",
+    "review": "#e69f00",
+    "connected": "#0072b2",
+    "not_required": "#666666",
+    "outside_district": "#cccccc",
 }
-#: Utilization class -> (colour, label) (colours as ``gisnet.maps.common.UTIL_CLASSES``;
-#: the labels name the profile's thresholds by role, the file does not know the profile).
+#: Utilization class -> colour (Okabe-Ito blue, orange, vermillion; Tol's wine; black,
+#: grey): the one table, used by these styles and the capacity and what-if maps.
+UTIL_COLOURS: dict[str, str] = {
+    "ok": "#0072b2",
+    "threshold": "#e69f00",
+    "deficient": "#d55e00",
+    "surcharged": "#882255",
+    "nocapacity": "#000000",
+    "unknown": "#999999",
+}
+#: Utilization class -> (colour, label) of the QGIS style (the labels name the
+#: profile's thresholds by role: the file does not know the profile).
 UTIL_CLASSES: dict[str, tuple[str, str]] = {
-    "ok": ("#1a9850", "below the utilization threshold"),
-    "threshold": ("#f5a300", "over the utilization threshold"),
-    "deficient": ("#e31a1c", "deficient"),
-    "surcharged": ("#67001f", "surcharged"),
-    "nocapacity": ("#000000", "no capacity (zero or adverse slope)"),
-    "unknown": ("#9e9e9e", "unknown (no diameter, slope or flow)"),
-}
-#: Finding severity -> colour: the one table, used by these styles and the web maps.
-SEVERITY_COLOURS: dict[str, str] = {"error": "#d7191c", "warning": "#fdae61",
-                                    "info": "#2c7bb6"}
+    k: (c, util_class_label(k)) for k, c in UTIL_COLOURS.items()}
+#: Finding severity -> colour (Okabe-Ito vermillion, yellow, sky blue): the one table,
+#: used by these styles and the web maps.
+SEVERITY_COLOURS: dict[str, str] = {"error": "#d55e00", "warning": "#f0e442",
+                                    "info": "#56b4e9"}
 #: The utilization class of a ``pipes_capacity`` row, as a QGIS expression (also
 #: valid SQLite, which the tests evaluate it with).
 PIPE_CLASS_EXPRESSION = (
@@ -59,9 +69,9 @@ PIPE_CLASS_EXPRESSION = (
     "ELSE 'ok' END")
 #: Layer -> (attribute or expression, {value: (colour, label)}) of the categorized ones.
 CATEGORIZED: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
-    "obligations": ("status", {k: (c, k.replace("_", " ")) for k, c in STATUS_COLOURS.items()}),
+    "obligations": ("status", {k: (c, STATUS_LABELS[k]) for k, c in STATUS_COLOURS.items()}),
     "pipes_capacity": (PIPE_CLASS_EXPRESSION, UTIL_CLASSES),
-    "quality": ("severity", {k: (c, k) for k, c in SEVERITY_COLOURS.items()}),
+    "quality": ("severity", {k: (c, SEVERITY_LABELS[k]) for k, c in SEVERITY_COLOURS.items()}),
 }
 #: Colour of each other layer's single symbol.
 SIMPLE_COLOURS: dict[str, str] = {

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rules
+from ..labels import EMPTY, value_label
 from .common import (
     UTIL_CLASSES,
     MapContext,
@@ -171,16 +172,16 @@ def _plant_panel(ctx: MapContext) -> str:
         state = "unknown" if is_missing(over) or is_missing(ratio) else (
             "over" if bool(over) else "below")
         cls = "gisnet-bad" if state == "over" else "gisnet-ok" if state == "below" else ""
-        ratio_s = "unknown" if is_missing(ratio) else f"{float(ratio) * 100:.1f} %"
+        ratio_s = EMPTY if is_missing(ratio) else f"{float(ratio) * 100:.1f} %"
         design = r.get("design_flow_mgd")
         avg = r.get("avg_flow_mgd")
-        design_s = "unknown" if is_missing(design) else f"{float(design):.3f}"
-        avg_s = "unknown" if is_missing(avg) else f"{float(avg):.3f}"
+        design_s = EMPTY if is_missing(design) else f"{float(design):.3f}"
+        avg_s = EMPTY if is_missing(avg) else f"{float(avg):.3f}"
         name = r.get("name") if not is_missing(r.get("name")) else r.get("plant_id", "")
         rows.append(
             f"<tr><td>{html.escape(str(name))}</td><td>{avg_s} / {design_s}</td>"
             f'<td class="{cls}">{ratio_s} ({state} {thr:.0%})</td>'
-            f"<td>{html.escape(str(r.get('basis', '') or ''))}</td></tr>")
+            f"<td>{html.escape(value_label('basis', r.get('basis')))}</td></tr>")
     head = ("<b>Treatment plants</b><table><tr><th>Plant</th><th>avg / design MGD</th>"
             "<th>ratio</th><th>basis</th></tr>")
     foot = f"<div>Rule: {html.escape(section)}</div>" if section else ""

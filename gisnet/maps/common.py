@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from ..io.styles import SEVERITY_COLOURS, STATUS_COLOURS  # noqa: F401  (one colour table)
+from ..io.styles import SEVERITY_COLOURS, STATUS_COLOURS, UTIL_COLOURS  # noqa: F401
+from ..labels import UTIL_CLASS_LABELS
 from .encoding import DISPLAY_CRS, Prop, encode_layer, fmt_auto
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,15 +36,11 @@ KIND_COLOURS = {
     "unknown": "#555555",
     "excluded": "#b0b0b0",
 }
-UTIL_CLASSES: tuple[tuple[str, str, str], ...] = (
-    # key, colour, label template (filled with the profile's thresholds)
-    ("ok", "#1a9850", "below {t:.0%} of capacity"),
-    ("threshold", "#f5a300", "over the {t:.0%} threshold"),
-    ("deficient", "#e31a1c", "deficient (over {d:.0%})"),
-    ("surcharged", "#67001f", "surcharged (over {s:.0%})"),
-    ("nocapacity", "#000000", "no capacity (zero or adverse slope)"),
-    ("unknown", "#9e9e9e", "unknown (no diameter, slope or flow)"),
-)
+#: (key, colour, label template filled with the profile's thresholds) of each utilization
+#: class: colours from :data:`gisnet.io.styles.UTIL_COLOURS`, labels from
+#: :data:`gisnet.labels.UTIL_CLASS_LABELS`.
+UTIL_CLASSES: tuple[tuple[str, str, str], ...] = tuple(
+    (k, c, UTIL_CLASS_LABELS[k]) for k, c in UTIL_COLOURS.items())
 #: Above this many located findings the quality layer starts switched off (it would hide
 #: the network); it stays in the layer control.
 QUALITY_SHOWN_MAX = 1000

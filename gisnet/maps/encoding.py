@@ -26,6 +26,7 @@ import pandas as pd
 import shapely
 
 from ..errors import ConfigError
+from ..labels import EMPTY, LIST_COLUMNS, VALUE_LABELS, WORDED_COLUMNS, column_label, value_label
 from ..units import feet_per_unit
 
 DISPLAY_CRS = "EPSG:4326"
@@ -66,9 +67,10 @@ class Prop:
 
 
 def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
-    """Display text of one value, as the page shows it (None -> ``unknown``)."""
+    """Display text of one value, as the page shows it (None -> ``—``,
+    :data:`gisnet.labels.EMPTY`)."""
     if is_missing(v):
-        return "unknown"
+        return EMPTY
     if not fmt:
         return v
     if fmt[0] == "p":
@@ -110,12 +112,14 @@ def fmt_text(s: pd.Series) -> list[str | None]:
 #: Column-name unit suffix -> (decimals shown, unit label).
 _UNIT_FORMATS: dict[str, tuple[int, str]] = {
     "_ft": (1, "ft"), "_in": (0, "in"), "_gpd": (0, "gpd"), "_mgd": (3, "MGD"),
-    "_cfs": (3, "cfs"), "_fps": (2, "ft/s"), "_days": (0, "days"),
+    "_cfs": (3, "cfs"), "_fps": (2, "ft/s"), "_days": (0, "days"), "_pct": (2, "%"),
+    "_acres": (1, "acres"),
 }
 
 
 def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
-    """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...)."""
+    """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...); code values
+    (``status``, ``measure``, ``flags`` ...) in words (:func:`gisnet.labels.value_label`)."""
     for suffix, (digits, unit) in _UNIT_FORMATS.items():
         if name.endswith(suffix):
             return fmt_number(s, digits, unit)
@@ -128,8 +132,12 @@ def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
         return fmt_bool(s)
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return [None if pd.isna(v) else v.strftime("%Y-%m-%d") for v in s.tolist()]
+    if pd.api.types.is_integer_dtype(s.dtype):
+        return fmt_number(s, 0)
     if pd.api.types.is_numeric_dtype(s.dtype):
         return fmt_number(s, 2)
+    if name in VALUE_LABELS or name in WORDED_COLUMNS or name in LIST_COLUMNS:
+        return [None if is_missing(v) else value_label(name, v) for v in s.tolist()]
     return [
         None if is_missing(v) else ("yes" if v is True else "no" if v is False else str(v))
         for v in s.tolist()
@@ -137,9 +145,9 @@ def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
 
 
 def field_label(name: str) -> str:
-    """A popup label for a column: unit suffix dropped, words capitalised."""
-    words = re.sub(r"_(ft|in|gpd|mgd|fps|days)$", "", name).replace("_", " ")
-    return words[:1].upper() + words[1:]
+    """A popup label for a column (:func:`gisnet.labels.column_label` without the
+    unit: the popup's values carry it)."""
+    return column_label(name, unit=False)
 
 
 _WORDS = {True: ("1", "true", "yes", "y", "t"), False: ("0", "false", "no", "n", "f")}

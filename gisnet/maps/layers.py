@@ -16,6 +16,7 @@ from .common import (
     KIND_COLOURS,
     MapContext,
     MapLayer,
+    UTIL_COLOURS,
     auto_props,
     cited,
     dashed_if_unknown,
@@ -199,11 +200,12 @@ def plants_layer(ctx: MapContext) -> MapLayer | None:
             key="plants", name="Treatment plants", data=data, count=n,
             style={"radius": 10, "color": "#000000", "weight": 2, "fillColor": "#6a51a3",
                    "fillOpacity": 0.9},
-            classes={"over": {"fillColor": "#e31a1c"}}, class_key="_c",
+            classes={"over": {"fillColor": UTIL_COLOURS["deficient"]}}, class_key="_c",
             fields=fields, constants=consts, popup_title="Plant {plant_id}",
             tooltip="Plant {plant_id}", search=["plant_id", "name"],
             legend=[{"label": "treatment plant", "color": "#6a51a3", "shape": "point"}]
-            + ([{"label": "plant over its threshold", "color": "#e31a1c", "shape": "point"}]
+            + ([{"label": "plant over its threshold", "color": UTIL_COLOURS["deficient"],
+                 "shape": "point"}]
                if over.any() else []),
             legend_title="Plants",
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import shapely
 
+from ..labels import severity_label, value_label
 from .common import QUALITY_SHOWN_MAX, SEVERITY_COLOURS, MapContext, MapLayer, point_geoms
-from .encoding import column, fmt_text, is_true
+from .encoding import column, field_label, fmt_text, is_missing, is_true
 from .layers import mains_layer, manholes_layer, parcels_layer, plants_layer
 
 
@@ -46,8 +47,8 @@ def _quality_layer(ctx: MapContext) -> MapLayer | None:
     sev = column(q, "severity").astype(object)
     props = {
         "finding_id": fmt_text(column(q, "finding_id")),
-        "kind": fmt_text(column(q, "kind")),
-        "severity": fmt_text(sev),
+        "kind": [None if is_missing(v) else value_label("kind", v) for v in column(q, "kind")],
+        "severity": [None if is_missing(v) else severity_label(v) for v in sev],
         "message": fmt_text(column(q, "message")),
         "layer": fmt_text(column(q, "layer")),
         "feature_id": fmt_text(column(q, "feature_id")),
@@ -62,11 +63,12 @@ def _quality_layer(ctx: MapContext) -> MapLayer | None:
                "fillColor": "#2c7bb6", "fillOpacity": 0.8},
         classes={k: {"color": c, "fillColor": c} for k, c in SEVERITY_COLOURS.items()},
         class_key="_c",
-        fields=[("Finding", "finding_id"), ("Kind", "kind"), ("Severity", "severity"),
-                ("Message", "message"), ("Layer", "layer"), ("Feature", "feature_id")],
+        fields=[(field_label(c), c) for c in ("finding_id", "kind", "severity", "message",
+                                                "layer", "feature_id")],
         popup_title="{kind}", tooltip="{severity}: {kind}", search=["feature_id", "finding_id"],
         show=n <= QUALITY_SHOWN_MAX,
-        legend=[{"label": s, "color": c, "shape": "point"} for s, c in SEVERITY_COLOURS.items()],
+        legend=[{"label": severity_label(s), "color": c, "shape": "point"}
+                for s, c in SEVERITY_COLOURS.items()],
         legend_title=f"Data-quality findings ({n} on the map"
         + (f", {unlocated} without a location)" if unlocated else ")"),
     )

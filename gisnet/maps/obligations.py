@@ -13,13 +13,16 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
+from ..labels import STATUS_LABELS, column_label, status_label
 from .common import STATUS_COLOURS, MapContext, MapLayer, auto_props, cited, fields_for
 from .encoding import column, field_label, fmt_text
 from .layers import mains_layer, parcels_layer
 
 
 def _obligation_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
-    """Obligations with parcel polygons (joined from the town when the result has none)."""
+    """Obligations with parcel polygons (joined from the town when the result has none)
+    and the parcels' addresses (joined by ``parcel_id`` when the result has none), so the
+    page's search finds a parcel by its address as the network page does."""
     ob = ctx.results.get("obligations")
     if ob is None or len(ob) == 0:
         return None
@@ -28,7 +31,8 @@ def _obligation_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
     if has_geom:
         gt = set(ob.geom_type.dropna().unique())
         if gt and gt <= {"Polygon", "MultiPolygon"}:
-            return ob if ob.crs is not None else ob.set_crs(ctx.crs)
+            ob = ob if ob.crs is not None else ob.set_crs(ctx.crs)
+            return _with_address(ob, parcels)
     if parcels is None or "parcel_id" not in ob.columns:
         if has_geom:
             return ob if ob.crs is not None else ob.set_crs(ctx.crs)
@@ -42,6 +46,23 @@ def _obligation_frame(ctx: MapContext) -> gpd.GeoDataFrame | None:
     return gpd.GeoDataFrame(merged, geometry=parcels.geometry.name, crs=parcels.crs)
 
 
+def _with_address(ob: gpd.GeoDataFrame, parcels: gpd.GeoDataFrame | None) -> gpd.GeoDataFrame:
+    """``ob`` with the parcels' ``address`` by ``parcel_id`` where it has none of its own."""
+    if parcels is None or "address" not in parcels.columns or "parcel_id" not in ob.columns \
+            or "parcel_id" not in parcels.columns:
+        return ob
+    by_id = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
+    found = ob["parcel_id"].map(by_id)
+    out = ob.copy()
+    if "address" in ob.columns:
+        out["address"] = ob["address"].where(ob["address"].notna(), found)
+    else:
+        out.insert(1 if len(ob.columns) > 1 else 0, "address", found)
+    return out
+
+
+#: Statuses drawn strongly with every field (the others lightly with a few).
+ATTENTION = ("required", "review", "subject_to_notice")
 OBLIGATION_ORDER = ("parcel_id", "address", "status", "distance_ft", "main_id",
                     "within_distance", "abuts_sewered_street", "deadline_days",
                     "deadline_date", "notice_date", "septic_deadline", "measure", "building_id",
@@ -77,14 +98,9 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
     if ob is not None:
         status = column(ob, "status").astype(object).fillna("unknown").astype(str)
         cols = fields_for(ob, OBLIGATION_ORDER)
-        for st, label, light in (("required", "Must connect", False),
-                                 ("review", "Needs review", False),
-                                 ("subject_to_notice", "Connection can be ordered (notice)",
-                                  False),
-                                 ("connected", "Connected", True),
-                                 ("not_required", "Not required", True),
-                                 ("outside_district", "Outside the district", True),
-                                 ("unknown", "Status unknown", True)):
+        for st in (*STATUS_LABELS, "unknown"):
+            label = status_label(st)
+            light = st not in ATTENTION
             sel = (status == st).to_numpy()
             if st == "unknown":
                 sel = ~status.isin(list(STATUS_COLOURS)).to_numpy()
@@ -108,15 +124,14 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
             layers.append(MapLayer(
                 key=f"parcels_{st}", name=f"Parcels: {label.lower()}", data="", count=0,
                 style=style,
-                fields=[("Status", "status")] + [(field_label(c) if c != "section"
-                                                  else "Ordinance section", c)
-                                                 for c in show_cols],
-                constants={"status": label.lower()},
+                fields=[(column_label("status"), "status")]
+                + [(field_label(c), c) for c in show_cols],
+                constants={"status": label},
                 popup_title="Parcel {parcel_id}",
                 tooltip="{parcel_id} · {status}" + (" · {distance_ft}"
                                                     if "distance_ft" in show_cols else ""),
                 search=["parcel_id", "address"],
-                legend=[{"label": label.lower(), "color": colour, "shape": "area",
+                legend=[{"label": label, "color": colour, "shape": "area",
                          "opacity": 0.12 if light else 0.6}],
                 legend_title="Parcels by status",
             ))

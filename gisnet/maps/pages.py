@@ -122,7 +122,7 @@ def write_maps(
     results: Mapping[str, pd.DataFrame],
     out_dir: str | os.PathLike[str],
     *,
-    self_contained: bool = False,
+    self_contained: bool = True,
     names: Iterable[str] | None = None,
 ) -> list[Path]:
     """Write the planners' web maps whose inputs exist.
@@ -143,7 +143,8 @@ def write_maps(
     out_dir
         Folder for the pages (created if needed).
     self_contained
-        Inline every script and stylesheet so the pages render offline.
+        Inline every script and stylesheet so the pages render offline (the
+        default); False loads Leaflet from a CDN.
     names
         Pages to write, from :data:`PAGES` (default all).
 

@@ -1,10 +1,15 @@
 """A page to HTML: a folium map with gisnet's layers, legend, panels and links.
 
-Offline: ``self_contained=True`` inlines Leaflet (vendored in
-``gisnet/static/leaflet``, BSD-2-Clause) and gisnet's own script and styles, and
-drops the jQuery/Bootstrap/Font Awesome links folium adds by default (nothing on
-these pages uses them), so the page renders every vector layer without a
-network; only the base tiles need one, and the page says so.
+Pages work anywhere by default: ``self_contained=True`` (the default) inlines
+Leaflet (vendored in ``gisnet/static/leaflet``, BSD-2-Clause) and gisnet's own
+script and styles, and drops the jQuery/Bootstrap/Font Awesome links folium adds
+(nothing on these pages uses them), so the page renders every vector layer
+without a network; only the base tiles need one, and when they cannot load the
+page says so and draws the layers on a plain background. ``self_contained=False``
+(``--cdn``) loads Leaflet from a CDN instead: smaller files that need a network.
+
+Base-map tiles are requested with the referrer policy :data:`REFERRER_POLICY`,
+so a page served over http sends its origin, as tile servers ask.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..io import atomic_write_text
+from ..labels import EMPTY
 from . import assets
 from .common import MapLayer, Page
 
@@ -44,27 +50,33 @@ TILES: tuple[dict[str, str], ...] = (
 LEAFLET_CDN_JS = "https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.js"
 LEAFLET_CDN_CSS = "https://cdn.jsdelivr.net/npm/leaflet@1.9.4/dist/leaflet.css"
 OFFLINE_NOTE = (
-    "Offline page: every layer is inside this file; the base map tiles need a network "
-    "connection and stay blank without one."
+    "Every layer is inside this file; only the base map needs a network (without one the "
+    "layers are drawn on a plain background)."
 )
+#: Referrer policy of the base-map tile requests (Leaflet ``referrerPolicy``).
+REFERRER_POLICY = "strict-origin-when-cross-origin"
 
 
 def _legend(layers: Iterable[MapLayer]) -> list[dict[str, Any]]:
-    """Legend groups by title, each item once, in layer order."""
+    """Legend groups by title, each item once, in layer order; each group names the
+    layers it describes (``layers``), and the page lists a group only while one of
+    them is on the map."""
     groups: dict[str, list[dict[str, Any]]] = {}
+    keys: dict[str, list[str]] = {}
     for lyr in layers:
         if not lyr.legend:
             continue
         title = lyr.legend_title or lyr.name
         items = groups.setdefault(title, [])
+        keys.setdefault(title, []).append(lyr.key)
         for item in lyr.legend:
             if item not in items:
                 items.append(item)
-    return [{"title": t, "items": i} for t, i in groups.items()]
+    return [{"title": t, "items": i, "layers": keys[t]} for t, i in groups.items()]
 
 
 def render_page(page: Page, *, town_name: str, profile_name: str,
-                self_contained: bool = False) -> str:
+                self_contained: bool = True) -> str:
     """The HTML text of one page (folium map + gisnet layers).
 
     Parameters
@@ -74,7 +86,8 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
     town_name, profile_name
         Shown under the title.
     self_contained
-        Inline Leaflet and gisnet's script/styles and load nothing from a CDN.
+        Inline Leaflet and gisnet's script/styles and load nothing from a CDN
+        (the default); False loads Leaflet from a CDN (``--cdn``).
     """
     import folium
     from branca.element import Element, MacroElement
@@ -114,6 +127,8 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
         "subtitle": f"{town_name} · profile: {profile_name}",
         "note": OFFLINE_NOTE if self_contained else None,
         "tiles": list(TILES),
+        "referrerPolicy": REFERRER_POLICY,
+        "empty": EMPTY,
         "links": page.links,
         "legend": _legend(page.layers),
         "panels": page.panels,
@@ -146,7 +161,7 @@ def _write_atomic(path: Path, text: str) -> None:
     atomic_write_text(path, text, "map page")
 
 
-def save_page(page: Page, town: Town, out: Path, self_contained: bool) -> Path:
+def save_page(page: Page, town: Town, out: Path, self_contained: bool = True) -> Path:
     """Render ``page`` for ``town`` and write it to ``out`` atomically; log its size."""
     text = render_page(page, town_name=town.name, profile_name=town.profile.profile.name,
                        self_contained=self_contained)

@@ -45,7 +45,7 @@ def whatif_map(
     whatif_result: Any,
     out_path: str | os.PathLike[str],
     *,
-    self_contained: bool = False,
+    self_contained: bool = True,
 ) -> Path:
     """Write ``whatif.html``: the downstream path before and after a proposed flow.
 
@@ -66,7 +66,8 @@ def whatif_map(
     out_path
         The HTML file to write.
     self_contained
-        Inline every script and stylesheet.
+        Inline every script and stylesheet (the default); False loads Leaflet
+        from a CDN.
     """
     ctx = MapContext(town, {})
     pipes = _get(whatif_result, "pipes")

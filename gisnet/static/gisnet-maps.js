@@ -1,9 +1,11 @@
 /* gisnet web maps: vector layers, legend, title, search and panels on a Leaflet map.
  * Config comes from gisnet.maps (Python): every layer is a GeoJSON FeatureCollection in
  * EPSG:4326 whose properties are already formatted for display; a property that is
- * absent is shown as "unknown". MIT licence, part of gisnet. */
+ * absent is shown as cfg.empty ("\u2014", gisnet.labels.EMPTY). MIT licence, part of gisnet. */
 (function () {
   "use strict";
+
+  var EMPTY = "\u2014";
 
   function esc(v) {
     return String(v).replace(/[&<>"']/g, function (c) {
@@ -13,7 +15,7 @@
 
   function val(props, key) {
     var v = props[key];
-    return (v === undefined || v === null || v === "") ? "unknown" : v;
+    return (v === undefined || v === null || v === "") ? EMPTY : v;
   }
 
   function fill(template, props) {
@@ -157,8 +159,39 @@
     var bases = {};
     var renderer = L.canvas({padding: 0.5});
 
+    if (cfg.empty) { EMPTY = cfg.empty; }
+    var container = map.getContainer();
+    // Base maps: requested with a referrer policy the tile servers accept (the page's
+    // origin when served over http; a file:// page has none to send). When a base map
+    // cannot load (offline, or refused), the page says so and keeps drawing the data on a
+    // plain background.
+    var tileState = {loaded: 0, errors: 0, failed: false};
+    var tileNote = null;
+    function tilesFailed(name) {
+      if (tileState.failed || tileState.loaded) { return; }
+      tileState.failed = true;
+      container.classList.add("gisnet-no-tiles");
+      var msg = "The base map (" + name + ") could not be loaded: no network, or the tile " +
+        "server refused the request. The layers are drawn on a plain background.";
+      tileNote = control("bottomright", "gisnet-tile-note", esc(msg));
+      tileNote.addTo(map);
+    }
     (cfg.tiles || []).forEach(function (t, i) {
-      var tl = L.tileLayer(t.url, {attribution: t.attribution, maxZoom: 20, maxNativeZoom: 19});
+      var tl = L.tileLayer(t.url, {attribution: t.attribution, maxZoom: 20, maxNativeZoom: 19,
+                                   referrerPolicy: cfg.referrerPolicy ||
+                                     "strict-origin-when-cross-origin"});
+      tl.on("tileload", function () {
+        tileState.loaded += 1;
+        if (tileState.failed) {
+          tileState.failed = false;
+          container.classList.remove("gisnet-no-tiles");
+          if (tileNote) { map.removeControl(tileNote); tileNote = null; }
+        }
+      });
+      tl.on("tileerror", function () {
+        tileState.errors += 1;
+        if (tileState.errors >= 2) { tilesFailed(t.name); }
+      });
       bases[t.name] = tl;
       if (i === 0) { tl.addTo(map); }
     });
@@ -263,7 +296,7 @@
       if (msg) { msg.textContent = hits.length > 1 ? hits.length + " matches, showing the first" : ""; }
       var spec = hits[0][0], l = hits[0][1];
       var layer = registry[spec.key];
-      if (!map.hasLayer(layer)) { layer.addTo(map); }
+      if (!map.hasLayer(layer)) { layer.addTo(map); updateLegend(); }
       if (l.getLatLng) { map.setView(l.getLatLng(), 18, {animate: false}); }
       else { map.fitBounds(l.getBounds(), {maxZoom: 18, animate: false}); }
       var html = popupHtml(spec, l.feature.properties || {});
@@ -272,16 +305,34 @@
       return hits.length;
     }
 
-    // legend
-    if (cfg.legend && cfg.legend.length) {
-      var h = '<div class="gisnet-legend-title">Legend</div>';
-      cfg.legend.forEach(function (group) {
+    // legend: the groups of the layers on the map, updated when a layer is toggled
+    var legend = null;
+    function legendHtml() {
+      var h = "";
+      (cfg.legend || []).forEach(function (group) {
+        var keys = group.layers || [];
+        var shown = !keys.length || keys.some(function (k) {
+          return registry[k] && map.hasLayer(registry[k]);
+        });
+        if (!shown) { return; }
         h += '<div class="gisnet-legend-group">' + esc(group.title) + "</div>";
         group.items.forEach(function (item) {
           h += '<div class="gisnet-legend-item">' + swatch(item) + esc(item.label) + "</div>";
         });
       });
-      control("bottomleft", "gisnet-legend", h).addTo(map);
+      return h ? '<div class="gisnet-legend-title">Legend</div>' + h : "";
+    }
+    function updateLegend() {
+      if (!legend) { return; }
+      var h = legendHtml();
+      legend.getContainer().innerHTML = h;
+      legend.getContainer().style.display = h ? "" : "none";
+    }
+    if (cfg.legend && cfg.legend.length) {
+      legend = control("bottomleft", "gisnet-legend", legendHtml());
+      legend.addTo(map);
+      updateLegend();
+      map.on("overlayadd overlayremove", updateLegend);
     }
 
     (cfg.panels || []).forEach(function (panel) {
@@ -296,6 +347,7 @@
 
     window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
                      popupHtml: popupHtml, ready: true, timings: timings,
+                     tiles: tileState, updateLegend: updateLegend,
                      readyMs: (window.performance && performance.now) ? performance.now() : null};
     return window.gisnet;
   }
