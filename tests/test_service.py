@@ -189,6 +189,29 @@ def test_openapi_lists_every_endpoint(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_docs_pages_load_nothing_from_another_host(client):
+    import re
+
+    from gisnet.service.docs import ASSETS, ASSETS_PATH
+
+    assert client.get("/redoc").status_code == 404
+    for page in ("/docs",):
+        r = client.get(page)
+        assert r.status_code == 200, page
+        urls = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", r.text)
+        urls += re.findall(r"""url:\s*'([^']+)'""", r.text)
+        assert urls, page
+        assert not [u for u in urls if "//" in u], (page, urls)  # no http(s):// host
+        assert "fonts.googleapis" not in r.text
+    for name in ASSETS:
+        r = client.get(f"{ASSETS_PATH}/{name}")
+        assert r.status_code == 200 and len(r.content) > 500, name
+    assert "SwaggerUIBundle" in client.get(f"{ASSETS_PATH}/swagger-ui-bundle.js").text
+    assert client.get(f"{ASSETS_PATH}/../app.py").status_code == 404
+    assert client.get(f"{ASSETS_PATH}/LICENSE").status_code == 404
+    assert "/docs" not in client.get("/openapi.json").json()["paths"]
+
+
 # ---------------------------------------------------------------------------
 # single lookups and reprojection
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from .. import __version__
 from ..errors import GisnetError
 from ..serialize import dumps
 from .body import JSONBodyRoute
+from .docs import add_docs_routes
 from .errors import LimitError, TooLargeError, http_status
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
@@ -122,7 +123,8 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     Returns
     -------
     fastapi.FastAPI
-        OpenAPI description at ``/openapi.json``, docs at ``/docs``.
+        OpenAPI description at ``/openapi.json``, docs at ``/docs`` (its
+        scripts served by the service itself, no CDN).
     """
     limits = limits or ServiceLimits()
     app = FastAPI(
@@ -132,6 +134,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
                      "control manholes and traces, pipe and plant capacity, what-if. "
                      "Geometry is GeoJSON in EPSG:4326 unless `crs` says otherwise; "
                      "columns and units are those of the results GeoPackage."),
+        docs_url=None, redoc_url=None,  # served without a CDN by add_docs_routes
     )
     app.state.gisnet = state
     app.state.limits = limits
@@ -143,6 +146,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
         app.add_middleware(CORSMiddleware, allow_origins=list(limits.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Content-Type"])
     _install_error_handlers(app)
+    add_docs_routes(app)
     for add in (add_town_routes, add_obligation_routes, add_tracing_routes,
                 add_capacity_routes, add_result_routes):
         add(app, state, limits)
