@@ -92,6 +92,10 @@ BASIS_LABELS: dict[str, str] = {
     "monthly_3mo": "3 consecutive months", "inverts": "from the inverts",
     "stored": "as stored", "none": "none",
 }
+#: How a main's flow direction was decided (``direction_source``) -> words.
+DIRECTION_SOURCE_LABELS: dict[str, str] = {
+    "node_ids": "the node ids", "inverts": "the inverts", "digitized": "the digitised order",
+}
 #: Column -> its code labels (the columns whose values are codes).
 VALUE_LABELS: dict[str, Mapping[str, str]] = {
     "status": STATUS_LABELS,
@@ -103,6 +107,7 @@ VALUE_LABELS: dict[str, Mapping[str, str]] = {
     "basis": BASIS_LABELS,
     "window_basis": BASIS_LABELS,
     "slope_source": BASIS_LABELS,
+    "direction_source": DIRECTION_SOURCE_LABELS,
 }
 #: Columns whose code values are shown as words without a table of their own
 #: (``shared_building_sewer`` -> ``Shared building sewer``).
@@ -136,6 +141,7 @@ COLUMN_LABELS: dict[str, str] = {
     "in_district": "In the district", "health_hazard": "Public health hazard",
     "highway_program": "Highway improvement program", "window_basis": "Window basis",
     "slope_source": "Slope from", "flags": "Flags", "kind": "Kind",
+    "direction_source": "Direction from",
 }
 #: Unitless numbers whose label names what they are.
 RATIO_COLUMNS = frozenset({"utilization", "ratio", "threshold", "peaking_factor"})

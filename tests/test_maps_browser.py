@@ -1,7 +1,11 @@
-"""Browser tests of the web maps: headless Chromium opens each self-contained page
-from disk (no network), finds no script errors, counts the features of each
-layer, opens popups by clicking and by searching, and saves screenshots under
-tests/_artifacts/.
+"""Browser tests of the web maps: headless Chromium, with the network blocked
+(every host name resolves to nothing but the loopback address), opens each page
+as ``gisnet`` writes it by default from disk, finds no script errors, counts the
+features of each layer, sees the page say that the base map could not load,
+opens popups by clicking and by searching, checks their words (labels, units,
+"—" for empty values, never a raw column name or code), toggles layers and
+watches the legend follow, renders the service's ``/docs`` offline, and saves
+screenshots under tests/_artifacts/ (listed in docs/maps.md).
 
 Needs Debian's ``chromium`` and ``chromium-driver``; skipped without them.
 """
@@ -39,7 +43,9 @@ def driver() -> Iterator[object]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu",
                 "--disable-background-networking", "--disable-component-update",
                 "--no-first-run", "--disable-sync", "--window-size=1400,900",
-                "--disable-dev-shm-usage", f"--user-data-dir={profile}"):
+                "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+                # no network: every host name fails to resolve except the loopback
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     d = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
@@ -107,6 +113,53 @@ def click_feature(d, layer: str) -> str:
     return d.execute_script("return document.querySelector('.leaflet-popup-content').innerText")
 
 
+#: Words a popup must never show: raw column names and codes the labels replace.
+RAW_WORDS = re.compile(r"\b(Siu|Review reason|Flags unknown|property_line|subject_to_notice|"
+                       r"not_required|outside_district|node_ids|monthly_3mo)\b")
+
+
+def assert_base_map_failure_is_said(d) -> None:
+    """With no network the base map fails: the page says so, draws on a plain
+    background, and asked for the tiles with the referrer policy."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(d, 30).until(
+        lambda drv: drv.execute_script("return !!document.querySelector('.gisnet-tile-note')"))
+    note = d.execute_script("return document.querySelector('.gisnet-tile-note').innerText")
+    assert "could not be loaded" in note and "plain background" in note
+    assert d.execute_script("return window.gisnet.map.getContainer().classList"
+                            ".contains('gisnet-no-tiles')")
+    assert d.execute_script("return window.gisnet.tiles.loaded") == 0
+    policies = d.execute_script(
+        "return Array.from(document.querySelectorAll('img.leaflet-tile'))"
+        ".map(function(i){return i.referrerPolicy;});")
+    assert policies and set(policies) == {"strict-origin-when-cross-origin"}
+
+
+def assert_popups_speak_the_vocabulary(d, per_layer: int = 400) -> None:
+    """Every popup (up to ``per_layer`` features a layer) shows labels, not column names,
+    and "—" for an empty value, never "unknown" or a code."""
+    rows = d.execute_script(
+        "var out=[],n=arguments[0];Object.keys(window.gisnet.layers).forEach(function(k){"
+        "var spec=window.gisnet.specs[k];"
+        "window.gisnet.layers[k].getLayers().slice(0,n).forEach(function(l){"
+        "var div=document.createElement('div');"
+        "div.innerHTML=window.gisnet.popupHtml(spec,l.feature.properties||{});"
+        "div.querySelectorAll('tr').forEach(function(tr){"
+        "out.push([k,tr.querySelector('th').textContent,tr.querySelector('td').textContent]);"
+        "});});});return out;", per_layer)
+    assert rows
+    bad = [r for r in rows if "_" in r[1] or r[1][:1].islower() or r[2] in ("unknown", "")
+           or RAW_WORDS.search(r[1] + " " + r[2])]
+    assert not bad, bad[:10]
+
+
+def legend_titles(d) -> list[str]:
+    return d.execute_script(
+        "return Array.from(document.querySelectorAll('.gisnet-legend-group'))"
+        ".map(function(e){return e.textContent;});")
+
+
 # --------------------------------------------------------------------------- sample town
 @pytest.fixture(scope="module")
 def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Path]]:
@@ -117,14 +170,14 @@ def sample_pages(sample_dir: Path, tmp_path_factory) -> tuple[dict, dict[str, Pa
     town = load_town(sample_dir)
     res = analyse(town)
     out = tmp_path_factory.mktemp("sample-maps")
-    paths = maps.write_maps(town, res.layers(), out, self_contained=True)
+    paths = maps.write_maps(town, res.layers(), out)  # the default pages
     pages = {p.stem: p for p in paths}
     from gisnet.capacity import whatif
 
     pts = res.capacity.points
     pid = str(pts.loc[pts["user_id"].isna(), "parcel_id"].dropna().iloc[0])
     w = whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=250_000.0)
-    pages["whatif"] = maps.whatif_map(town, w, out / "whatif.html", self_contained=True)
+    pages["whatif"] = maps.whatif_map(town, w, out / "whatif.html")
     return {**res.layers(), "_whatif": w, "_town": town}, pages
 
 
@@ -173,7 +226,9 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
         "return document.querySelectorAll('.leaflet-control-scale').length") == 1
     title = driver.execute_script(
         "return document.querySelector('.gisnet-titlebox').textContent")
-    assert "profile" in title and "Offline page" in title
+    assert "profile" in title and "only the base map needs a network" in title
+    assert_base_map_failure_is_said(driver)
+    assert_popups_speak_the_vocabulary(driver)
     if name == "obligations":
         ob = layers["obligations"]
         # the sample records no notice, hazard or highway program: its parcels within
@@ -181,7 +236,13 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
         row = ob[ob["status"] == "subject_to_notice"].iloc[0]
         text = search(driver, str(row["parcel_id"]))
         assert str(row["parcel_id"]) in text and str(row["section"]) in text
-        assert "connection can be ordered (notice)" in text
+        assert "Connection can be ordered (notice)" in text
+        # the address search finds what the network page finds
+        parcels = layers["_town"].layers["parcels"]
+        at = parcels[parcels["address"].astype(str).str.startswith("115 Cannon")]
+        if len(at):
+            text = search(driver, "115 Cannon")
+            assert "115 Cannon" in text and str(at["parcel_id"].iloc[0]) in text
     elif name == "capacity":
         text = click_feature(driver, "plants")
         assert "Plant" in text
@@ -227,9 +288,102 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
     assert severe_errors(driver) == []
 
 
+@pytest.mark.slow
+def test_index_legend_lists_only_the_layers_shown(driver, sample_pages, artifacts):
+    from selenium.webdriver.common.by import By
+
+    _, pages = sample_pages
+    open_page(driver, pages["index"])
+    expect = driver.execute_script(
+        "var g=window.gisnet;return g.legend.filter(function(grp){"
+        "return grp.layers.some(function(k){return g.map.hasLayer(g.layers[k]);});})"
+        ".map(function(grp){return grp.title;});")
+    assert legend_titles(driver) == expect
+    hidden = driver.execute_script(
+        "var g=window.gisnet;return Object.keys(g.layers).filter(function(k){"
+        "return !g.map.hasLayer(g.layers[k]);});")
+    assert hidden, "the index page starts with some layers switched off"
+    every = driver.execute_script("return window.gisnet.legend.length")
+    assert len(expect) < every
+
+    def toggle(name: str) -> None:
+        for label in driver.find_elements(By.CSS_SELECTOR, ".leaflet-control-layers label"):
+            if label.text.startswith(name + " ("):
+                label.find_element(By.CSS_SELECTOR, "input").click()
+                return
+        raise AssertionError(f"no layer {name!r} in the layer control")
+
+    assert "Control manholes" in legend_titles(driver)
+    toggle("Control manholes")
+    assert "Control manholes" not in legend_titles(driver)
+    toggle("Control manholes")
+    assert "Control manholes" in legend_titles(driver)
+    # a group several layers share stays while one of them is shown
+    toggle("Parcels: connected")
+    assert "Parcels by status" in legend_titles(driver)
+    toggle("Parcels: connected")
+    driver.save_screenshot(str(artifacts / "maps_sample_index_legend.png"))
+
+
+# --------------------------------------------------------------------------- service docs
+@pytest.mark.slow
+def test_service_docs_render_offline(driver, sample_dir, tmp_path, artifacts):
+    import os
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gisnet", "serve", "--layers", str(sample_dir), "--out",
+         str(tmp_path), "--host", "127.0.0.1", "--port", str(port), "-q"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"gisnet serve exited {proc.returncode}: {proc.stderr.read()}")
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "gisnet serve did not answer /health"
+            time.sleep(0.3)
+        with urllib.request.urlopen(base + "/openapi.json", timeout=10) as r:
+            import json
+
+            n_ops = sum(len(v) for v in json.load(r)["paths"].values())
+        d = driver
+        d.get_log("browser")
+        d.get(base + "/docs")
+        WebDriverWait(d, 60).until(lambda drv: drv.execute_script(
+            "return document.querySelectorAll('.swagger-ui .opblock').length") >= n_ops)
+        assert "gisnet" in d.execute_script(
+            "return document.querySelector('.swagger-ui .title').textContent")
+        assert [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
+        time.sleep(0.5)
+        d.save_screenshot(str(artifacts / "service_docs_offline.png"))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        proc.stderr.close()
+
+
 # --------------------------------------------------------------------------- Bennington
 @pytest.mark.slow
-def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_path, artifacts):
+def test_bennington_unknown_diameters_show_as_empty(driver, shared_data, tmp_path, artifacts):
     from gisnet import maps
     from gisnet.capacity import compute_capacity
     from gisnet.graph import build_sewer_graph, graph_to_gdfs, quality_gdf
@@ -254,7 +408,7 @@ def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_p
     assert counts["mains"] == _located(edges)
     main_id = str(edges["main_id"].iloc[0])
     text = search(driver, main_id)
-    assert re.search(r"Diameter\s+unknown", text), text
+    assert re.search(r"Diameter\s+\u2014", text), text  # empty: "—"
     time.sleep(0.6)
     driver.save_screenshot(str(artifacts / "maps_bennington_network.png"))
 
@@ -262,9 +416,9 @@ def test_bennington_unknown_diameters_show_as_unknown(driver, shared_data, tmp_p
     assert severe_errors(driver) == []
     assert counts["pipes_capacity"] == _located(cap.pipes)
     text = search(driver, main_id)
-    for label in ("Diameter", "Capacity", "Utilization"):
-        assert re.search(label + r"\s+unknown", text), text
-    assert re.search(r"Avg flow\s+unknown", text), text  # no parcels: flow unknown, not 0
+    for label in ("Diameter", "Full-flow capacity", "Utilization"):
+        assert re.search(label + r"\s+\u2014", text), text
+    assert re.search(r"Average flow\s+\u2014", text), text  # no parcels: flow unknown, not 0
     assert not re.search(r"\b0 in\b", text)
     classes = driver.execute_script(
         "var c={};window.gisnet.layers.pipes_capacity.eachLayer(function(l){"

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..labels import DIRECTION_SOURCE_LABELS
 from ..report import Finding
 from .prepare import Mains
 from .snapping import Nodes
 
-#: How a ``direction_source`` reads in a message.
-SOURCE_TEXT = {"node_ids": "the node ids", "inverts": "the inverts",
-               "digitized": "the digitised order"}
+#: How a ``direction_source`` reads in a message (the one vocabulary's words).
+SOURCE_TEXT = DIRECTION_SOURCE_LABELS
 
 
 @dataclass(frozen=True, eq=False)

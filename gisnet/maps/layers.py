@@ -12,11 +12,12 @@ import geopandas as gpd
 import pandas as pd
 
 from .. import rules
+from ..labels import value_label
 from .common import (
     KIND_COLOURS,
+    UTIL_COLOURS,
     MapContext,
     MapLayer,
-    UTIL_COLOURS,
     auto_props,
     cited,
     dashed_if_unknown,
@@ -24,7 +25,16 @@ from .common import (
     point_geoms,
     width_from_diameter,
 )
-from .encoding import column, field_label, fmt_bool, fmt_number, fmt_text, is_true, numbers
+from .encoding import (
+    column,
+    field_label,
+    fmt_bool,
+    fmt_number,
+    fmt_text,
+    is_missing,
+    is_true,
+    numbers,
+)
 
 
 def parcels_layer(ctx: MapContext, *, key: str = "parcels", show: bool = True) -> MapLayer | None:
@@ -79,7 +89,8 @@ def mains_layer(ctx: MapContext) -> MapLayer | None:
             "slope": fmt_number(column(mains, "slope"), 4, "ft/ft"),
             "from": fmt_text(column(mains, "from_node")),
             "to": fmt_text(column(mains, "to_node")),
-            "direction": fmt_text(column(mains, "direction_source")),
+            "direction": [None if is_missing(v) else value_label("direction_source", v)
+                          for v in column(mains, "direction_source")],
             "owner": fmt_text(column(mains, "owner")),
             "status": fmt_text(column(mains, "status")),
             "public": fmt_bool(column(mains, "public")),

@@ -347,7 +347,7 @@
 
     window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
                      popupHtml: popupHtml, ready: true, timings: timings,
-                     tiles: tileState, updateLegend: updateLegend,
+                     tiles: tileState, legend: cfg.legend || [], updateLegend: updateLegend,
                      readyMs: (window.performance && performance.now) ? performance.now() : null};
     return window.gisnet;
   }
