@@ -31,7 +31,15 @@ from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
 from .obligations import analyse_obligations
 from .report import Report
-from .results import ControlResult, ObligationsResult, Unavailable
+from .results import (
+    ControlResult,
+    LayerDict,
+    ObligationsResult,
+    Unavailable,
+    crs_text,
+    rows_text,
+    short_repr,
+)
 from .sampling import analyse_control
 from .serialize import to_jsonable
 from .town import Town
@@ -96,9 +104,11 @@ class Results:
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
 
-    def layers(self) -> dict[str, pd.DataFrame]:
-        """Every result layer by name, as written to ``gisnet-results.gpkg``."""
-        out: dict[str, pd.DataFrame] = {}
+    @property
+    def layers(self) -> LayerDict:
+        """Every result layer by name, as written to ``gisnet-results.gpkg``
+        (``res.layers["obligations"]``; ``res.layers()`` works too)."""
+        out = LayerDict()
         if self.graph_nodes is not None:
             out["graph_nodes"] = self.graph_nodes
         if self.graph_edges is not None:
@@ -109,6 +119,16 @@ class Results:
         if self.quality is not None:
             out["quality"] = self.quality
         return out
+
+    def __repr__(self) -> str:
+        lines = [f"profile {self.town.profile.profile.id}, CRS {crs_text(self.town.crs)}",
+                 "layers: " + rows_text(self.layers)]
+        if self.obligations is not None and self.obligations.totals:
+            lines.append("obligations: " + ", ".join(
+                f"{k} {v}" for k, v in self.obligations.totals.items()))
+        if self.unavailable:
+            lines.append("unavailable: " + ", ".join(u.analysis for u in self.unavailable))
+        return short_repr(f"Results for {self.town.name!r}", lines)
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, for ``gisnet run`` (plain JSON data)."""

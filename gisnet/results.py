@@ -9,10 +9,14 @@ Each analysis returns one of these dataclasses. Every one has
 
 :mod:`gisnet.pipeline` sequences the analyses and collects these; the CLI and
 the HTTP service read them and serialise them with one serializer.
+
+Their ``repr`` is a few lines of counts (and a CRS's EPSG code and name, never
+its WKT), for a notebook: :func:`short_repr`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +26,45 @@ import pandas as pd
 
 def _present(d: dict[str, pd.DataFrame | None]) -> dict[str, pd.DataFrame]:
     return {k: v for k, v in d.items() if v is not None}
+
+
+class LayerDict(dict):  # type: ignore[type-arg]
+    """Result layers by name (a dict), also callable for the older spelling:
+    ``res.layers["obligations"]`` and ``res.layers()["obligations"]`` are the same."""
+
+    def __call__(self) -> LayerDict:
+        return self
+
+    def __repr__(self) -> str:
+        return f"LayerDict({rows_text(self)})"
+
+
+def crs_text(crs: Any) -> str:
+    """``EPSG:2260 (NAD83 / New York East (ftUS))``, or the CRS's name; never WKT."""
+    if crs is None:
+        return "no CRS"
+    from pyproj import CRS
+
+    c = CRS.from_user_input(crs)
+    code = c.to_epsg()
+    return f"EPSG:{code} ({c.name})" if code else c.name
+
+
+def rows_text(layers: Mapping[str, Any]) -> str:
+    """``name n, name n, ...``: the row count of each layer (None ones left out)."""
+    return ", ".join(f"{k} {len(v)}" for k, v in layers.items() if v is not None) or "none"
+
+
+def counts_text(values: Iterable[Any]) -> str:
+    """``a 3, b 1``: how often each value occurs (missing ones left out)."""
+    s = pd.Series(list(values), dtype=object).dropna().astype(str).value_counts().sort_index()
+    return ", ".join(f"{k} {int(v)}" for k, v in s.items()) or "none"
+
+
+def short_repr(title: str, lines: Iterable[str]) -> str:
+    """``<title`` then indented lines, ``>`` at the end: a repr of a few lines."""
+    body = "".join(f"\n  {line}" for line in lines)
+    return f"<{title}{body}>"
 
 
 @dataclass
@@ -53,6 +96,14 @@ class ObligationsResult:
             "connection_zone": self.connection_zone,
             "frontage": self.frontage,
         })
+
+    def __repr__(self) -> str:
+        ob = self.obligations
+        n = 0 if ob is None else len(ob)
+        status = counts_text(ob["status"]) if n and "status" in ob.columns else "none"
+        return short_repr(f"ObligationsResult: {n} parcels", [
+            f"status: {status}",
+            "layers: " + rows_text(self.layers())])
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -95,6 +146,18 @@ class ControlResult:
             "control_paths": self.control_paths,
             "sampling_plan": self.sampling_plan,
         })
+
+    def __repr__(self) -> str:
+        t = self.totals
+        cm = t.get("control_manholes", {})
+        lines = [f"{cm.get('connection_points', 0)} connection points -> "
+                 f"{cm.get('distinct_manholes', 0)} control manholes "
+                 f"({cm.get('unresolved', 0)} unresolved)"]
+        if "industrial_users" in t:
+            iu = t["industrial_users"]
+            lines.append(f"industrial users {iu['users']}, significant {iu['siu']}")
+        lines.append("layers: " + rows_text(self.layers()))
+        return short_repr("ControlResult", lines)
 
     @property
     def totals(self) -> dict[str, Any]:

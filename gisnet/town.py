@@ -142,6 +142,16 @@ class Town:
     def __post_init__(self) -> None:
         self.profile = resolve_profile(self.profile, self.report, self.name)
 
+    def __repr__(self) -> str:
+        from .results import crs_text, rows_text, short_repr
+
+        prof = self.profile.profile if self.profile is not None else None
+        return short_repr(f"Town {self.name!r}", [
+            f"profile {getattr(prof, 'id', prof)}, CRS {crs_text(self.crs)}, "
+            f"{float(self.ft_per_unit):g} ft per unit",
+            "layers: " + rows_text(self.layers),
+            f"findings while loading: {len(self.report)}"])
+
     def layer(self, role: str) -> gpd.GeoDataFrame | None:
         """The canonical layer of a role, or None if the town has none."""
         return self.layers.get(role)

@@ -108,6 +108,21 @@ class CapacityResult:
         """The result layers for :func:`gisnet.io.write_results`."""
         return {"pipes_capacity": self.pipes, "plants": self.plants}
 
+    def __repr__(self) -> str:
+        from ..results import rows_text, short_repr
+
+        p = self.totals.get("pipes", {})
+        lines = [f"pipes {p.get('pipes', 0)}: over threshold {p.get('over_threshold', 0)}, "
+                 f"surcharged {p.get('surcharged', 0)}, no capacity {p.get('no_capacity', 0)}"]
+        pl = self.plants
+        if pl is not None and len(pl) and "ratio" in pl.columns:
+            lines.append("plants: " + ", ".join(
+                f"{pid} {r:.1%} of design flow" if pd.notna(r) else f"{pid} ratio unknown"
+                for pid, r in zip(pl["plant_id"], pl["ratio"], strict=True)))
+        lines.append(f"cycles {len(self.cycles)}, findings {len(self.report)}")
+        lines.append("layers: " + rows_text(self.layers()))
+        return short_repr("CapacityResult", lines)
+
     @property
     def totals(self) -> dict[str, Any]:
         """Headline figures: ``pipes`` (pipes, over_threshold, surcharged,

@@ -132,7 +132,7 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
                                                     if "distance_ft" in show_cols else ""),
                 search=["parcel_id", "address"],
                 legend=[{"label": label, "color": colour, "shape": "area",
-                         "opacity": 0.12 if light else 0.6}],
+                         "opacity": 0.35 if light else 0.6}],
                 legend_title="Parcels by status",
             ))
             layers[-1].data, layers[-1].count = ctx.geojson(part, props, precision=precision,
