@@ -451,5 +451,6 @@ def test_sample_whatif_page_shows_path_before_and_after(driver, sample_pages, ar
         assert str(a["section"]) in panel
     text = click_feature(driver, "proposed")
     assert "Proposed flow" in text and "250,000 gpd" in text
+    assert_popups_speak_the_vocabulary(driver)
     time.sleep(0.6)
     driver.save_screenshot(str(artifacts / "maps_sample_whatif.png"))
