@@ -265,3 +265,16 @@ def column_label(column: str, unit: str | bool | None = True) -> str:
     if not unit or unit in ("\u2014", "-"):
         return base
     return f"{base} ({unit})"
+
+
+def vocabulary() -> dict[str, object]:
+    """Every table of words, for the API (``GET /labels``): code -> label per coded
+    column, the column labels, the utilization classes by role, and :data:`EMPTY`."""
+    return {
+        "values": {col: dict(table) for col, table in VALUE_LABELS.items()},
+        "util_classes": dict(UTIL_CLASS_ROLES),
+        "unknown_status": UNKNOWN_STATUS_LABEL,
+        "columns": {c: column_label(c) for c in COLUMN_LABELS},
+        "units": dict(SUFFIX_UNITS),
+        "empty": EMPTY,
+    }

@@ -189,6 +189,17 @@ def test_openapi_lists_every_endpoint(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_labels_are_the_one_vocabulary(client):
+    from gisnet.labels import EMPTY, STATUS_LABELS
+
+    body = client.get("/labels").json()
+    assert body["values"]["status"] == STATUS_LABELS
+    assert body["values"]["status"]["required"] == "Must connect"
+    assert body["columns"]["distance_limit_ft"] == "Connection distance (ft)"
+    assert body["empty"] == EMPTY
+    assert "/labels" in client.get("/openapi.json").json()["paths"]
+
+
 def test_docs_pages_load_nothing_from_another_host(client):
     import re
 

@@ -7,6 +7,10 @@ in the package instead (``gisnet/static/swagger-ui``: npm ``swagger-ui-dist``
 package ``npm pack`` fetches), under :data:`ASSETS_PATH`. FastAPI's ``/redoc``
 is not offered: ReDoc's bundle fetches its logo from its CDN whatever the page
 says.
+
+``GET /labels`` gives the API's users the words the maps, the QGIS styles and
+the letters use for its codes (:func:`gisnet.labels.vocabulary`): the answers
+carry the codes (``required``), a client shows the labels ("Must connect").
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from importlib import resources
 from fastapi import FastAPI, HTTPException
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response
+
+from ..labels import vocabulary
+from ..serialize import dumps
 
 #: URL prefix of the vendored assets.
 ASSETS_PATH = "/docs-assets"
@@ -48,6 +55,13 @@ def add_docs_routes(app: FastAPI) -> None:
             swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=favicon)
+
+    @app.get("/labels", tags=["town"], summary="The words for gisnet's codes")
+    async def labels() -> Response:
+        """Code -> label of every coded column (``status``, ``severity``, ``measure``,
+        ``source``, ``flags`` ...), the column labels with their units, and the text
+        shown for an empty value: the vocabulary of the maps, QGIS styles and letters."""
+        return Response(dumps(vocabulary()), media_type="application/json")
 
     @app.get(ASSETS_PATH + "/{name}", include_in_schema=False)
     async def asset(name: str) -> Response:
