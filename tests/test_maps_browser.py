@@ -246,6 +246,11 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
     elif name == "capacity":
         text = click_feature(driver, "plants")
         assert "Plant" in text
+        # a Poughkeepsie town's page speaks of its own ordinance, not of Berlin's
+        assert layers["_town"].profile.profile.id == "poughkeepsie-fourth-ward"
+        assert "berlin" not in driver.execute_script(
+            "return document.body.innerText").lower()
+        assert "berlin" not in text.lower()
         parcels = layers["_town"].layers["parcels"]
         addr = str(parcels["address"].dropna().iloc[0])  # every page searches addresses
         text = search(driver, addr)

@@ -44,7 +44,7 @@ def add_page_options(p: argparse.ArgumentParser, what: str = "map pages") -> Non
     """--cdn (and --self-contained, kept as a no-op alias of the default): the pages are
     self-contained unless --cdn; read ``not args.cdn``."""
     p.add_argument("--cdn", action="store_true",
-                   help=f"write {what} that load Leaflet from a CDN (smaller, but blank "
+                   help=f"{what}: load Leaflet from a CDN (smaller files, but blank "
                         "without a network); by default every script and stylesheet is "
                         "inside the page, which renders offline (only the base map tiles "
                         "need a network)")
