@@ -60,9 +60,9 @@ UTIL_CLASS_ROLES: dict[str, str] = {
 }
 #: How a connection point was found (``control_manholes.source``) -> words.
 SOURCE_LABELS: dict[str, str] = {
-    "lateral": "the building's lateral on a public main",
-    "private_main": "lateral on a private main (followed to the public sewer)",
-    "projected": "projected onto the nearest main (no lateral)",
+    "lateral": "tap: the building's lateral on a public main",
+    "private_main": "tap on a private main (followed to the public sewer)",
+    "projected": "tap projected onto the nearest main (no lateral)",
     "owner_manhole": "owner-installed control manhole",
     "unresolved": "not traced to the public sewer",
 }

@@ -15,17 +15,16 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..labels import SOURCE_LABELS
 from .common import MapContext, MapLayer, auto_props, cited, fields_for, point_geoms
 from .encoding import column, field_label, fmt_text, is_true
 from .layers import mains_layer, node_frame, parcels_layer
 
 #: Tap colour by ``control_manholes.source`` (``lateral`` is the layer's default style).
-SOURCE_STYLE = {
-    "lateral": ("#80deea", "tap: the building's lateral on a public main"),
-    "private_main": ("#ba68c8", "tap on a private main (followed to the public sewer)"),
-    "projected": ("#e0f7fa", "tap projected onto the nearest main (no lateral)"),
-    "owner_manhole": ("#ffb300", "owner-installed control manhole"),
-}
+#: The legend's words are the one vocabulary's (:data:`gisnet.labels.SOURCE_LABELS`).
+SOURCE_STYLE = {k: (c, SOURCE_LABELS[k]) for k, c in (
+    ("lateral", "#80deea"), ("private_main", "#ba68c8"), ("projected", "#e0f7fa"),
+    ("owner_manhole", "#ffb300"))}
 #: Colour of buildings whose connection is unresolved.
 UNRESOLVED_COLOUR = "#d32f2f"
 
