@@ -56,7 +56,7 @@ def add_docs_routes(app: FastAPI) -> None:
             swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=favicon)
 
-    @app.get("/labels", tags=["town"], summary="The words for gisnet's codes")
+    @app.get("/labels", summary="The words for gisnet's codes")
     async def labels() -> Response:
         """Code -> label of every coded column (``status``, ``severity``, ``measure``,
         ``source``, ``flags`` ...), the column labels with their units, and the text
