@@ -130,7 +130,7 @@ def frame(ax, bounds: tuple[float, float, float, float], pad: float = 0.06) -> N
     w = max(maxx - minx, 1.0) * (1 + 2 * pad)
     h = max(maxy - miny, 1.0) * (1 + 2 * pad)
     cx, cy = (minx + maxx) / 2, (miny + maxy) / 2
-    pos = ax.get_position()
+    pos = ax.get_position(original=True)
     fw, fh = ax.figure.get_size_inches()
     box = (pos.height * fh) / max(pos.width * fw, 1e-9)  # height / width of the box
     if h / w < box:
