@@ -322,9 +322,12 @@ def write_figure(town: Any, results: Any, kind: str, out: str | os.PathLike[str]
         raise ConfigError(f"a figure is written as {' or '.join(FORMATS)}, not {out.name!r}",
                           path=out)
     refuse_input_as_output(out, town, what="figure")
-    fig = draw_figure(town, results, kind, page=page, landscape=landscape, date=date)
+    import matplotlib
+
+    with matplotlib.rc_context({"pdf.fonttype": 42}):  # TrueType: the text can be searched
+        fig = draw_figure(town, results, kind, page=page, landscape=landscape, date=date)
     meta = ({"Title": labels.FIGURE_TITLES[kind], "Creator": "gisnet"} if suffix == ".pdf"
             else {"Title": labels.FIGURE_TITLES[kind], "Software": "gisnet"})
-    with atomic_path(out, "figure") as tmp:
+    with atomic_path(out, "figure") as tmp, matplotlib.rc_context({"pdf.fonttype": 42}):
         fig.savefig(tmp, format=suffix[1:], dpi=PNG_DPI, metadata=meta)
     return out

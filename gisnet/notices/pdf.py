@@ -54,7 +54,7 @@ def _esc(text: str) -> str:
 
 
 def packet_story(template: Template, values: dict[str, Any], figure_png: bytes | None,
-                 footer: str) -> list:
+                 footer: str, measured: bool = True) -> list:
     """The reportlab flowables of one packet (letter, page break, evidence page)."""
     from reportlab.lib import colors
     from reportlab.lib.units import inch
@@ -96,6 +96,11 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
 
         w = 6.0 * inch
         story.append(Image(io.BytesIO(figure_png), width=w, height=w * SIZE_IN[1] / SIZE_IN[0]))
+    if measured:
+        story.append(Paragraph(_esc(
+            f"The measured line ({values['distance']}, {values['measure_text']}) runs from "
+            f"the nearest point of the {values['measured_from']} to the nearest point of "
+            f"main {values['main_id']}. Grid north is up."), small))
     else:
         story.append(Paragraph("No measured line: the parcel was not measured to a main.",
                                body))

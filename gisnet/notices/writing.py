@@ -196,7 +196,9 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                 fig = notice_figure(town, geoms[p.parcel_id], lines.get(p.parcel_id), p.values,
                                     p.status, bids.get(p.parcel_id))
                 png = figure_png(fig)
-            write_pdf(stage / p.file_name, [packet_story(tpl, p.values, png, footer)],
+            story = packet_story(tpl, p.values, png, footer,
+                                 measured=lines.get(p.parcel_id) is not None)
+            write_pdf(stage / p.file_name, [story],
                       title=f"Notice: parcel {p.parcel_id}")
         merged = PdfWriter()
         for p in packets:
