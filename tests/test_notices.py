@@ -186,6 +186,8 @@ def test_xlsx_has_one_row_per_packet(notices, results):
     assert [r[col["parcel_id"]] for r in body] == [p.parcel_id for p in notices.packets]
     assert {r[col["section"]] for r in body} == {"§ 168-22.2G"}
     assert all(r[col["file"]].startswith("notice-") for r in body)
+    assert {r[col["deadline_days"]] for r in body} == {30}  # whole days, not 30.0
+    assert {r[col["notice_date"]] for r in body} == {NOTICE_DATE.isoformat()}
     dist = dict(zip(ob["parcel_id"], ob["distance_ft"], strict=True))
     for r in body:
         assert r[col["distance_ft"]] == pytest.approx(dist[r[col["parcel_id"]]], abs=0.05)

@@ -317,11 +317,11 @@ def write_figure(town: Any, results: Any, kind: str, out: str | os.PathLike[str]
         ``out``.
     """
     out = Path(out)
+    refuse_input_as_output(out, town, what="figure")
     suffix = out.suffix.lower()
     if suffix not in FORMATS:
         raise ConfigError(f"a figure is written as {' or '.join(FORMATS)}, not {out.name!r}",
                           path=out)
-    refuse_input_as_output(out, town, what="figure")
     import matplotlib
 
     with matplotlib.rc_context({"pdf.fonttype": 42}):  # TrueType: the text can be searched

@@ -182,6 +182,7 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[P
         dist = row.get("distance_ft")
         dist = None if dist is None or pd.isna(dist) else float(dist)
         days, due, sentence = deadline(row, notice_date)
+        served = _date(row.get("notice_date"))
         section = _text(row.get("section")) or con.section
         measure = _text(row.get("measure")) or con.measure
         measured_from = "property line" if measure == "property_line" else "building"
@@ -208,6 +209,7 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[P
             "status_label": labels.status_label(row.get("status")),
             "reason": _text(row.get("reason")) or "",
             "notice_date": notice_date.isoformat(),
+            "notice_served": "" if served is None else served.isoformat(),
             "deadline_days": "" if days is None else str(days),
             "deadline_date": "" if due is None else due.isoformat(),
             "deadline_text": sentence,

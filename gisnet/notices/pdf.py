@@ -79,7 +79,8 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
                      f"(limit {values['distance_limit']})"),
         ("Measured", values["measure_text"]),
         ("Notice date", values["notice_date"]),
-        ("Deadline", values["deadline_date"] or labels.EMPTY),
+        ("Notice served", values["notice_served"] or labels.EMPTY),
+        ("Deadline", values["deadline_text"]),
     ]
     table = Table([[Paragraph(_esc(k), cell_bold), Paragraph(_esc(str(v)), cell)]
                    for k, v in facts], colWidths=[1.2 * inch, 5.3 * inch])

@@ -43,6 +43,8 @@ PLACEHOLDERS: dict[str, str] = {
     "status_label": "the parcel's status in words (gisnet.labels)",
     "reason": "gisnet's one-sentence reason for the status",
     "notice_date": "the date of this notice (YYYY-MM-DD)",
+    "notice_served": "the date official notice was served before, where the parcels layer "
+                     "records one (else empty)",
     "deadline_days": "days after the notice to connect (empty where none applies)",
     "deadline_date": "date to connect by (empty where none applies)",
     "deadline_text": "the deadline in a sentence (or that none applies)",

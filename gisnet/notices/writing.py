@@ -35,8 +35,8 @@ CSV_FILE = "notices.csv"
 XLSX_FILE = "notices.xlsx"
 #: Columns of the mail-merge table (CSV and XLSX), in order.
 MERGE_COLUMNS = ("parcel_id", "owner_name", "address", "status", "status_label", "section",
-                 "distance_ft", "measured_from", "main_id", "notice_date", "deadline_days",
-                 "deadline_date", "file")
+                 "distance_ft", "measured_from", "main_id", "notice_date", "notice_served",
+                 "deadline_days", "deadline_date", "file")
 
 
 @dataclass
@@ -82,10 +82,20 @@ def merge_table(packets: list[Packet]) -> pd.DataFrame:
             "status": p.status, "status_label": v["status_label"], "section": v["section"],
             "distance_ft": None if p.distance_ft is None else round(p.distance_ft, 1),
             "measured_from": v["measured_from"], "main_id": v["main_id"],
-            "notice_date": v["notice_date"], "deadline_days": p.deadline_days,
+            "notice_date": v["notice_date"], "notice_served": v["notice_served"] or None,
+            "deadline_days": p.deadline_days,
             "deadline_date": v["deadline_date"] or None, "file": p.file_name,
         })
-    return pd.DataFrame(rows, columns=list(MERGE_COLUMNS))
+    table = pd.DataFrame(rows, columns=list(MERGE_COLUMNS))
+    table["deadline_days"] = table["deadline_days"].astype("Int64")
+    return table
+
+
+def _cell(v: Any) -> Any:
+    """A table value as written: missing -> None, numpy scalars -> Python."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    return v.item() if hasattr(v, "item") else v
 
 
 def _write_csv(path: Path, table: pd.DataFrame) -> None:
@@ -94,25 +104,23 @@ def _write_csv(path: Path, table: pd.DataFrame) -> None:
         w = csv.writer(fh)
         w.writerow(table.columns)
         for row in table.itertuples(index=False, name=None):
-            w.writerow(["" if v is None or (isinstance(v, float) and v != v) else v
-                        for v in row])
+            w.writerow(["" if _cell(v) is None else _cell(v) for v in row])
 
 
 def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
     from openpyxl import Workbook
+    from openpyxl.utils import get_column_letter
 
     wb = Workbook()
     ws = wb.active
     ws.title = "notices"
     ws.append(list(table.columns))
     for row in table.itertuples(index=False, name=None):
-        ws.append([None if v is None or (isinstance(v, float) and v != v) else
-                   (int(v) if hasattr(v, "item") and float(v).is_integer() and
-                    not isinstance(v, float) else v) for v in row])
+        ws.append([_cell(v) for v in row])
     ws.freeze_panes = "A2"
-    for col, width in zip("ABCDEFGHIJKLM", (16, 24, 28, 18, 30, 14, 11, 13, 11, 12, 8, 12, 28),
-                          strict=True):
-        ws.column_dimensions[col].width = width
+    for i, c in enumerate(table.columns, start=1):
+        width = max([len(str(c))] + [len(str(v)) for v in table[c].head(200)]) + 2
+        ws.column_dimensions[get_column_letter(i)].width = min(width, 60)
     wb.save(path)
 
 
