@@ -257,14 +257,11 @@ def test_town_file_names_its_template(tmp_path, town):
     tf = tmp_path / "gisnet.toml"
     tf.write_text('name = "t"\n[notices]\ntemplate = "letters/ours.txt"\n', encoding="utf-8")
 
-    class Settings:
-        extra = {"town_file": tf}
+    from types import SimpleNamespace
 
-    class Fake:
-        settings = Settings()
-        profile = town.profile
-
-    found = find_template(Fake())
+    fake = SimpleNamespace(settings=SimpleNamespace(extra={"town_file": tf}),
+                           profile=town.profile)
+    found = find_template(fake)
     assert found.path == tpl and found.origin == "town file"
     assert find_template(town).origin == "profile"
     assert find_template(town).path.name == "poughkeepsie-fourth-ward.txt"

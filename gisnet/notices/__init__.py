@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from .packets import ORDERABLE, Packet, build_packets, deadline, rule_text, select_rows
 from .template import PLACEHOLDERS, Template, find_template, load_template
-from .writing import (COMBINED_FILE, CSV_FILE, MERGE_COLUMNS, XLSX_FILE, NoticeSet,
-                      merge_table, write_notices)
+from .writing import (
+                      COMBINED_FILE,
+                      CSV_FILE,
+                      MERGE_COLUMNS,
+                      XLSX_FILE,
+                      NoticeSet,
+                      merge_table,
+                      write_notices,
+)
 
 __all__ = ["COMBINED_FILE", "CSV_FILE", "MERGE_COLUMNS", "ORDERABLE", "PLACEHOLDERS",
            "XLSX_FILE", "NoticeSet", "Packet", "Template", "build_packets", "deadline",

@@ -19,8 +19,8 @@ Parcels asked for by id get a packet whatever their status.
 The deadline of a packet (:func:`deadline`): where official notice was
 served before (the row's ``notice_date`` and ``deadline_date``), the date that
 notice set; else the notice date + the ``deadline_days`` of the parcel's row
-where the rule runs from official notice; else the row's ``septic_deadline`` (Berlin's existing-plumbing date);
-else none applies.
+where the rule runs from official notice; else the row's ``septic_deadline``
+(Berlin's existing-plumbing date); else none applies.
 """
 
 from __future__ import annotations

@@ -22,8 +22,14 @@ import pandas as pd
 
 from ..errors import ConfigError, NotFoundError
 from ..figures.maps import result_layers
-from ..io.publish import (MANIFEST_FILE, make_manifest, new_run_id, publish,
-                          read_manifest_file, staging_area)
+from ..io.publish import (
+    MANIFEST_FILE,
+    make_manifest,
+    new_run_id,
+    publish,
+    read_manifest_file,
+    staging_area,
+)
 from ..io.writing import RESULTS_FILE, refuse_inputs_as_outputs
 from .packets import Packet, build_packets, select_rows
 from .template import Template, find_template

@@ -58,8 +58,8 @@ log = logging.getLogger(__name__)
 #: Columns of the ``obligations`` layer, in order (then the parcel geometry).
 OBLIGATION_COLUMNS = [
     "parcel_id", "address", "owner_name", "building_id", "main_id", "distance_ft",
-    "within_distance", "abuts_sewered_street", "abutting_method", "status", "deadline_days", "septic_deadline",
-    "measure",
+    "within_distance", "abuts_sewered_street", "abutting_method", "status", "deadline_days",
+    "septic_deadline", "measure",
     "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
     "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
     "sewer_available_date", "notice_date", "deadline_date", "health_hazard", "highway_program",
