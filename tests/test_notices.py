@@ -291,3 +291,31 @@ def test_cli_notices(sample_dir, tmp_path):
     r = subprocess.run([*cmd, "--out", str(tmp_path / "m"), "--notice-date", "2026-13-01"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--notice-date" in r.stderr
+
+
+def test_berlin_packet_quotes_sec_16_50(sample_dir, tmp_path):
+    """Berlin sec. 16-50: buildings "shall be connected with the public sewer within
+    ninety (90) days after the date of official notice to do so; provided that such
+    public sewer is within two hundred (200) feet of the building measured on a
+    straight line from the sewer to the building"."""
+    town = load_town(sample_dir, profile="berlin-nh")
+    res = analyse(town, only=["obligations"])
+    ob = res.obligations.obligations
+    pid = str(ob.loc[ob["distance_ft"].notna(), "parcel_id"].iloc[0])
+    ns = write_notices(town, res, tmp_path / "berlin", parcels=[pid], notice_date=NOTICE_DATE)
+    text = _flat(_text(ns.out / ns.packets[0].file_name))
+    assert "sec. 16-50" in text or "ch. 16" in text
+    assert "within two hundred (200) feet of the building" in text
+    assert "from the building, straight line" in text
+    assert ns.template.path.name == "berlin-nh.txt"
+
+
+def test_town_file_notices_key_is_checked(tmp_path):
+    from gisnet.townfile import read_town_file
+
+    tf = tmp_path / "gisnet.toml"
+    tf.write_text('[notices]\ntemplat = "x.txt"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="templat"):
+        read_town_file(tf)
+    tf.write_text('[notices]\ntemplate = "x.txt"\n', encoding="utf-8")
+    assert read_town_file(tf).notice_template == tmp_path / "x.txt"
