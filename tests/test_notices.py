@@ -319,3 +319,11 @@ def test_town_file_notices_key_is_checked(tmp_path):
         read_town_file(tf)
     tf.write_text('[notices]\ntemplate = "x.txt"\n', encoding="utf-8")
     assert read_town_file(tf).notice_template == tmp_path / "x.txt"
+
+
+def test_no_parcel_selected_writes_tables_without_a_pdf(town, results, tmp_path):
+    ns = write_notices(town, results, tmp_path / "none", parcels=[], notice_date=NOTICE_DATE)
+    assert ns.packets == [] and not (ns.out / "notices.pdf").exists()
+    assert any("no parcel selected" in n for n in ns.notes)
+    ws = openpyxl.load_workbook(ns.out / "notices.xlsx")["notices"]
+    assert ws.max_row == 1

@@ -207,7 +207,7 @@ def _network(ax, town, layers, profile) -> list[tuple[str, dict]]:
     nodes = layers.get("graph_nodes")
     if nodes is not None and len(nodes):
         colour = SIMPLE_COLOURS["graph_nodes"]
-        nodes.plot(ax=ax, color=colour, markersize=2, zorder=4)
+        nodes.plot(ax=ax, color=colour, markersize=0.8, zorder=4)
         handles.append((labels.layer_label("graph_nodes"),
                         {"kind": "marker", "color": colour, "marker": "o"}))
     return handles + _plants(ax, layers)

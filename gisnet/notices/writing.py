@@ -214,13 +214,17 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                                  measured=lines.get(p.parcel_id) is not None)
             write_pdf(stage / p.file_name, [story],
                       title=f"Notice: parcel {p.parcel_id}")
-        merged = PdfWriter()
-        for p in packets:
-            merged.append(str(stage / p.file_name))
-        merged.add_metadata({"/Title": f"Notices ({len(packets)}), {town.name}",
-                             "/Creator": "gisnet"})
-        with (stage / COMBINED_FILE).open("wb") as fh:
-            merged.write(fh)
+        if packets:  # (a PDF of no pages is no PDF a reader opens)
+            merged = PdfWriter()
+            for p in packets:
+                merged.append(str(stage / p.file_name))
+            merged.add_metadata({"/Title": f"Notices ({len(packets)}), {town.name}",
+                                 "/Creator": "gisnet"})
+            with (stage / COMBINED_FILE).open("wb") as fh:
+                merged.write(fh)
+        else:
+            notes.append("no parcel selected: no packets and no combined PDF; the tables "
+                         "hold their header only")
         table = merge_table(packets)
         _write_csv(stage / CSV_FILE, table)
         _write_xlsx(stage / XLSX_FILE, table)
