@@ -278,3 +278,44 @@ def vocabulary() -> dict[str, object]:
         "units": dict(SUFFIX_UNITS),
         "empty": EMPTY,
     }
+
+
+
+# --------------------------------------------------------------------------- printed outputs
+#: Result (and base) layer name -> what a printed legend or a letter calls it.
+LAYER_LABELS: dict[str, str] = {
+    "parcels": "Parcels",
+    "mains": "Sewer mains",
+    "graph_edges": "Sewer mains",
+    "graph_nodes": "Manholes and junctions",
+    "obligations": "Parcels by obligation status",
+    "obligation_evidence": "Measured line (nearest points)",
+    "connection_zone": "Within the connection distance",
+    "control_manholes": "Control manholes",
+    "control_paths": "Path to the control manhole",
+    "sampling_plan": "Industrial users",
+    "pipes_capacity": "Pipes by utilization",
+    "plants": "Treatment plants",
+    "buildings": "Buildings",
+    "streets": "Streets",
+}
+#: Printable figure kind -> title.
+FIGURE_TITLES: dict[str, str] = {
+    "obligations": "Who must connect to the public sewer",
+    "capacity": "Pipe capacity: utilization of design flow",
+    "sampling": "Control manholes and industrial users",
+    "network": "Sewer network",
+}
+#: Headings of a notice packet, in order.
+NOTICE_HEADINGS: dict[str, str] = {
+    "letter": "Notice",
+    "rule": "The rule",
+    "measurement": "How the distance was measured",
+    "deadline": "Deadline",
+    "figure": "Map of the measurement",
+}
+
+
+def layer_label(name: str) -> str:
+    """What a printed legend calls a layer (its name in words if gisnet has no label)."""
+    return LAYER_LABELS.get(name, name.replace("_", " ").capitalize())

@@ -74,7 +74,7 @@ DIAMETER_UNITS = ("in", "mm")
 
 _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
-    "units", "layers", "plant_flows", "manning_n_by_material",
+    "units", "layers", "plant_flows", "manning_n_by_material", "notices",
 }
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units",
                "inverts"}
@@ -161,6 +161,9 @@ class TownFile:
         Use as-built Manning n by material.
     plant_flows
         Monthly plant-flow CSV, absolute, or None.
+    notice_template
+        ``[notices] template``: the town's own letter template for
+        ``gisnet notices`` (absolute), or None for the profile's shipped one.
     layers
         Role -> :class:`LayerSpec`, in the town file's order.
     """
@@ -176,6 +179,7 @@ class TownFile:
     diameter_units: str = "in"
     manning_n_by_material: bool = False
     plant_flows: Path | None = None
+    notice_template: Path | None = None
     layers: dict[str, LayerSpec] = field(default_factory=dict)
 
     @property
@@ -425,6 +429,11 @@ class _Checker:
             if "path" not in t:
                 raise self.fail("plant_flows.path", "missing")
             tf.plant_flows = Path(self.file(t["path"], "plant_flows.path"))
+        if "notices" in data:
+            t = self.table(data["notices"], "notices")
+            self.unknown(t, {"template"}, "notices")
+            if "template" in t:
+                tf.notice_template = Path(self.file(t["template"], "notices.template"))
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

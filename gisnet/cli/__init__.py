@@ -28,6 +28,8 @@ COMMANDS = (
     "capacity",
     "whatif",
     "map",
+    "figure",
+    "notices",
     "serve",
 )
 

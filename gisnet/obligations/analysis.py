@@ -57,9 +57,9 @@ log = logging.getLogger(__name__)
 
 #: Columns of the ``obligations`` layer, in order (then the parcel geometry).
 OBLIGATION_COLUMNS = [
-    "parcel_id", "building_id", "main_id", "distance_ft", "within_distance",
-    "abuts_sewered_street", "abutting_method", "status", "deadline_days", "septic_deadline",
-    "measure",
+    "parcel_id", "address", "owner_name", "building_id", "main_id", "distance_ft",
+    "within_distance", "abuts_sewered_street", "abutting_method", "status", "deadline_days",
+    "septic_deadline", "measure",
     "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
     "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
     "sewer_available_date", "notice_date", "deadline_date", "health_hazard", "highway_program",
@@ -282,6 +282,8 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
 
     out = pd.DataFrame({
         "parcel_id": text_values(P["parcel_id"]).to_numpy(),
+        "address": _text_or_null(P, "address"),
+        "owner_name": _text_or_null(P, "owner_name"),
         "building_id": meta["building_id"].to_numpy(dtype=object),
         "main_id": mains.id_at(np.where(found, j, -1)),
         "distance_ft": dist_ft,
@@ -324,6 +326,13 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     counts = ob["status"].value_counts().to_dict()
     log.info("obligations: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return ob, ev
+
+
+def _text_or_null(parcels: pd.DataFrame, column: str) -> np.ndarray:
+    """A parcels text column as an object array (None where empty or not mapped)."""
+    if column not in parcels.columns:
+        return np.full(len(parcels), None, dtype=object)
+    return text_values(parcels[column]).to_numpy(dtype=object)
 
 
 def _once(town: Town, kind: str, severity: str, message: str, layer: str | None,

@@ -1,0 +1,72 @@
+"""``gisnet notices``: notice letters and evidence packets, one PDF per parcel.
+
+By default for every parcel the town could order to connect (obligation
+status ``required`` or ``subject_to_notice``); with ``--parcel ID`` for those
+parcels. Writes ``notice-<parcel>.pdf`` per parcel, ``notices.pdf`` (all of
+them), ``notices.csv`` (UTF-8 with a BOM) and ``notices.xlsx`` (mail merge)
+into ``--out`` (default ``maps/notices``), all at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import add_town_options, load_town, progress, say
+
+DEFAULT_NOTICES_OUT = Path("maps") / "notices"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "notices",
+        help="notice letters and evidence packets (PDF per parcel, combined PDF, CSV/XLSX)",
+        description="Write a printable packet for every parcel the town could order to "
+                    "connect (status required or subject_to_notice), or for the parcels "
+                    "named with --parcel: the letter (an editable template), the rule in the "
+                    "ordinance's words, the measured distance and how it was measured, the "
+                    "deadline, and a map of the measurement. One PDF per parcel, one combined "
+                    "PDF and a mail-merge table (CSV with BOM, XLSX).",
+    )
+    add_town_options(p)
+    p.add_argument("--out", type=Path, default=DEFAULT_NOTICES_OUT, metavar="DIR",
+                   help="output folder of the notices (default: maps/notices)")
+    p.add_argument("--parcel", action="append", metavar="ID", dest="parcel_list",
+                   help="a packet for this parcel (repeatable); default: every parcel the "
+                        "town could order to connect")
+    p.add_argument("--notice-date", metavar="YYYY-MM-DD",
+                   help="date of the notices; deadlines count from it (default: today)")
+    p.add_argument("--template", type=Path, metavar="FILE",
+                   help="letter template (default: the town file's [notices] template, else "
+                        "the profile's shipped one)")
+    p.add_argument("--assume-abutting", action="store_true",
+                   help="without a streets layer, treat parcels within the distance as "
+                        "abutting")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..notices import write_notices
+    from ..notices.packets import parse_date
+    from ..pipeline import analyse
+
+    notice_date = parse_date(args.notice_date)
+    town = load_town(args)
+    progress(args, "measuring obligations")
+    res = analyse(town, only=["obligations"], parcels=args.parcel_list,
+                  assume_abutting=args.assume_abutting)
+    progress(args, f"writing notices to {args.out}")
+    ns = write_notices(town, res, args.out, parcels=args.parcel_list,
+                       notice_date=notice_date, template=args.template)
+    notes = list(ns.notes)
+    if args.notice_date is None:
+        notes.insert(0, f"notice date {notice_date.isoformat()} (today; give --notice-date "
+                        "to change; deadlines count from it)")
+    for note in notes:
+        say(args, f"assumed: {note}")
+    say(args, f"{len(ns.packets)} notice packet(s) dated {notice_date.isoformat()} in "
+              f"{args.out}:")
+    for path in ns.files:
+        if not path.name.startswith("notice-"):
+            say(args, f"  {path}")
+    return 0

@@ -1,0 +1,156 @@
+"""Letter templates of the notices: one shipped per profile, a town's own by its town file.
+
+A template is UTF-8 text. A line starting ``# `` is a heading; blank lines
+separate paragraphs; ``{name}`` is replaced by the packet's value of that
+name (:data:`PLACEHOLDERS`), ``{{`` and ``}}`` are literal braces. Which
+template a town uses (:func:`find_template`): ``--template FILE``, else the
+town file's ``[notices] template``, else the profile's shipped
+``gisnet/profiles/letters/<profile id>.txt``, else the shipped generic one
+(said once). A placeholder gisnet does not know is an error naming the
+template file and the placeholder, found before anything is written.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+#: Folder of the shipped templates.
+LETTERS_DIR = Path(__file__).resolve().parents[1] / "profiles" / "letters"
+#: The template of a profile gisnet ships none for.
+GENERIC = "generic"
+
+#: Placeholder -> what it is replaced by.
+PLACEHOLDERS: dict[str, str] = {
+    "parcel_id": "the parcel id",
+    "address": "the parcel's address (or 'address not recorded')",
+    "owner_name": "the owner of record (or 'Owner of record' when the parcels layer has none)",
+    "town": "the town's name (town file `name`)",
+    "jurisdiction": "the profile's jurisdiction",
+    "ordinance": "the ordinance the profile cites",
+    "section": "the section that decided the parcel's status",
+    "rule_text": "the rule of that section in the ordinance's words (from the profile)",
+    "distance": "the measured distance, e.g. '25.1 ft'",
+    "distance_limit": "the profile's connection distance, e.g. '300 ft'",
+    "measured_from": "'property line' or 'building' (what the distance was measured from)",
+    "measure_text": "how it was measured, e.g. 'from the property line, straight line'",
+    "main_id": "the sewer main measured to",
+    "abutting_text": "whether the parcel abuts a street holding the sewer, in a sentence",
+    "status_label": "the parcel's status in words (gisnet.labels)",
+    "reason": "gisnet's one-sentence reason for the status",
+    "notice_date": "the date of this notice (YYYY-MM-DD)",
+    "notice_served": "the date official notice was served before, where the parcels layer "
+                     "records one (else empty)",
+    "deadline_days": "days after the notice to connect (empty where none applies)",
+    "deadline_date": "date to connect by (empty where none applies)",
+    "deadline_text": "the deadline in a sentence (or that none applies)",
+}
+
+
+@dataclass(frozen=True)
+class Template:
+    """A letter template: its text, the file it came from and how it was chosen."""
+
+    text: str
+    path: Path
+    origin: str  # "--template", "town file", "profile", "generic"
+
+    def render(self, values: dict[str, Any]) -> str:
+        """The letter of one packet (every placeholder is known: :func:`load_template`)."""
+        return self.text.format_map({k: ("" if v is None else v) for k, v in values.items()})
+
+
+def placeholders(text: str, path: Path) -> list[str]:
+    """The placeholder names in ``text`` (in order, repeated ones once).
+
+    Raises
+    ------
+    ConfigError
+        A malformed template (an unmatched brace), or a placeholder with a
+        format spec, conversion or attribute (only ``{name}`` is allowed).
+    """
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ConfigError(f"letter template is malformed ({exc}); write literal braces as "
+                          "{{ and }}", path=path) from None
+    out: list[str] = []
+    for _lit, name, spec, conv in parsed:
+        if name is None:
+            continue
+        if spec or conv or not name.isidentifier():
+            raise ConfigError(f"letter template placeholder {{{name}}} is not a plain "
+                              "{name}; write {name} only", path=path)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def load_template(path: str | Path, origin: str = "--template") -> Template:
+    """Read and check a letter template.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read, is not UTF-8, or uses a placeholder gisnet does
+        not know (the message names the file and the placeholder).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the letter template: {exc.strerror or exc}",
+                          path=path) from None
+    except UnicodeDecodeError:
+        raise ConfigError("letter template is not UTF-8 text", path=path) from None
+    unknown = [n for n in placeholders(text, path) if n not in PLACEHOLDERS]
+    if unknown:
+        raise ConfigError(f"unknown placeholder {{{unknown[0]}}} in the letter template; "
+                          f"placeholders are: {', '.join(PLACEHOLDERS)}", path=path)
+    if not text.strip():
+        raise ConfigError("letter template is empty", path=path)
+    return Template(text, path, origin)
+
+
+def find_template(town: Any, override: str | Path | None = None) -> Template:
+    """The letter template of ``town`` (see the module docstring for the order)."""
+    if override is not None:
+        return load_template(override, "--template")
+    tf_path = town.settings.extra.get("town_file")
+    if tf_path is not None and Path(tf_path).is_file():
+        from ..townfile import read_town_file
+
+        tf = read_town_file(tf_path)
+        if tf.notice_template is not None:
+            return load_template(tf.notice_template, "town file")
+    shipped = LETTERS_DIR / f"{town.profile.profile.id}.txt"
+    if shipped.is_file():
+        return load_template(shipped, "profile")
+    return load_template(LETTERS_DIR / f"{GENERIC}.txt", "generic")
+
+
+def paragraphs(letter: str) -> list[tuple[str, str]]:
+    """A rendered letter as ``(kind, text)`` blocks: ``heading`` or ``para``
+    (the lines of a paragraph joined by line breaks kept as ``\\n``)."""
+    blocks: list[tuple[str, str]] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            blocks.append(("para", "\n".join(para)))
+            para.clear()
+
+    for line in letter.splitlines():
+        if line.startswith("# "):
+            flush()
+            blocks.append(("heading", line[2:].strip()))
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line.rstrip())
+    flush()
+    return blocks

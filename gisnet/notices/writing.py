@@ -1,0 +1,234 @@
+"""``write_notices``: the packets, the combined PDF and the mail-merge tables, all at once.
+
+Everything is written into a staging folder inside the output folder and
+published in one step with a manifest (:mod:`gisnet.io.publish`): a run
+killed half-way leaves the previous notices as they were. The output folder
+is never a gisnet run's results folder (publishing would remove that run's
+files) and no file written is one of the town's inputs or the template.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError, NotFoundError
+from ..figures.maps import result_layers
+from ..io.publish import (
+    MANIFEST_FILE,
+    make_manifest,
+    new_run_id,
+    publish,
+    read_manifest_file,
+    staging_area,
+)
+from ..io.writing import RESULTS_FILE, refuse_inputs_as_outputs
+from .packets import Packet, build_packets, select_rows
+from .template import Template, find_template
+
+log = logging.getLogger(__name__)
+
+COMBINED_FILE = "notices.pdf"
+CSV_FILE = "notices.csv"
+XLSX_FILE = "notices.xlsx"
+#: Columns of the mail-merge table (CSV and XLSX), in order.
+MERGE_COLUMNS = ("parcel_id", "owner_name", "address", "status", "status_label", "section",
+                 "distance_ft", "measured_from", "main_id", "notice_date", "notice_served",
+                 "deadline_days", "deadline_date", "file")
+
+
+@dataclass
+class NoticeSet:
+    """What :func:`write_notices` wrote.
+
+    Attributes
+    ----------
+    out
+        The output folder.
+    packets
+        One per parcel, in parcel-id order.
+    files
+        The files published (packets, combined PDF, tables, manifest).
+    template
+        The letter template used.
+    notice_date
+        The date of the notices.
+    notes
+        Assumptions to say once (the notice date when it was today's, the template's origin).
+    """
+
+    out: Path
+    packets: list[Packet]
+    files: list[Path]
+    template: Template
+    notice_date: dt.date
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The mail-merge table (one row per packet)."""
+        return merge_table(self.packets)
+
+
+def merge_table(packets: list[Packet]) -> pd.DataFrame:
+    """One row per packet, columns :data:`MERGE_COLUMNS`."""
+    rows = []
+    for p in packets:
+        v = p.values
+        rows.append({
+            "parcel_id": p.parcel_id, "owner_name": v["owner_name"], "address": v["address"],
+            "status": p.status, "status_label": v["status_label"], "section": v["section"],
+            "distance_ft": None if p.distance_ft is None else round(p.distance_ft, 1),
+            "measured_from": v["measured_from"], "main_id": v["main_id"],
+            "notice_date": v["notice_date"], "notice_served": v["notice_served"] or None,
+            "deadline_days": p.deadline_days,
+            "deadline_date": v["deadline_date"] or None, "file": p.file_name,
+        })
+    table = pd.DataFrame(rows, columns=list(MERGE_COLUMNS))
+    table["deadline_days"] = table["deadline_days"].astype("Int64")
+    return table
+
+
+def _cell(v: Any) -> Any:
+    """A table value as written: missing -> None, numpy scalars -> Python."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def _write_csv(path: Path, table: pd.DataFrame) -> None:
+    """UTF-8 with a BOM, so that Excel reads "§" as written."""
+    with path.open("w", encoding="utf-8-sig", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(table.columns)
+        for row in table.itertuples(index=False, name=None):
+            w.writerow(["" if _cell(v) is None else _cell(v) for v in row])
+
+
+def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
+    from openpyxl import Workbook
+    from openpyxl.utils import get_column_letter
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "notices"
+    ws.append(list(table.columns))
+    for row in table.itertuples(index=False, name=None):
+        ws.append([_cell(v) for v in row])
+    ws.freeze_panes = "A2"
+    for i, c in enumerate(table.columns, start=1):
+        width = max([len(str(c))] + [len(str(v)) for v in table[c].head(200)]) + 2
+        ws.column_dimensions[get_column_letter(i)].width = min(width, 60)
+    wb.save(path)
+
+
+def _check_out(out: Path) -> None:
+    man = read_manifest_file(out) if out.is_dir() else None
+    if man is not None and (RESULTS_FILE in man["files"]
+                            or not any(str(f).startswith("notice") for f in man["files"])):
+        raise ConfigError("this folder holds another gisnet output (its manifest lists "
+                          f"{next(iter(man['files']), 'other files')}); write the notices to "
+                          "a folder of their own (default maps/notices)", path=out)
+
+
+def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
+                  parcels: Iterable[str] | None = None, notice_date: dt.date | None = None,
+                  template: str | os.PathLike[str] | None = None,
+                  figures: bool = True) -> NoticeSet:
+    """Write a notice packet per parcel, a combined PDF and the mail-merge tables.
+
+    Parameters
+    ----------
+    town
+        The loaded town.
+    results
+        :class:`gisnet.pipeline.Results` with the obligations analysis, or a
+        mapping with the ``obligations`` and ``obligation_evidence`` layers.
+    out
+        The output folder (created; a folder of its own, e.g. ``maps/notices``).
+    parcels
+        Parcel ids to write packets for (default: every parcel the town could
+        order to connect, :data:`gisnet.notices.packets.ORDERABLE`).
+    notice_date
+        The date of the notices (default today; the deadline counts from it).
+    template
+        A letter template file (default: :func:`gisnet.notices.template.find_template`).
+    figures
+        Draw the map of each packet.
+
+    Returns
+    -------
+    NoticeSet
+        The packets and the files written.
+    """
+    from pypdf import PdfWriter
+
+    from .figure import figure_png, notice_figure
+    from .pdf import packet_story, write_pdf
+
+    out = Path(out)
+    notes: list[str] = []
+    if notice_date is None:
+        notice_date = dt.date.today()
+        notes.append(f"notice date {notice_date.isoformat()} (today; deadlines count from it)")
+    tpl = find_template(town, template)
+    if tpl.origin in ("profile", "generic"):
+        why = ("shipped for the profile" if tpl.origin == "profile"
+               else "generic: no template is shipped for this profile")
+        notes.append(f"letter template {tpl.path} ({why})")
+    layers = result_layers(results)
+    ob = layers.get("obligations")
+    if ob is None:
+        raise NotFoundError("the results hold no obligations layer: run the obligations "
+                            "analysis first")
+    rows = select_rows(ob, parcels)
+    packets = build_packets(town, rows, notice_date)
+    names = [p.file_name for p in packets] + [COMBINED_FILE, CSV_FILE, XLSX_FILE, MANIFEST_FILE]
+    refuse_inputs_as_outputs([out / n for n in names], town, tpl.path, what="notice file")
+    _check_out(out)
+    ev = layers.get("obligation_evidence")
+    lines = ({} if ev is None or not len(ev) else
+             dict(zip(ev["parcel_id"].astype(str), ev.geometry, strict=False)))
+    geoms = dict(zip(rows["parcel_id"].astype(str), rows.geometry, strict=False))
+    bids = dict(zip(rows["parcel_id"].astype(str), rows.get("building_id", [None] * len(rows)),
+                    strict=False))
+    footer = (f"{town.name}. Measured by gisnet from the town's GIS layers with the "
+              f"{town.profile.profile.id} profile ({town.profile.profile.ordinance}).")
+    run_id = new_run_id()
+    with staging_area(out, run_id) as stage:
+        for p in packets:
+            png = None
+            if figures:
+                fig = notice_figure(town, geoms[p.parcel_id], lines.get(p.parcel_id), p.values,
+                                    p.status, bids.get(p.parcel_id))
+                png = figure_png(fig)
+            story = packet_story(tpl, p.values, png, footer,
+                                 measured=lines.get(p.parcel_id) is not None)
+            write_pdf(stage / p.file_name, [story],
+                      title=f"Notice: parcel {p.parcel_id}")
+        if packets:  # (a PDF of no pages is no PDF a reader opens)
+            merged = PdfWriter()
+            for p in packets:
+                merged.append(str(stage / p.file_name))
+            merged.add_metadata({"/Title": f"Notices ({len(packets)}), {town.name}",
+                                 "/Creator": "gisnet"})
+            with (stage / COMBINED_FILE).open("wb") as fh:
+                merged.write(fh)
+        else:
+            notes.append("no parcel selected: no packets and no combined PDF; the tables "
+                         "hold their header only")
+        table = merge_table(packets)
+        _write_csv(stage / CSV_FILE, table)
+        _write_xlsx(stage / XLSX_FILE, table)
+        manifest = make_manifest(stage, run_id=run_id, town=town)
+        files = publish(stage, out, manifest, town)
+    log.info("notices: %d packet(s) in %s", len(packets), out)
+    return NoticeSet(out, packets, files, tpl, notice_date, notes)
