@@ -11,11 +11,12 @@ Usage (county scale under the shared benchmark lock)::
 
 For each town folder (holding a ``gisnet.toml``) this runs, in child processes:
 
-* ``gisnet run --json --no-maps`` (or with maps, ``--maps``): wall time, the run's own
-  per-step ``timings_s`` (load is the difference between the wall time and the sum of
-  the steps, interpreter start included) and the peak resident set size, both from
-  the kernel (``wait4``'s ``ru_maxrss``) and sampled every 0.25 s from
-  ``/proc/<pid>/status`` (the sampled curve shows where the peak happens);
+* ``gisnet run --json --no-maps`` (or with maps, ``--maps``): wall time and CPU time,
+  the run's own per-step ``timings_s`` (load is the difference between the wall time
+  and the sum of the steps, interpreter start included) and the peak resident set
+  size, both from the kernel (``wait4``'s ``ru_maxrss``) and sampled every 0.25 s
+  from ``/proc/<pid>/status``; the run's progress lines on stderr (one per finished
+  step) give the resident size at the end of each step (``rss_at_step_end_gb``);
 * the yardsticks, in one more fresh process: reading the town's layer files alone
   with ``pyogrio.read_dataframe`` (no gisnet), and a bare
   ``geopandas.sjoin_nearest(parcels, mains)`` with a distance column.
@@ -88,8 +89,19 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
     th.start()
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
+    step_rss: dict[str, float] = {}
+
+    def read_err() -> None:  # the run's progress lines: RSS when each step ends
+        for line in proc.stderr:
+            err_chunks.append(line)
+            words = line.decode(errors="replace").split()
+            if len(words) >= 4 and words[0] == "gisnet:" and words[3] == "s" \
+                    and words[2].replace(".", "", 1).isdigit():
+                kb = max((k for _, k in samples[-8:]), default=0)
+                step_rss[words[1]] = round(kb / 1024 ** 2, 2)
+
     r1 = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
-    r2 = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)
+    r2 = threading.Thread(target=read_err, daemon=True)
     r1.start()
     r2.start()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -103,7 +115,7 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
             "peak_rss_gb": round(usage.ru_maxrss / 1024 ** 2, 2),
             "sampled_peak_rss_gb": round(peak_kb / 1024 ** 2, 2),
             "sampled_peak_at_s": round(peak_t, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "rss_by_step_gb": step_rss,
             "stdout": b"".join(out_chunks).decode(), "stderr": b"".join(err_chunks).decode()}
 
 
@@ -126,7 +138,8 @@ def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str) -> di
            "load_s": round(m["wall_s"] - sum(steps.values()), 2),
            "steps_s": steps, "peak_rss_gb": m["peak_rss_gb"],
            "sampled_peak_rss_gb": m["sampled_peak_rss_gb"],
-           "sampled_peak_at_s": m["sampled_peak_at_s"], "gpkg_mb": gpkg_mb}
+           "sampled_peak_at_s": m["sampled_peak_at_s"], "gpkg_mb": gpkg_mb,
+           "rss_at_step_end_gb": m["rss_by_step_gb"]}
     if yardsticks:
         y = measure([python, "-c", YARDSTICK, str(folder)], env)
         if y["rc"] != 0:
