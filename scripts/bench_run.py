@@ -119,8 +119,9 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
             "stdout": b"".join(out_chunks).decode(), "stderr": b"".join(err_chunks).decode()}
 
 
-def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
+               src: Path = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src))
     with tempfile.TemporaryDirectory(prefix="gisnet-bench-") as out:
         cmd = [python, "-m", "gisnet", "run", "--layers", str(folder), "--out", out, "--json"]
         if not maps:
@@ -179,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-yardsticks", action="store_true",
                     help="skip reading the layers alone and the bare sjoin_nearest")
     ap.add_argument("--python", default=sys.executable, help="interpreter for the runs")
+    ap.add_argument("--src", type=Path, default=ROOT,
+                    help="gisnet source tree to run (default this one; another checkout "
+                         "gives the figures before a change)")
     args = ap.parse_args(argv)
     rows = []
     for folder in args.towns:
         row = bench_town(folder.resolve(), maps=args.maps, yardsticks=not args.no_yardsticks,
-                         python=args.python)
+                         python=args.python, src=args.src.resolve())
         print(json.dumps(row), flush=True)
         rows.append(row)
     print(table(rows))
