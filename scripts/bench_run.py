@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,7 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
     step_rss: dict[str, float] = {}
+    step_cpu: dict[str, float] = {}
 
     def read_err() -> None:  # the run's progress lines: RSS when each step ends
         for line in proc.stderr:
@@ -99,6 +101,9 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
                     and words[2].replace(".", "", 1).isdigit():
                 kb = max((k for _, k in samples[-8:]), default=0)
                 step_rss[words[1]] = round(kb / 1024 ** 2, 2)
+                cpu = re.search(r"CPU (\d+(?:\.\d+)?) s", line.decode(errors="replace"))
+                if cpu:
+                    step_cpu[words[1]] = float(cpu.group(1))
 
     r1 = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
     r2 = threading.Thread(target=read_err, daemon=True)
@@ -116,6 +121,7 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
             "sampled_peak_rss_gb": round(peak_kb / 1024 ** 2, 2),
             "sampled_peak_at_s": round(peak_t, 1),
             "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "rss_by_step_gb": step_rss,
+            "cpu_by_step_s": step_cpu,
             "stdout": b"".join(out_chunks).decode(), "stderr": b"".join(err_chunks).decode()}
 
 
@@ -140,7 +146,7 @@ def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
            "steps_s": steps, "peak_rss_gb": m["peak_rss_gb"],
            "sampled_peak_rss_gb": m["sampled_peak_rss_gb"],
            "sampled_peak_at_s": m["sampled_peak_at_s"], "gpkg_mb": gpkg_mb,
-           "rss_at_step_end_gb": m["rss_by_step_gb"]}
+           "rss_at_step_end_gb": m["rss_by_step_gb"], "cpu_s_by_step": m["cpu_by_step_s"]}
     if yardsticks:
         y = measure([python, "-c", YARDSTICK, str(folder)], env)
         if y["rc"] != 0:

@@ -53,8 +53,8 @@ def test_lines_when_not_a_terminal_and_nothing_when_quiet() -> None:
         pass
     lines = buf.getvalue().splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("gisnet: graph ") and lines[0].endswith(" s (466 mains)")
-    assert lines[1].startswith("gisnet: publish ") and lines[1].endswith(" s")
+    assert re.fullmatch(r"gisnet: graph \d+\.\d s \(466 mains; CPU \d+\.\d s\)", lines[0])
+    assert re.fullmatch(r"gisnet: publish \d+\.\d s \(CPU \d+\.\d s\)", lines[1])
     quiet = reporter(quiet=True, stream=buf)
     with quiet.step("graph", "x"):
         pass
@@ -80,7 +80,7 @@ def test_run_reports_every_step_in_order(tmp_path: Path) -> None:
     res = run(town, tmp_path / "out", maps=False, progress=LineReporter(buf))
     names = [line.split()[1] for line in buf.getvalue().splitlines()]
     assert names == ["graph", "obligations", "tracing", "capacity", "write", "publish"]
-    assert f"({len(town.layers['parcels']):,} parcels)" in buf.getvalue()
+    assert f"({len(town.layers['parcels']):,} parcels; CPU " in buf.getvalue()
     assert set(res.timings_s) >= {"graph", "obligations", "tracing", "capacity", "write"}
 
 
