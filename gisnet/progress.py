@@ -92,7 +92,8 @@ class CallbackReporter(Reporter):
 
 
 class LineReporter(Reporter):
-    """One line per finished step on ``stream`` (stderr when not a terminal)."""
+    """One line per step finished without error on ``stream`` (stderr when not a
+    terminal); a step that raised leaves no line: its error is the one line."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         super().__init__()
@@ -100,11 +101,12 @@ class LineReporter(Reporter):
 
     def finished(self, name: str, message: str, count: int | None, unit: str,
                  seconds: float, ok: bool) -> None:
+        if not ok:
+            return  # the error says what failed, in its one line
         what = counted(count, unit)
         tail = f" ({what}; CPU {self.cpu_s.get(name, 0.0):.1f} s)" if what else \
             f" (CPU {self.cpu_s.get(name, 0.0):.1f} s)"
-        state = "" if ok else " FAILED"
-        print(f"gisnet: {name} {seconds:.1f} s{tail}{state}",
+        print(f"gisnet: {name} {seconds:.1f} s{tail}",
               file=self.stream or sys.stderr, flush=True)
 
 
