@@ -30,6 +30,7 @@ from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
 from .obligations import analyse_obligations
+from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
     ControlResult,
@@ -46,7 +47,9 @@ from .town import Town
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str], None]
+#: What ``progress=`` accepts: a :class:`gisnet.progress.Reporter` (a bar on a
+#: terminal, lines otherwise), a callable given each step's message, or None.
+Progress = ProgressLike
 
 #: The steps of :func:`analyse`, in the order they run.
 STEPS = ("graph", "obligations", "tracing", "capacity", "quality")
@@ -176,10 +179,6 @@ def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _noop(_: str) -> None:
-    return None
-
-
 def _has_users(town: Town) -> bool:
     users = town.layer("users")
     return users is not None and len(users) > 0
@@ -246,7 +245,8 @@ def analyse(
         :class:`~gisnet.errors.GisnetError` is recorded in ``unavailable``
         and the others go on (the HTTP service); the graph must still build.
     progress
-        Called with a short message before each step.
+        A :class:`gisnet.progress.Reporter`, or a callable given a short message
+        before each step.
 
     Returns
     -------
@@ -259,15 +259,18 @@ def analyse(
     """
 
     todo = _steps(only)
-    say = progress or _noop
+    rep = as_reporter(progress)
     res = Results(town)
     timings = res.timings_s
+    n_parcels = len(town.layers["parcels"]) if "parcels" in town.layers else 0
+    n_mains = len(town.layers["mains"]) if "mains" in town.layers else 0
 
-    def step(name: str, message: str, fn: Callable[[], Any]) -> Any:
-        say(message)
+    def step(name: str, message: str, fn: Callable[[], Any], count: int | None = None,
+             unit: str = "") -> Any:
         t = time.perf_counter()
         try:
-            return fn()
+            with rep.step(name, message, count=count, unit=unit):
+                return fn()
         except (GisnetError, ImportError) as exc:
             if strict:
                 raise
@@ -278,21 +281,23 @@ def analyse(
             timings[name] = time.perf_counter() - t
 
     if "graph" in todo:
-        say("building the sewer graph")
         t = time.perf_counter()
-        res.graph = build_sewer_graph(town) if graph is None else graph
-        res.graph_nodes, res.graph_edges = graph_to_gdfs(res.graph)
+        with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
+            res.graph = build_sewer_graph(town) if graph is None else graph
+            res.graph_nodes, res.graph_edges = graph_to_gdfs(res.graph)
         timings["graph"] = time.perf_counter() - t
     G = res.graph
 
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
                                lambda: analyse_obligations(town, parcels=parcels,
-                                                            assume_abutting=assume_abutting))
+                                                            assume_abutting=assume_abutting),
+                               n_parcels, "parcels")
 
     if "tracing" in todo:
         res.control = step("tracing", "finding connection points and control manholes",
-                           lambda: analyse_control(town, G, paths=control_paths))
+                           lambda: analyse_control(town, G, paths=control_paths),
+                           n_parcels, "parcels")
         if res.control is not None and res.control.sampling_plan is None:
             res.unavailable.append(Unavailable(
                 "sampling_plan", "the town has no industrial users (no users layer, or it "
@@ -303,7 +308,8 @@ def analyse(
         res.capacity = step("capacity", "accumulating flows and checking capacity",
                             lambda: compute_capacity(town, G,
                                                      points=None if c is None else c.points,
-                                                     index=None if c is None else c.index))
+                                                     index=None if c is None else c.index),
+                            n_mains, "mains")
         plants = town.layer("plants")
         if res.capacity is not None and (plants is None or not len(plants)):
             res.unavailable.append(Unavailable(
@@ -377,7 +383,9 @@ def run(
         Also write every layer as these table formats (``csv``, ``geojson``,
         ``parquet``) under ``out_dir/tables`` (see :func:`gisnet.io.write_tables`).
     progress
-        Called with a short message before each step.
+        A :class:`gisnet.progress.Reporter` (:func:`gisnet.progress.reporter`: a
+        bar on a terminal, a line per step otherwise), or a callable given a
+        short message before each step.
     inputs
         Further input files to keep off (a profile file named on the command line).
 
@@ -395,32 +403,38 @@ def run(
         write_gpkg,
     )
 
-    say = progress or _noop
+    rep = as_reporter(progress)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
-    res = analyse(town, progress=progress)
+    rep.plan(len(STEPS) - 1 + 2 + bool(maps))  # the analyses (quality is quick), write,
+    res = analyse(town, progress=rep)            # maps, publish
     layers = res.layers()
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                              layer_names=list(layers)), town, *inputs)
     run_id = new_run_id()
-    with staging_area(out, run_id) as stage:
-        say(f"writing {out / 'gisnet-results.gpkg'}")
-        t = time.perf_counter()
-        write_gpkg(stage / "gisnet-results.gpkg", layers)
-        if tables:
-            say(f"writing {', '.join(tables)} tables")
-            write_tables(stage, layers, tables)
-        res.timings_s["write"] = time.perf_counter() - t
-        if maps:
-            from .maps import write_maps
-
-            say("writing web maps")
+    rows = sum(len(df) for df in layers.values())
+    try:
+        with staging_area(out, run_id) as stage:
             t = time.perf_counter()
-            write_maps(town, layers, stage, self_contained=self_contained)
-            res.timings_s["maps"] = time.perf_counter() - t
-        say("publishing")
-        res.files.extend(publish(stage, out, manifest_of(stage, run_id=run_id, town=town),
-                                 town))
+            with rep.step("write", "writing the GeoPackage"
+                          + (f" and {', '.join(tables)} tables" if tables else ""),
+                          count=rows, unit="rows"):
+                write_gpkg(stage / "gisnet-results.gpkg", layers)
+                if tables:
+                    write_tables(stage, layers, tables)
+            res.timings_s["write"] = time.perf_counter() - t
+            if maps:
+                from .maps import write_maps
+
+                t = time.perf_counter()
+                with rep.step("maps", "writing web maps"):
+                    write_maps(town, layers, stage, self_contained=self_contained)
+                res.timings_s["maps"] = time.perf_counter() - t
+            with rep.step("publish", "publishing"):
+                res.files.extend(publish(stage, out,
+                                         manifest_of(stage, run_id=run_id, town=town), town))
+    finally:
+        rep.close()
     return res
 
 

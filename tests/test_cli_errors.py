@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,9 +96,15 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return rc, cap.out, cap.err
 
 
+#: A progress line of a finished step (stderr not a terminal: gisnet.progress).
+_STEP_LINE = re.compile(r"gisnet: [a-z_]+ \d+\.\d s \(.*CPU \d+\.\d s\)")
+
+
 def _error_lines(err: str) -> list[str]:
-    """stderr without the data-quality warnings a town may legitimately log."""
-    return [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("gisnet: WARNING")]
+    """stderr without the data-quality warnings a town may legitimately log and
+    without the progress lines of the steps that finished before the error."""
+    return [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("gisnet: WARNING")
+            and not _STEP_LINE.fullmatch(ln)]
 
 
 # --------------------------------------------------------------------------- the cases

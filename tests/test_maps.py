@@ -526,3 +526,27 @@ def test_boolean_with_nulls_is_shown_the_same_from_the_results_file(tmp_path):
     assert shown == ["yes", None, "no", "yes"]
     again = column_of(layer_data(disk)["parcels_required"]["data"], "abuts_sewered_street")
     assert again == shown
+
+
+def test_dissolved_paths_draw_the_lines_of_the_union() -> None:
+    """The control paths drawn from their distinct segments cover exactly the lines of
+    the union of every path (the old drawing), each stretch once."""
+    import shapely
+
+    from gisnet.maps.sampling import dissolved_paths
+
+    pipe = [(0, 0), (10, 0), (20, 0), (20, 10)]
+    paths = np.array([
+        shapely.LineString([(3, 0), (10, 0), (20, 0), (20, 10)]),   # tap part way along
+        shapely.LineString([(7, 0), (10, 0), (20, 0), (20, 10)]),   # another on the same pipe
+        shapely.LineString([(10, 0), (20, 0)]),                     # a shared stretch
+        shapely.LineString([(0, 0), (10, 0)]),
+        shapely.LineString([(30, 5), (20, 5)]),                     # crosses nothing
+        None,
+    ], dtype=object)
+    got = dissolved_paths(paths)
+    want = shapely.line_merge(shapely.union_all(paths[:-1]))
+    assert got.length == pytest.approx(want.length)
+    assert got.length == pytest.approx(shapely.LineString(pipe).length + 10)
+    assert shapely.symmetric_difference(got, want).length == pytest.approx(0, abs=1e-9)
+    assert dissolved_paths(np.array([None], dtype=object)).is_empty

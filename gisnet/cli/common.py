@@ -89,13 +89,15 @@ def resolve_town_source(args: argparse.Namespace) -> None:
         f"'gisnet {cmd} --sample' for the bundled sample town")
 
 
-def load_town(args: argparse.Namespace):  # -> Town
-    """Load the town named by the common options."""
+def load_town(args: argparse.Namespace, *, announce: bool = True):  # -> Town
+    """Load the town named by the common options (``announce``: a progress line
+    first; ``gisnet run`` reports the load through its own progress display)."""
     from ..io import RESULTS_FILE, refuse_input_as_output
     from ..io import load_town as _load
 
     resolve_town_source(args)
-    progress(args, f"loading town from {args.layers or 'the layers given'}")
+    if announce:
+        progress(args, f"loading town from {args.layers or 'the layers given'}")
     town = _load(
         args.layers,
         profile=args.profile,

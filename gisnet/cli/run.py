@@ -34,12 +34,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import run as run_pipeline
+    from ..progress import reporter
 
-    town = common.load_town(args)
-    res = run_pipeline(town, args.out, self_contained=not args.cdn,
-                       maps=not args.no_maps, tables=tuple(args.tables),
-                       progress=lambda m: common.progress(args, m),
-                       inputs=profile_file(args))
+    rep = reporter(quiet=getattr(args, "quiet", False))
+    try:
+        common.resolve_town_source(args)
+        with rep.step("load", f"loading town from {args.layers or 'the layers given'}"):
+            town = common.load_town(args, announce=False)
+        res = run_pipeline(town, args.out, self_contained=not args.cdn,
+                           maps=not args.no_maps, tables=tuple(args.tables),
+                           progress=rep, inputs=profile_file(args))
+    finally:
+        rep.close()
     s = res.summary()
     if args.json:
         common.say(args, dumps_text(s))

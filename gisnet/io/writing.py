@@ -369,15 +369,17 @@ def file_form(layer: str, df: pd.DataFrame) -> pd.DataFrame:
 def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
     """Write one layer into the GeoPackage ``path`` (replacing a layer of that name).
 
-    A GeoDataFrame is written with its geometry and CRS, a DataFrame as an
+    A GeoDataFrame is written with its geometry and CRS (through Arrow), a DataFrame as an
     attribute table (see :func:`gpkg_ready` for the column types), values
     rounded by :func:`rounded`.
     """
     df = gpkg_ready(file_form(name, df))
-    if isinstance(df, gpd.GeoDataFrame):
-        pyogrio.write_dataframe(df, path, layer=name, driver="GPKG")
-    else:
-        pyogrio.write_dataframe(pd.DataFrame(df), path, layer=name, driver="GPKG")
+    if not isinstance(df, gpd.GeoDataFrame):
+        df = pd.DataFrame(df)
+    # Arrow: the columns go to GDAL in one batch instead of feature by feature (about
+    # twice as fast on a million parcels); GDAL writes each layer in one transaction
+    # and builds its spatial index once, at the end of the layer.
+    pyogrio.write_dataframe(df, path, layer=name, driver="GPKG", use_arrow=True)
 
 
 #: Table formats :func:`write_tables` writes, with their file suffix.

@@ -42,6 +42,39 @@ def _siu_mask(df: pd.DataFrame) -> np.ndarray:
     return np.zeros(len(df), dtype=bool)
 
 
+def dissolved_paths(geoms: np.ndarray) -> shapely.Geometry:
+    """One drawing of many paths that run along the same pipes: each segment once.
+
+    The paths follow the graph's edges vertex for vertex, so a stretch of pipe
+    shared by many paths is the same segment (the same two coordinates) in each.
+    The segments are taken apart, repeats dropped (and the piece of a pipe
+    segment from a tap to its end, which the whole segment covers; a sort:
+    ``n log n`` in the segments, where a union of every path is an overlay of
+    all of them), and
+    the rest merged into lines (:func:`shapely.line_merge`). The drawing covers
+    the same lines as the union of the paths.
+    """
+    geoms = geoms[~(shapely.is_missing(geoms) | shapely.is_empty(geoms))]
+    if not len(geoms):
+        return shapely.MultiLineString()
+    xy, own = shapely.get_coordinates(geoms, return_index=True)
+    same = own[1:] == own[:-1]
+    seg = np.hstack([xy[:-1][same], xy[1:][same]])
+    seg = seg[(seg[:, 0] != seg[:, 2]) | (seg[:, 1] != seg[:, 3])]
+    # a path starts at its tap, part way along a pipe segment: of the segments that
+    # end at the same vertex in the same direction, the longest covers the others
+    dx, dy = seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1]
+    key = pd.DataFrame({"x": seg[:, 2], "y": seg[:, 3],
+                        "a": np.round(np.arctan2(dy, dx), 6), "len": np.hypot(dx, dy)})
+    seg = seg[key.sort_values("len", kind="stable").drop_duplicates(
+        ["x", "y", "a"], keep="last").index.to_numpy()]
+    flip = (seg[:, 0] > seg[:, 2]) | ((seg[:, 0] == seg[:, 2]) & (seg[:, 1] > seg[:, 3]))
+    seg[flip] = seg[flip][:, [2, 3, 0, 1]]  # one direction per segment
+    seg = np.unique(seg, axis=0)
+    lines = shapely.linestrings(seg.reshape(-1, 2), indices=np.repeat(np.arange(len(seg)), 2))
+    return shapely.line_merge(shapely.multilinestrings(lines))
+
+
 def sampling_layers(ctx: MapContext) -> list[MapLayer]:
     """Layers of ``sampling.html``: mains, paths, taps, control manholes, users, SIUs."""
     layers: list[MapLayer] = [p for p in (parcels_layer(ctx),) if p is not None]
@@ -58,7 +91,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
             props = auto_props(paths, cols)
             data, n = ctx.geojson(paths, props, precision=6, simplify_ft=0.5)
         else:  # city scale: one dissolved drawing of every path
-            merged = shapely.line_merge(shapely.union_all(np.asarray(paths.geometry.array)))
+            merged = dissolved_paths(np.asarray(paths.geometry.array))
             one = gpd.GeoDataFrame(geometry=[merged], crs=paths.crs)
             data, _ = ctx.geojson(one, {}, precision=6, simplify_ft=0.5)
             n, cols = 1, []

@@ -19,7 +19,7 @@ from ..errors import ConfigError, NotFoundError
 from ..rules import DISTANCE_TOLERANCE_FT
 from ..town import Town
 from .measuring import check_town, eligible_mask
-from .spatial import text_values
+from .spatial import default_threads, text_values, threaded_pairs
 from .streets import holding_pairs, street_areas
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,10 @@ def corridors(town: Town, M: gpd.GeoDataFrame, *, fallback_all: bool
     si, mi = holding_pairs(areas, width_u, mgeom)
     grown = shapely.buffer(areas[si], tol_u) if tol_u > 0 else areas[si]
     reach = shapely.buffer(mgeom[mi], width_u[si] + tol_u, cap_style="flat")
-    cm, cg = mi, np.asarray(shapely.intersection(grown, reach), dtype=object)
+    cm = mi
+    cg = np.asarray(threaded_pairs(shapely.intersection, np.asarray(grown, dtype=object),
+                                   np.asarray(reach, dtype=object), default_threads()),
+                    dtype=object)
     approx = np.zeros(n, dtype=bool)
     if fallback_all:
         none = np.setdiff1d(np.arange(n), mi)
@@ -83,7 +86,7 @@ def frontage_pairs(town: Town, P: gpd.GeoDataFrame, M: gpd.GeoDataFrame,
     if len(pi) == 0:
         return empty
     mi = cm[ci]
-    pieces = shapely.intersection(bnd[pi], cg[ci])
+    pieces = threaded_pairs(shapely.intersection, bnd[pi], cg[ci], default_threads())
     xy, k = shapely.get_coordinates(pieces, return_index=True)
     if len(k) == 0:
         return empty
@@ -94,6 +97,30 @@ def frontage_pairs(town: Town, P: gpd.GeoDataFrame, M: gpd.GeoDataFrame,
     df = pd.DataFrame({"p": s["p"].to_numpy(), "m": s["m"].to_numpy(),
                        "frontage_ft": (s["max"] - s["min"]).to_numpy() * town.ft_per_unit})
     return df[df["frontage_ft"] > DISTANCE_TOLERANCE_FT].reset_index(drop=True)
+
+
+def per_parcel(pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (parcel, main) pairs summed per parcel, in one pass over the sorted pairs.
+
+    Returns ``(p, frontage_ft, mains, approximate)``: the parcel positions in
+    order, the summed frontage, the main ids joined with commas in id order and
+    whether any pair is approximate. Most parcels front one main, so only the
+    parcels with several have their ids joined in Python.
+    """
+    if not len(pairs):
+        return (np.empty(0, np.int64), np.empty(0), np.empty(0, dtype=object),
+                np.empty(0, dtype=bool))
+    s = pairs.sort_values(["p", "main_id"], kind="stable")
+    p = s["p"].to_numpy(dtype=np.int64)
+    mid = s["main_id"].to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+    ends = np.r_[starts[1:], len(p)]
+    feet = np.add.reduceat(s["frontage_ft"].to_numpy(dtype=float), starts)
+    approximate = np.logical_or.reduceat(s["approximate"].to_numpy(dtype=bool), starts)
+    joined = mid[starts].copy()
+    for k in np.flatnonzero(ends - starts > 1):
+        joined[k] = ",".join(mid[starts[k]:ends[k]])
+    return p[starts], feet, joined, approximate
 
 
 def frontage(town: Town) -> gpd.GeoDataFrame:
@@ -122,15 +149,12 @@ def frontage(town: Town) -> gpd.GeoDataFrame:
     mids = M["main_id"].astype(str).to_numpy()
     pairs["main_id"] = mids[pairs["m"].to_numpy()] if len(pairs) else []
     pairs["approximate"] = approx[pairs["m"].to_numpy()] if len(pairs) else []
-    g = pairs.sort_values(["p", "main_id"]).groupby("p").agg(
-        frontage_ft=("frontage_ft", "sum"), mains=("main_id", ",".join),
-        approximate=("approximate", "any"))
-    rows = g.index.to_numpy(dtype=np.int64)
+    rows, feet, joined, approximate = per_parcel(pairs)
     return gpd.GeoDataFrame(
         {"parcel_id": text_values(P["parcel_id"]).to_numpy()[rows],
-         "frontage_ft": g["frontage_ft"].to_numpy(dtype=float),
-         "mains": g["mains"].to_numpy(dtype=object),
-         "approximate": g["approximate"].to_numpy(dtype=bool),
+         "frontage_ft": feet,
+         "mains": joined,
+         "approximate": approximate,
          "section": town.profile.connection.frontage_section},
         geometry=gpd.GeoSeries(P.geometry.values[rows], crs=town.crs), crs=town.crs,
     )

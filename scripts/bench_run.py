@@ -1,0 +1,204 @@
+#!/usr/bin/env python
+"""Benchmark the whole ``gisnet run`` on towns of several sizes, each in a fresh process.
+
+Usage (county scale under the shared benchmark lock)::
+
+    python scripts/make_city.py --parcels 57000 --name city
+    python scripts/make_city.py --parcels 300000 --mains 100000 --name town300k
+    python scripts/make_city.py --parcels 1000000 --mains 300000 --name county
+    flock /tmp/gisnet-bench.lock python scripts/bench_run.py \
+        bench-data/city bench-data/town300k bench-data/county [--maps] [--no-yardsticks]
+
+For each town folder (holding a ``gisnet.toml``) this runs, in child processes:
+
+* ``gisnet run --json --no-maps`` (or with maps, ``--maps``): wall time and CPU time,
+  the run's own per-step ``timings_s`` (load is the difference between the wall time
+  and the sum of the steps, interpreter start included) and the peak resident set
+  size, both from the kernel (``wait4``'s ``ru_maxrss``) and sampled every 0.25 s
+  from ``/proc/<pid>/status``; the run's progress lines on stderr (one per finished
+  step) give the resident size at the end of each step (``rss_at_step_end_gb``);
+* the yardsticks, in one more fresh process: reading the town's layer files alone
+  with ``pyogrio.read_dataframe`` (no gisnet), and a bare
+  ``geopandas.sjoin_nearest(parcels, mains)`` with a distance column.
+
+Prints one JSON line per town and a Markdown table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+YARDSTICK = r"""
+import json, sys, time, tomllib
+from pathlib import Path
+import geopandas as gpd
+import pyogrio
+folder = Path(sys.argv[1])
+cfg = tomllib.loads((folder / "gisnet.toml").read_text())
+t = time.perf_counter()
+frames = {role: pyogrio.read_dataframe(folder / spec["path"])
+          for role, spec in cfg["layers"].items()}
+read_s = time.perf_counter() - t
+parcels, mains = frames["parcels"], frames["mains"]
+t = time.perf_counter()
+j = gpd.sjoin_nearest(parcels[["geometry"]], mains[["geometry"]], distance_col="d")
+sjoin_s = time.perf_counter() - t
+print(json.dumps({"read_layers_s": round(read_s, 2), "sjoin_nearest_s": round(sjoin_s, 2),
+                  "sjoin_rows": len(j),
+                  "features": {k: len(v) for k, v in frames.items()}}))
+"""
+
+
+def _rss_kb(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def measure(cmd: list[str], env: dict[str, str]) -> dict:
+    """Run ``cmd``; wall time, peak RSS (kernel and sampled), stdout."""
+    samples: list[tuple[float, int]] = []
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=ROOT)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            kb = _rss_kb(proc.pid)
+            if kb is not None:
+                samples.append((time.perf_counter() - t0, kb))
+            done.wait(0.25)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    step_rss: dict[str, float] = {}
+    step_cpu: dict[str, float] = {}
+
+    def read_err() -> None:  # the run's progress lines: RSS when each step ends
+        for line in proc.stderr:
+            err_chunks.append(line)
+            words = line.decode(errors="replace").split()
+            if len(words) >= 4 and words[0] == "gisnet:" and words[3] == "s" \
+                    and words[2].replace(".", "", 1).isdigit():
+                kb = max((k for _, k in samples[-8:]), default=0)
+                step_rss[words[1]] = round(kb / 1024 ** 2, 2)
+                cpu = re.search(r"CPU (\d+(?:\.\d+)?) s", line.decode(errors="replace"))
+                if cpu:
+                    step_cpu[words[1]] = float(cpu.group(1))
+
+    r1 = threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True)
+    r2 = threading.Thread(target=read_err, daemon=True)
+    r1.start()
+    r2.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    r1.join()
+    r2.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak_t, peak_kb = max(samples, key=lambda s: s[1]) if samples else (0.0, 0)
+    return {"wall_s": round(wall, 2), "rc": proc.returncode,
+            "peak_rss_gb": round(usage.ru_maxrss / 1024 ** 2, 2),
+            "sampled_peak_rss_gb": round(peak_kb / 1024 ** 2, 2),
+            "sampled_peak_at_s": round(peak_t, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "rss_by_step_gb": step_rss,
+            "cpu_by_step_s": step_cpu,
+            "stdout": b"".join(out_chunks).decode(), "stderr": b"".join(err_chunks).decode()}
+
+
+def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
+               src: Path = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    with tempfile.TemporaryDirectory(prefix="gisnet-bench-") as out:
+        cmd = [python, "-m", "gisnet", "run", "--layers", str(folder), "--out", out, "--json"]
+        if not maps:
+            cmd.append("--no-maps")
+        m = measure(cmd, env)
+        if m["rc"] != 0:
+            raise SystemExit(f"{folder}: gisnet run failed (exit {m['rc']}):\n{m['stderr']}")
+        summary = json.loads(m["stdout"])
+        gpkg = Path(out) / "gisnet-results.gpkg"
+        gpkg_mb = round(gpkg.stat().st_size / 1e6, 1) if gpkg.exists() else None
+    steps = summary["timings_s"]
+    row = {"town": folder.name, "parcels": summary["layers"].get("parcels"),
+           "mains": summary["layers"].get("mains"), "maps": maps,
+           "wall_s": m["wall_s"], "cpu_s": m["cpu_s"],
+           "load_s": round(m["wall_s"] - sum(steps.values()), 2),
+           "steps_s": steps, "peak_rss_gb": m["peak_rss_gb"],
+           "sampled_peak_rss_gb": m["sampled_peak_rss_gb"],
+           "sampled_peak_at_s": m["sampled_peak_at_s"], "gpkg_mb": gpkg_mb,
+           "rss_at_step_end_gb": m["rss_by_step_gb"], "cpu_s_by_step": m["cpu_by_step_s"]}
+    if yardsticks:
+        y = measure([python, "-c", YARDSTICK, str(folder)], env)
+        if y["rc"] != 0:
+            raise SystemExit(f"{folder}: yardstick failed:\n{y['stderr']}")
+        row["yardsticks"] = json.loads(y["stdout"])
+        row["yardsticks"]["peak_rss_gb"] = y["peak_rss_gb"]
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    steps: list[str] = []
+    for r in rows:
+        steps += [s for s in r["steps_s"] if s not in steps]
+    head = ["step"] + [f"{r['town']} ({r['parcels']:,} parcels)" for r in rows]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * len(rows) + "|"]
+    lines.append("| load (incl. interpreter start) | "
+                 + " | ".join(f"{r['load_s']:.1f} s" for r in rows) + " |")
+    for s in steps:
+        lines.append(f"| {s} | " + " | ".join(
+            f"{r['steps_s'][s]:.1f} s" if s in r["steps_s"] else "-" for r in rows) + " |")
+    lines.append("| **whole run (wall)** | " + " | ".join(f"**{r['wall_s']:.1f} s**"
+                                                         for r in rows) + " |")
+    lines.append("| peak RSS | " + " | ".join(f"{r['peak_rss_gb']:.2f} GB" for r in rows) + " |")
+    lines.append("| GeoPackage | " + " | ".join(f"{r['gpkg_mb']} MB" for r in rows) + " |")
+    if all("yardsticks" in r for r in rows):
+        lines.append("| yardstick: read the layer files (pyogrio) | " + " | ".join(
+            f"{r['yardsticks']['read_layers_s']:.1f} s" for r in rows) + " |")
+        lines.append("| yardstick: bare sjoin_nearest(parcels, mains) | " + " | ".join(
+            f"{r['yardsticks']['sjoin_nearest_s']:.1f} s" for r in rows) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("towns", nargs="+", type=Path, help="town folders (with gisnet.toml)")
+    ap.add_argument("--maps", action="store_true", help="include the web maps")
+    ap.add_argument("--no-yardsticks", action="store_true",
+                    help="skip reading the layers alone and the bare sjoin_nearest")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the runs")
+    ap.add_argument("--src", type=Path, default=ROOT,
+                    help="gisnet source tree to run (default this one; another checkout "
+                         "gives the figures before a change)")
+    args = ap.parse_args(argv)
+    rows = []
+    for folder in args.towns:
+        row = bench_town(folder.resolve(), maps=args.maps, yardsticks=not args.no_yardsticks,
+                         python=args.python, src=args.src.resolve())
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
