@@ -332,6 +332,7 @@ def run(
     tables: tuple[str, ...] = (),
     progress: Progress | None = None,
     inputs: Collection[str | Path] = (),
+    tiles: str = "auto",
 ) -> Results:
     """Analyse a town and publish its whole output set, all or nothing.
 
@@ -355,6 +356,9 @@ def run(
     tables
         Also write every layer as these table formats (``csv``, ``geojson``,
         ``parquet``) under ``out_dir/tables`` (see :func:`gisnet.io.write_tables`).
+    tiles
+        ``auto``, ``always`` or ``never``: big layers of the pages from vector
+        tiles (``out_dir/tiles/``; see :mod:`gisnet.maps.tiled`).
     progress
         Called with a short message before each step.
     inputs
@@ -395,7 +399,7 @@ def run(
 
             say("writing web maps")
             t = time.perf_counter()
-            write_maps(town, layers, stage, self_contained=self_contained)
+            write_maps(town, layers, stage, self_contained=self_contained, tiles=tiles)
             res.timings_s["maps"] = time.perf_counter() - t
         say("publishing")
         res.files.extend(publish(stage, out, manifest_of(stage, run_id=run_id, town=town),

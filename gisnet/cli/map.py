@@ -27,6 +27,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--self-contained", action="store_true",
                    help="inline every script and stylesheet so the page renders offline "
                         "(base map tiles still need a network)")
+    p.add_argument("--tiles", choices=("auto", "always", "never"), default="auto",
+                   help="draw the big layers (parcels, mains ...) from vector tiles in "
+                        "DIR/tiles/, for `gisnet serve --maps DIR`: auto = when the town "
+                        "has over 75,000 parcels (default), always, never")
     add_town_options(p, writes=True)
     p.set_defaults(func=run)
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                              *profile_file(args), what="map page")
     progress(args, f"writing {', '.join(names)} to {args.out}")
     paths = write_maps(town, results, args.out, self_contained=args.self_contained,
-                       names=names)
+                       names=names, tiles=args.tiles)
     if paths and not stale:
         update_manifest(args.out, paths)
     if not paths:

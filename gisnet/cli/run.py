@@ -23,6 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--self-contained", action="store_true",
                    help="write map pages with their scripts inside, for offline use")
     p.add_argument("--no-maps", action="store_true", help="write tables only")
+    p.add_argument("--tiles", choices=("auto", "always", "never"), default="auto",
+                   help="draw the big layers (parcels, mains ...) from vector tiles in "
+                        "DIR/tiles/, for `gisnet serve --maps DIR`: auto = when the town "
+                        "has over 75,000 parcels (default), always, never")
     p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
                    choices=("csv", "geojson", "parquet", "xlsx"),
                    help="also write every result layer as DIR/tables/<layer>.<format> "
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     res = run_pipeline(town, args.out, self_contained=args.self_contained,
                        maps=not args.no_maps, tables=tuple(args.tables),
                        progress=lambda m: common.progress(args, m),
-                       inputs=profile_file(args))
+                       inputs=profile_file(args), tiles=args.tiles)
     s = res.summary()
     if args.json:
         common.say(args, dumps_text(s))

@@ -266,7 +266,9 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
     keep = np.isin(ptypes, want) & ~shapely.is_empty(parts)
     parts, pidx = parts[keep], pidx[keep]
     if family == "polygon":
-        parts = shapely.orient_polygons(parts, exterior_cw=False)  # CW once y points down
+        # exterior clockwise in EPSG:3857 = counter-clockwise once y points down, the
+        # positive area MVT 2.1 (4.3.4.4) asks of an exterior ring
+        parts = shapely.orient_polygons(parts, exterior_cw=True)
         rings, ridx = shapely.get_rings(parts, return_index=True)
         nr = np.bincount(ridx, minlength=len(parts))
         exterior = np.zeros(len(rings), dtype=bool)
@@ -335,7 +337,10 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
         fmt = col.fmt if isinstance(col, Prop) else None
         raw = col.values if isinstance(col, Prop) else col
         arr = np.asarray(list(raw), dtype=object)[rows]
-        if fmt is not None:
+        numeric = fmt is not None or all(
+            isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            for v in arr if not is_missing(v))
+        if numeric:  # numbers stay numbers (a Prop's display format goes to the page)
             arr = pd.to_numeric(pd.Series(arr, dtype=object), errors="coerce").to_numpy(float)
             codes, uniques = pd.factorize(arr, use_na_sentinel=True)
             uniq = [float(u) for u in uniques]
