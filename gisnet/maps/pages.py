@@ -172,6 +172,7 @@ def write_maps(
     pages = build_pages(town, results, names, tiler=tiler)
     if tiler is not None:
         tiler.write(pages.values(), out)
+        self_contained = True  # served pages need no CDN: Leaflet and the plugin inside
     written = []
     for n in PAGES:
         if n in pages:
