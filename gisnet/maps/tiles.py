@@ -337,15 +337,18 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
         fmt = col.fmt if isinstance(col, Prop) else None
         raw = col.values if isinstance(col, Prop) else col
         arr = np.asarray(list(raw), dtype=object)[rows]
-        numeric = fmt is not None or all(
-            isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-            for v in arr if not is_missing(v))
+        kind = pd.api.types.infer_dtype(arr, skipna=True)
+        numeric = fmt is not None or kind in ("floating", "integer", "mixed-integer-float",
+                                              "decimal")
         if numeric:  # numbers stay numbers (a Prop's display format goes to the page)
             arr = pd.to_numeric(pd.Series(arr, dtype=object), errors="coerce").to_numpy(float)
             codes, uniques = pd.factorize(arr, use_na_sentinel=True)
             uniq = [float(u) for u in uniques]
         else:
-            miss = np.array([is_missing(v) for v in arr], dtype=bool)
+            ser = pd.Series(arr, dtype=object)
+            miss = (ser.isna() | ser.str.strip().eq("").fillna(False)).to_numpy(dtype=bool) \
+                if kind in ("string", "empty") else np.array([is_missing(v) for v in arr],
+                                                            dtype=bool)
             arr = np.where(miss, None, arr).astype(object)
             codes, uniques = pd.factorize(pd.Series(arr, dtype=object).astype(object),
                                           use_na_sentinel=True)
@@ -508,8 +511,11 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     style_idx = [cols.names.index(k) for k in style_keys if k in cols.names]
     if family == "line":
         if style_idx:
-            _, style_code = np.unique(cols.codes[:, style_idx], axis=0, return_inverse=True)
-            style_code = style_code.reshape(-1)
+            style_code = np.zeros(len(g), dtype=np.int64)
+            for j in style_idx:  # one integer per combination (np.unique(axis=0) is slow)
+                c = cols.codes[:, j] + 1
+                style_code = style_code * (int(c.max()) + 1) + c
+            style_code = np.unique(style_code, return_inverse=True)[1].reshape(-1)
         else:
             style_code = np.zeros(len(g), dtype=np.int64)
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
@@ -543,8 +549,14 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             cell = size / GRID
             gx = np.floor((cx - left) / cell).astype(np.int64)
             gy = np.floor((top - cy) / cell).astype(np.int64)
-            cells, counts = np.unique(np.column_stack([gx // GRID, gy // GRID, gx, gy]),
-                                      axis=0, return_counts=True)
+            # one int64 per cell, ordered by tile then cell (np.unique(axis=0) is slow)
+            ntile = 1 << z
+            key = (((gx // GRID) * ntile + gy // GRID) * GRID + gx % GRID) * GRID + gy % GRID
+            ukey, counts = np.unique(key, return_counts=True)
+            tile_id, cell = ukey // (GRID * GRID), ukey % (GRID * GRID)
+            cells = np.column_stack([tile_id // ntile, tile_id % ntile,
+                                     (tile_id // ntile) * GRID + cell // GRID,
+                                     (tile_id % ntile) * GRID + cell % GRID])
             info["overview_max"][str(z)] = int(counts.max())
             u = EXTENT // GRID
             lx, ly = (cells[:, 2] % GRID) * u, (cells[:, 3] % GRID) * u
