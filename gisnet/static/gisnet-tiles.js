@@ -152,7 +152,7 @@
       if (hit.layerName === "overview" && hit.props.n !== undefined) {
         html = '<div class="gisnet-popup"><b>' + H.esc(hit.spec.name) + "</b><div>" +
           H.esc(H.fmtValue(hit.props.n, ["n", 0, ""])) +
-          " here; zoom in to see each one.</div></div>";
+          " in this square; zoom in to see each one.</div></div>";
       } else {
         html = H.popupHtml(hit.spec, displayProps(hit.spec, hit.props, H));
       }
