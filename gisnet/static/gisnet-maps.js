@@ -170,6 +170,7 @@
     var now = function () { return (window.performance && performance.now) ? performance.now() : 0; };
     var helpers = {styleFor: styleFor, popupHtml: popupHtml, fmtValue: fmtValue, esc: esc};
     var firstDraw = {};
+    var tiledShown = [];
     cfg.layers.forEach(function (spec) {
       if (spec.data && spec.data.tiled && window.gisnetTiles) {  // drawn from vector tiles
         var tl = window.gisnetTiles.layer(spec, map, helpers);
@@ -178,7 +179,7 @@
         specs[spec.key] = spec;
         overlays[esc(spec.name) + ' <span class="gisnet-count">(' + spec.data.n + ")</span>"] = tl;
         if (spec.show !== false) {
-          tl.addTo(map);
+          tiledShown.push(tl);  // added once the view is set: no tiles fetched for another
           var tb = spec.data.tiled.bounds;
           if (tb && tb.length === 2) {
             bounds = bounds ? bounds.extend(L.latLngBounds(tb)) : L.latLngBounds(tb);
@@ -312,6 +313,7 @@
 
     if (bounds && bounds.isValid()) { map.fitBounds(bounds, {padding: [20, 20]}); }
     else if (cfg.center) { map.setView(cfg.center, cfg.zoom || 14); }
+    tiledShown.forEach(function (l) { l.addTo(map); });
 
     var tiledAt = window.gisnetTiles ?
       window.gisnetTiles.attach(map, registry, specs, helpers) : null;
