@@ -3,7 +3,8 @@
 
 Examples
 --------
-flock /tmp/gisnet-bench.lock python scripts/make_city.py --parcels 1000000 --mains 300000 --name county
+flock /tmp/gisnet-bench.lock python scripts/make_city.py --parcels 1000000 \
+    --mains 300000 --name county
 flock /tmp/gisnet-bench.lock python scripts/bench_tiles.py bench-data/county
 python scripts/bench_tiles.py bench-data/county --out bench-data/county-tiled --reuse
 

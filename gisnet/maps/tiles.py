@@ -27,7 +27,6 @@ costs about 4 µs.
 from __future__ import annotations
 
 import gzip
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -633,13 +632,6 @@ def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
                      info["constants"], info["bounds"] or [], info["overview_max"])
 
 
-def mercator(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spherical Web Mercator (EPSG:3857) metres of lon/lat degrees (for tests and checks)."""
-    x = np.radians(lon) * 6378137.0
-    y = np.log(np.tan(math.pi / 4 + np.radians(lat) / 2)) * 6378137.0
-    return x, y
-
-
 def read_tile(archive: str | os.PathLike[str], z: int, x: int, y: int) -> dict[str, Any] | None:
     """A tile of a PMTiles archive decoded with ``mapbox_vector_tile`` (y down), or None."""
     import mapbox_vector_tile
@@ -655,5 +647,5 @@ def read_tile(archive: str | os.PathLike[str], z: int, x: int, y: int) -> dict[s
 
 
 __all__ = ["BUFFER", "DETAIL_ZOOM", "EXTENT", "GRID", "OVERVIEW_MIN_ZOOM", "TileStats",
-           "assign_tiles", "commands", "geometry_parts", "layer_tiles", "mercator",
+           "assign_tiles", "commands", "geometry_parts", "layer_tiles",
            "property_columns", "read_tile", "tile_bounds", "write_archive", "write_layer_tiles"]
