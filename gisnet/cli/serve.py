@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         say(args, f"gisnet: {name} not available: {why}")
     say(args, f"gisnet: serving {town.name} ({len(town.layers['parcels'])} parcels) at "
               f"http://{args.host}:{args.port} (loaded in {time.perf_counter() - t0:.1f} s)")
+    if (args.out / "index.html").is_file():  # the pages (tiled or not) a planner opens
+        say(args, f"gisnet: maps at http://{args.host}:{args.port}/maps/index.html")
     # the loaded state lives as long as the process: keep it out of the cyclic
     # garbage collector's full passes, which otherwise show as latency spikes
     gc.collect()
