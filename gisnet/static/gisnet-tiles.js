@@ -113,6 +113,12 @@
       url: t.url, paintRules: rules(spec, H), labelRules: [], levelDiff: 0,
       maxDataZoom: t.detailZoom, pane: PANE, attribution: "", maxZoom: 22,
       tileDelay: 0});
+    // fetch the archive's header and root directory now, while the page is still busy
+    // setting up: the layer joins the map only once the view is set
+    lyr.views.forEach(function (v) {
+      var src = v.tileCache && v.tileCache.source;
+      if (src && src.p && src.p.getHeader) { src.p.getHeader().catch(function () {}); }
+    });
     lyr.gisnetSpec = spec;
     lyr.gisnetTiled = true;
     return lyr;
