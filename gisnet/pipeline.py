@@ -358,6 +358,7 @@ def run(
     tables: tuple[str, ...] = (),
     progress: Progress | None = None,
     inputs: Collection[str | Path] = (),
+    tiles: str = "auto",
 ) -> Results:
     """Analyse a town and publish its whole output set, all or nothing.
 
@@ -382,6 +383,9 @@ def run(
     tables
         Also write every layer as these table formats (``csv``, ``geojson``,
         ``parquet``) under ``out_dir/tables`` (see :func:`gisnet.io.write_tables`).
+    tiles
+        ``auto``, ``always`` or ``never``: big layers of the pages from vector
+        tiles (``out_dir/tiles/``; see :mod:`gisnet.maps.tiled`).
     progress
         A :class:`gisnet.progress.Reporter` (:func:`gisnet.progress.reporter`: a
         bar on a terminal, a line per step otherwise), or a callable given a
@@ -428,7 +432,7 @@ def run(
 
                 t = time.perf_counter()
                 with rep.step("maps", "writing web maps"):
-                    write_maps(town, layers, stage, self_contained=self_contained)
+                    write_maps(town, layers, stage, self_contained=self_contained, tiles=tiles)
                 res.timings_s["maps"] = time.perf_counter() - t
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,

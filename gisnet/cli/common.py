@@ -69,6 +69,8 @@ def resolve_town_source(args: argparse.Namespace) -> None:
     """
     if not hasattr(args, "path_mains") or getattr(args, "town_source_resolved", False):
         return  # a command without town options, or settled already
+    if getattr(args, "maps", None) is not None:
+        return  # gisnet serve --maps DIR: pages and tiles only, no town
     args.town_source_resolved = True
     if getattr(args, "sample", False):
         if args.layers is not None:

@@ -25,6 +25,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("name", choices=NAMES, metavar="NAME",
                    help="page to write: " + ", ".join(NAMES))
     add_page_options(p)
+    p.add_argument("--tiles", choices=("auto", "always", "never"), default="auto",
+                   help="draw the big layers (parcels, mains ...) from vector tiles in "
+                        "DIR/tiles/, for `gisnet serve --maps DIR`: auto = when the town "
+                        "has over 75,000 parcels (default), always, never")
     add_town_options(p, writes=True)
     p.set_defaults(func=run)
 
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                              *profile_file(args), what="map page")
     progress(args, f"writing {', '.join(names)} to {args.out}")
     paths = write_maps(town, results, args.out, self_contained=not args.cdn,
-                       names=names)
+                       names=names, tiles=args.tiles)
     if paths and not stale:
         update_manifest(args.out, paths)
     if not paths:

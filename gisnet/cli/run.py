@@ -22,6 +22,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common.add_town_options(p, writes=True)
     common.add_page_options(p)
     p.add_argument("--no-maps", action="store_true", help="write tables only")
+    p.add_argument("--tiles", choices=("auto", "always", "never"), default="auto",
+                   help="draw the big layers (parcels, mains ...) from vector tiles in "
+                        "DIR/tiles/, for `gisnet serve --maps DIR`: auto = when the town "
+                        "has over 75,000 parcels (default), always, never")
     p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
                    choices=("csv", "geojson", "parquet", "xlsx"),
                    help="also write every result layer as DIR/tables/<layer>.<format> "
@@ -43,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             town = common.load_town(args, announce=False)
         res = run_pipeline(town, args.out, self_contained=not args.cdn,
                            maps=not args.no_maps, tables=tuple(args.tables),
-                           progress=rep, inputs=profile_file(args))
+                           progress=rep, inputs=profile_file(args), tiles=args.tiles)
     finally:
         rep.close()
     s = res.summary()

@@ -22,6 +22,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                    help="folder of generated maps served at /maps/NAME (default: maps/); "
                         "nothing is written")
+    p.add_argument("--maps", type=Path, default=None, metavar="DIR",
+                   help="serve only the map pages and vector tiles of DIR (written by "
+                        "`gisnet run`/`gisnet map`, tiled or not) without loading a town: "
+                        "starts at once whatever the town's size; open the printed URL")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, opt)
         if not value > 0 or value == float("inf"):  # NaN is not > 0
             raise ConfigError(f"--{opt.replace('_', '-')} {value} must be a positive number")
+    if args.maps is not None:
+        return _serve_maps(args)
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError("the maps folder to serve is an existing file, not a folder",
                           path=args.out)
@@ -75,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         say(args, f"gisnet: {name} not available: {why}")
     say(args, f"gisnet: serving {town.name} ({len(town.layers['parcels'])} parcels) at "
               f"http://{args.host}:{args.port} (loaded in {time.perf_counter() - t0:.1f} s)")
+    if (args.out / "index.html").is_file():  # the pages (tiled or not) a planner opens
+        say(args, f"gisnet: maps at http://{args.host}:{args.port}/maps/index.html")
     # the loaded state lives as long as the process: keep it out of the cyclic
     # garbage collector's full passes, which otherwise show as latency spikes
     gc.collect()
@@ -83,4 +91,29 @@ def run(args: argparse.Namespace) -> int:
     make_server(app, host=args.host, port=args.port, limits=limits,
                 access_log=args.access_log,
                 log_level="info" if args.verbose else "warning").run()
+    return 0
+
+
+def _serve_maps(args: argparse.Namespace) -> int:
+    """``gisnet serve --maps DIR``: the pages and tiles of a folder, no town loaded."""
+    from ..errors import ConfigError
+    from ..service.limits import ServiceLimits
+    from ..service.server import make_server
+    from ..service.tiles import create_maps_app
+
+    if not args.maps.is_dir():
+        raise ConfigError("the maps folder to serve is not a folder", path=args.maps)
+    pages = sorted(p.name for p in args.maps.glob("*.html"))
+    if not pages:
+        raise ConfigError("no map pages (*.html) to serve; write them with `gisnet run` or "
+                          "`gisnet map all --out DIR`", path=args.maps)
+    limits = ServiceLimits(header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout)
+    app = create_maps_app(args.maps)
+    first = "index.html" if "index.html" in pages else pages[0]
+    server = make_server(app, host=args.host, port=args.port, limits=limits,
+                         access_log=args.access_log,
+                         log_level="info" if args.verbose else "warning")
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
+    say(args, f"gisnet: serving the maps of {args.maps} at http://{host}:{args.port}/maps/{first}")
+    server.run()
     return 0

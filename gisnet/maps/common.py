@@ -181,6 +181,9 @@ class MapContext:
         self.ftpu = float(town.ft_per_unit)
         self.profile: Profile = town.profile
         self._cache: dict[str, MapLayer | None] = {}
+        #: Set by :func:`gisnet.maps.pages.write_maps` on tiled pages: a
+        #: :class:`gisnet.maps.tiled.Tiler` that takes the layers big enough to tile.
+        self.tiler: Any = None
 
     def result(self, name: str) -> gpd.GeoDataFrame | None:
         """A result layer with geometry (CRS set to the town's if missing), or None."""
@@ -209,7 +212,12 @@ class MapContext:
 
     def geojson(self, gdf: gpd.GeoDataFrame, props: Mapping[str, Sequence[Any] | Prop],
                 **kw: Any) -> tuple[str, int]:
-        """:func:`~gisnet.maps.encoding.encode_layer` with the town's feet per unit."""
+        """:func:`~gisnet.maps.encoding.encode_layer` with the town's feet per unit
+        (a placeholder for the tiles instead when :attr:`tiler` takes the layer)."""
+        if self.tiler is not None:
+            deferred = self.tiler.defer(gdf, props)
+            if deferred is not None:
+                return deferred
         return encode_layer(gdf, props, ft_per_unit=self.ftpu if gdf.crs == self.crs
                             else None, **kw)
 

@@ -13,7 +13,7 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import pandas as pd
@@ -26,6 +26,7 @@ from .network import network_layers
 from .obligations import obligation_layers
 from .render import save_page
 from .sampling import sampling_layers
+from .tiled import Tiler, wants_tiles
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..town import Town
@@ -37,7 +38,7 @@ PAGES: tuple[str, ...] = ("network", "obligations", "sampling", "capacity", "ind
 
 
 def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
-                names: Iterable[str] | None = None) -> dict[str, Page]:
+                names: Iterable[str] | None = None, *, tiler: Any = None) -> dict[str, Page]:
     """The pages whose inputs exist, as :class:`Page` objects (not yet written).
 
     Parameters
@@ -49,12 +50,16 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
         town's working CRS (a frame without a CRS is taken to be in it).
     names
         Pages wanted (default: all of :data:`PAGES`).
+    tiler
+        A :class:`gisnet.maps.tiled.Tiler` for tiled pages (default: none, every
+        layer inside the page).
     """
     wanted = list(PAGES if names is None else names)
     bad = [n for n in wanted if n not in PAGES]
     if bad:
         raise ConfigError(f"unknown map {bad[0]!r}; choose from {', '.join(PAGES)}")
     ctx = MapContext(town, results)
+    ctx.tiler = tiler
     pages: dict[str, Page] = {}
     built: dict[str, tuple[list[MapLayer], list[dict[str, str]]]] = {}
 
@@ -124,6 +129,7 @@ def write_maps(
     *,
     self_contained: bool = True,
     names: Iterable[str] | None = None,
+    tiles: str = "auto",
 ) -> list[Path]:
     """Write the planners' web maps whose inputs exist.
 
@@ -147,6 +153,10 @@ def write_maps(
         default); False loads Leaflet from a CDN.
     names
         Pages to write, from :data:`PAGES` (default all).
+    tiles
+        ``auto`` (tiled above :data:`gisnet.maps.tiled.TILED_ABOVE_PARCELS`
+        parcels), ``always`` or ``never``: draw the big layers from vector tiles
+        written to ``out_dir/tiles/`` (see :mod:`gisnet.maps.tiled`).
 
     Returns
     -------
@@ -159,7 +169,11 @@ def write_maps(
         If ``names`` holds an unknown page.
     """
     out = Path(out_dir)
-    pages = build_pages(town, results, names)
+    tiler = Tiler() if wants_tiles(town, tiles) else None
+    pages = build_pages(town, results, names, tiler=tiler)
+    if tiler is not None:
+        tiler.write(pages.values(), out)
+        self_contained = True  # served pages need no CDN: Leaflet and the plugin inside
     written = []
     for n in PAGES:
         if n in pages:

@@ -25,6 +25,7 @@ from ..io import atomic_write_text
 from ..labels import EMPTY
 from . import assets
 from .common import MapLayer, Page
+from .tiled import TILED_NOTE, is_tiled, page_assets
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..town import Town
@@ -121,11 +122,14 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
     root.header.add_child(_Raw(f"<title>{html.escape(root.title)}</title>"), name="title")
     root.header.add_child(_Raw(f"<style>{assets.gisnet_css()}</style>"), name="gisnet_css")
     root.header.add_child(_Raw(f"<script>{assets.gisnet_js()}</script>"), name="gisnet_js")
+    tiled = any(is_tiled(lyr) for lyr in page.layers)
+    if tiled:  # big layers from vector tiles (gisnet.maps.tiled)
+        root.header.add_child(_Raw(page_assets()), name="gisnet_tiles")
 
     cfg = {
         "title": page.title,
         "subtitle": f"{town_name} · profile: {profile_name}",
-        "note": OFFLINE_NOTE if self_contained else None,
+        "note": TILED_NOTE if tiled else OFFLINE_NOTE if self_contained else None,
         "tiles": list(TILES),
         "referrerPolicy": REFERRER_POLICY,
         "empty": EMPTY,

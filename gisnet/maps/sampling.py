@@ -86,7 +86,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
     if paths is not None:
         cols = fields_for(paths, ["building_id", "user_id", "control_manhole_id",
                                   "path_length_ft"])
-        small = len(paths) <= 5000
+        small = len(paths) <= 5000 or ctx.tiler is not None  # tiled pages: every path
         if small:
             props = auto_props(paths, cols)
             data, n = ctx.geojson(paths, props, precision=6, simplify_ft=0.5)

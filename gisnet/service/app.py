@@ -27,6 +27,7 @@ from .routes import (
     add_tracing_routes,
 )
 from .state import TownState
+from .tiles import add_tile_routes
 
 log = logging.getLogger("gisnet.service")
 
@@ -150,4 +151,5 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     for add in (add_town_routes, add_obligation_routes, add_tracing_routes,
                 add_capacity_routes, add_result_routes):
         add(app, state, limits)
+    add_tile_routes(app, state.out_dir)  # tiled map pages (gisnet.service.tiles)
     return app

@@ -201,7 +201,25 @@
     var bounds = null;
     var timings = {};
     var now = function () { return (window.performance && performance.now) ? performance.now() : 0; };
+    var helpers = {styleFor: styleFor, popupHtml: popupHtml, fmtValue: fmtValue, esc: esc};
+    var firstDraw = {};
+    var tiledShown = [];
     cfg.layers.forEach(function (spec) {
+      if (spec.data && spec.data.tiled && window.gisnetTiles) {  // drawn from vector tiles
+        var tl = window.gisnetTiles.layer(spec, map, helpers);
+        tl.once("load", function () { firstDraw[spec.key] = now(); });
+        registry[spec.key] = tl;
+        specs[spec.key] = spec;
+        overlays[esc(spec.name) + ' <span class="gisnet-count">(' + spec.data.n + ")</span>"] = tl;
+        if (spec.show !== false) {
+          tiledShown.push(tl);  // added once the view is set: no tiles fetched for another
+          var tb = spec.data.tiled.bounds;
+          if (tb && tb.length === 2) {
+            bounds = bounds ? bounds.extend(L.latLngBounds(tb)) : L.latLngBounds(tb);
+          }
+        }
+        return;
+      }
       var t0 = now();
       var fc = decodeLayer(spec.data);
       var t1 = now();
@@ -254,7 +272,9 @@
     control("topleft", "gisnet-titlebox", t).addTo(map);
 
     // search
-    var searchable = cfg.layers.filter(function (s) { return s.search && s.search.length; });
+    var searchable = cfg.layers.filter(function (s) {
+      return s.search && s.search.length && !(s.data && s.data.tiled);
+    });
     if (searchable.length) {
       var placeholder = cfg.searchPlaceholder || "Search parcel id or address";
       var sc = control("topleft", "gisnet-search",
@@ -344,10 +364,14 @@
 
     if (bounds && bounds.isValid()) { map.fitBounds(bounds, {padding: [20, 20]}); }
     else if (cfg.center) { map.setView(cfg.center, cfg.zoom || 14); }
+    tiledShown.forEach(function (l) { l.addTo(map); });
 
+    var tiledAt = window.gisnetTiles ?
+      window.gisnetTiles.attach(map, registry, specs, helpers) : null;
     window.gisnet = {map: map, layers: registry, specs: specs, find: find, matches: matches,
                      popupHtml: popupHtml, ready: true, timings: timings,
                      tiles: tileState, legend: cfg.legend || [], updateLegend: updateLegend,
+                     tiledAt: tiledAt, firstDraw: firstDraw,
                      readyMs: (window.performance && performance.now) ? performance.now() : null};
     return window.gisnet;
   }

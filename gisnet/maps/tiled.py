@@ -1,0 +1,149 @@
+"""Tiled pages: the big layers of a page drawn from vector tiles instead of embedded data.
+
+A folium page cannot hold a million parcels. Above :data:`TILED_ABOVE_PARCELS`
+parcels (``tiles="auto"``, the default of ``gisnet run`` and ``gisnet map``),
+or always with ``tiles="always"``, every layer of :data:`TILE_MIN_FEATURES`
+features or more is cut into vector tiles (:mod:`gisnet.maps.tiles`) written
+to ``DIR/tiles/<layer>.pmtiles``; the page keeps its look (title, legend,
+layer control, colours, popups) and draws those layers with protomaps-leaflet
+(vendored in ``gisnet/static/protomaps-leaflet``, BSD-3-Clause), which reads
+the archives with HTTP range requests. Smaller layers stay inside the page.
+
+Such a page needs a web server: ``gisnet serve --maps DIR`` serves the pages
+and archives (``http://HOST:PORT/maps/index.html``). Small towns keep the
+self-contained pages that open from disk.
+
+The threshold: the city-scale index page (57,000 parcels) is 10.5 MB and pages
+grow with the parcels, so 75,000 parcels is where the index page would pass the
+15 MB budget (:data:`gisnet.maps.render.MAX_PAGE_BYTES`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+
+from ..errors import ConfigError
+from .common import MapLayer, Page
+from .tiles import DETAIL_ZOOM, OVERVIEW_MIN_ZOOM, TileStats, write_layer_tiles
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..town import Town
+
+log = logging.getLogger(__name__)
+
+#: ``tiles="auto"`` tiles the pages of a town with more parcels than this.
+TILED_ABOVE_PARCELS = 75_000
+#: On a tiled page, layers with at least this many features come from tiles.
+TILE_MIN_FEATURES = 5_000
+#: Choices of ``--tiles``.
+TILE_MODES = ("auto", "always", "never")
+#: Folder of the archives, beside the pages.
+TILES_DIR = "tiles"
+TILED_NOTE = ("Large layers are drawn from vector tiles: open this page through "
+              "`gisnet serve --maps DIR` (a page opened from disk cannot read them).")
+_MARK = '{"tiled":'
+
+
+def wants_tiles(town: Town, mode: str) -> bool:
+    """Whether the pages of ``town`` are tiled under ``mode`` (auto, always, never)."""
+    if mode not in TILE_MODES:
+        raise ConfigError(f"--tiles {mode!r}: choose from {', '.join(TILE_MODES)}")
+    if mode != "auto":
+        return mode == "always"
+    parcels = town.layers.get("parcels")
+    return parcels is not None and len(parcels) > TILED_ABOVE_PARCELS
+
+
+@dataclass
+class _Source:
+    gdf: gpd.GeoDataFrame
+    props: dict[str, Any]
+    n: int
+
+
+class Tiler:
+    """Collects the layers a page would embed and are big enough to tile.
+
+    :class:`~gisnet.maps.common.MapContext` hands it every layer it encodes
+    (``ctx.tiler``); a layer of ``min_features`` or more is kept (its frame and
+    properties) and the page gets a placeholder; :meth:`write` then cuts each
+    kept layer into its archive and fills in the placeholders.
+    """
+
+    def __init__(self, min_features: int = TILE_MIN_FEATURES):
+        self.min_features = min_features
+        self.sources: dict[str, _Source] = {}
+        self.stats: dict[str, TileStats] = {}
+
+    def defer(self, gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None) -> \
+            tuple[str, int] | None:
+        """A placeholder for a layer to tile, or None when the layer stays in the page."""
+        if len(gdf) < self.min_features:
+            return None
+        geoms = gdf.geometry
+        n = int((~(geoms.isna() | geoms.is_empty)).sum())
+        fams = set(gdf.geom_type.dropna().str.replace("Multi", "").unique())
+        if n < self.min_features or len(fams) != 1:
+            return None  # mixed geometry types (quality findings) stay in the page
+        token = f"src{len(self.sources)}"
+        self.sources[token] = _Source(gdf, dict(props or {}), n)
+        return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
+
+    def write(self, pages: Iterable[Page], out_dir: Path) -> dict[str, TileStats]:
+        """Write ``out_dir/tiles/<layer key>.pmtiles`` for each placeholder of ``pages``
+        and replace the placeholders with what the page needs to draw them."""
+        done: dict[str, dict[str, Any]] = {}
+        for page in pages:
+            for lyr in page.layers:
+                if not lyr.data.startswith(_MARK):
+                    continue
+                token = json.loads(lyr.data)["tiled"]
+                if isinstance(token, dict):
+                    continue  # a layer object several pages share: written already
+                if token not in done:
+                    done[token] = self._write_one(token, lyr, out_dir)
+                lyr.data = json.dumps(done[token], separators=(",", ":"))
+                lyr.count = done[token]["n"]
+        return self.stats
+
+    def _write_one(self, token: str, lyr: MapLayer, out_dir: Path) -> dict[str, Any]:
+        src = self.sources[token]
+        rel = f"{TILES_DIR}/{lyr.key}.pmtiles"
+        style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
+                                       lyr.radius_key) if k)
+        t0 = time.perf_counter()
+        st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=lyr.name,
+                               style_keys=style_keys)
+        self.stats[lyr.key] = st
+        log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", rel, st.features,
+                 st.tiles, st.bytes / 1e6, time.perf_counter() - t0)
+        return {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
+            "url": rel, "family": st.family, "formats": st.formats,
+            "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,
+            "minZoom": OVERVIEW_MIN_ZOOM, "overviewMax": st.overview_max}, "n": st.features}
+
+
+def is_tiled(lyr: MapLayer) -> bool:
+    """Whether a layer of a page is drawn from tiles."""
+    return lyr.data.startswith(_MARK)
+
+
+def page_assets() -> str:
+    """Scripts a tiled page adds: protomaps-leaflet and gisnet's tiled-layer script."""
+    from importlib import resources
+
+    from .assets import script_safe
+
+    root = resources.files("gisnet").joinpath("static")
+    pm = root.joinpath("protomaps-leaflet", "protomaps-leaflet.js").read_text(encoding="utf-8")
+    pm = pm.replace("//# sourceMappingURL=protomaps-leaflet.js.map", "")
+    own = root.joinpath("gisnet-tiles.js").read_text(encoding="utf-8")
+    return f"<script>{script_safe(pm)}</script>\n<script>{script_safe(own)}</script>"

@@ -1,0 +1,145 @@
+"""Serving tiled map pages: the tile archives beside the pages, and single tiles.
+
+Tiled pages (:mod:`gisnet.maps.tiled`) read ``tiles/<layer>.pmtiles`` next to
+them with HTTP range requests; :func:`add_tile_routes` serves
+
+``GET /maps/tiles/{layer}.pmtiles``
+    the archive, with ``Range`` support (``206 Partial Content``), as the page's
+    protomaps-leaflet asks for it;
+``GET /tiles/{layer}/{z}/{x}/{y}.mvt``
+    one Mapbox Vector Tile read from the archive (for other clients: QGIS,
+    MapLibre), ``404`` where the archive has no tile.
+
+:func:`create_maps_app` is the whole server of ``gisnet serve --maps DIR``:
+pages and tiles of a folder, without loading a town (a county's pages are
+served at once; the analyses are not).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, RedirectResponse, Response
+
+from .. import __version__
+from ..errors import NotFoundError
+from ..serialize import dumps
+from .inputs import MAP_TYPES, map_path
+
+#: Folder of the archives inside the maps folder (as :data:`gisnet.maps.tiled.TILES_DIR`).
+TILES_DIR = "tiles"
+_LAYER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+MVT = "application/vnd.mapbox-vector-tile"
+
+
+def archive_path(maps_dir: Path | None, layer: str) -> Path:
+    """``maps_dir/tiles/<layer>.pmtiles``; :class:`NotFoundError` for anything else."""
+    if maps_dir is None:
+        raise NotFoundError("no map folder is served (gisnet serve --maps DIR)")
+    if not _LAYER.match(layer):
+        raise NotFoundError(f"no tile layer {layer!r}")
+    root = (maps_dir / TILES_DIR).resolve()
+    path = (root / f"{layer}.pmtiles").resolve()
+    if path.parent != root or not path.is_file():
+        raise NotFoundError(f"no tile layer {layer!r} in {maps_dir / TILES_DIR}")
+    return path
+
+
+class _Archives:
+    """One open PMTiles reader per archive, reopened when the file changes."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, tuple[float, Any, Any]] = {}
+
+    def tile(self, path: Path, z: int, x: int, y: int) -> bytes | None:
+        from pmtiles.reader import MmapSource, Reader
+
+        mtime = path.stat().st_mtime
+        held = self._open.get(path)
+        if held is None or held[0] != mtime:
+            f = open(path, "rb")  # noqa: SIM115  (kept open while served)
+            if held is not None:
+                held[1].close()
+            held = self._open[path] = (mtime, f, Reader(MmapSource(f)))
+        return held[2].get(z, x, y)
+
+
+def add_tile_routes(app: FastAPI, maps_dir: Path | None) -> None:
+    """Register ``/maps/tiles/{layer}.pmtiles`` and ``/tiles/{layer}/{z}/{x}/{y}.mvt``."""
+    archives = _Archives()
+
+    @app.get("/maps/tiles/{archive}", summary="A tile archive of the tiled map pages "
+             "(PMTiles; HTTP range requests answered with 206)")
+    async def tile_archive(archive: str) -> Response:
+        if not archive.endswith(".pmtiles"):
+            raise NotFoundError(f"no tile archive {archive!r}")
+        path = archive_path(maps_dir, archive[: -len(".pmtiles")])
+        return FileResponse(path, media_type="application/vnd.pmtiles")
+
+    @app.get("/tiles/{layer}/{z}/{x}/{y}.mvt", summary="One Mapbox Vector Tile of a layer")
+    async def one_tile(layer: str, z: int, x: int, y: int, request: Request) -> Response:
+        path = archive_path(maps_dir, layer)
+        if not (0 <= z <= 30 and 0 <= x < (1 << z) and 0 <= y < (1 << z)):
+            raise NotFoundError(f"tile {z}/{x}/{y} is outside the tile grid")
+        data = archives.tile(path, z, x, y)
+        if data is None:
+            raise NotFoundError(f"layer {layer!r} has no tile {z}/{x}/{y}")
+        headers = {"Cache-Control": "no-cache"}
+        if data[:2] == b"\x1f\x8b":
+            if "gzip" in request.headers.get("accept-encoding", ""):
+                headers["Content-Encoding"] = "gzip"
+            else:
+                data = gzip.decompress(data)
+        return Response(data, media_type=MVT, headers=headers)
+
+
+def create_maps_app(maps_dir: str | Path) -> FastAPI:
+    """A server of a maps folder alone: ``/maps/{page}``, its tiles, ``/`` -> index page.
+
+    Parameters
+    ----------
+    maps_dir
+        The folder ``gisnet run`` or ``gisnet map`` wrote the pages to.
+    """
+    from fastapi.exceptions import HTTPException
+
+    from .errors import http_status
+
+    root = Path(maps_dir)
+    app = FastAPI(title="gisnet maps", version=__version__,
+                  description=f"Map pages and vector tiles of {root}.")
+
+    @app.exception_handler(NotFoundError)
+    async def _missing(request: Request, exc: NotFoundError) -> Response:
+        return Response(dumps({"detail": str(exc)}), status_code=http_status(exc),
+                        media_type="application/json")
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        return Response(dumps({"detail": str(exc.detail)}), status_code=exc.status_code,
+                        media_type="application/json")
+
+    @app.get("/", include_in_schema=False)
+    async def home() -> Response:
+        return RedirectResponse("/maps/index.html")
+
+    @app.get("/maps", summary="The map pages served")
+    async def pages() -> Response:
+        names = sorted(p.name for p in root.iterdir()
+                       if p.is_file() and p.suffix in MAP_TYPES) if root.is_dir() else []
+        return Response(dumps({"maps": names}), media_type="application/json")
+
+    @app.get("/maps/{name}", summary="A map page")
+    async def page(name: str) -> Response:
+        try:
+            path = map_path(root, name)
+        except Exception as exc:  # the service's 404 (UnknownIdError) as this app's
+            raise NotFoundError(f"map {name!r} not found in {root}") from exc
+        return FileResponse(path, media_type=MAP_TYPES[path.suffix])
+
+    add_tile_routes(app, root)
+    return app

@@ -1,0 +1,341 @@
+"""Vector tiles of the map layers (gisnet.maps.tiles), tiled pages (gisnet.maps.tiled)
+and their serving (gisnet.service.tiles).
+
+Tiles are decoded with ``mapbox_vector_tile`` and archives read back with the
+``pmtiles`` reader; geometry is checked against pyproj's Web Mercator and
+morecantile's tile bounds, independently of the encoder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import geopandas as gpd
+import mapbox_vector_tile
+import morecantile
+import numpy as np
+import pytest
+import shapely
+from pmtiles.reader import MmapSource, Reader, all_tiles
+
+from gisnet.maps import tiles as T
+from gisnet.maps.encoding import Prop
+
+
+@pytest.fixture(scope="module")
+def sample_town(sample_dir: Path):
+    from gisnet.io import load_town
+
+    return load_town(sample_dir)
+
+
+CRS = "EPSG:32618"  # UTM 18N, metres (Poughkeepsie)
+TMS = morecantile.tms.get("WebMercatorQuad")
+
+
+def _parcels(n: int = 400, seed: int = 3) -> gpd.GeoDataFrame:
+    rng = np.random.default_rng(seed)
+    x = 588_000 + rng.uniform(0, 3000, n)
+    y = 4_615_000 + rng.uniform(0, 3000, n)
+    boxes = shapely.box(x, y, x + rng.uniform(10, 40, n), y + rng.uniform(10, 40, n))
+    # a few with a hole, a few multipolygons
+    boxes[0] = shapely.Polygon(shapely.get_coordinates(boxes[0].exterior),
+                               [shapely.get_coordinates(shapely.box(
+                                   x[0] + 3, y[0] + 3, x[0] + 6, y[0] + 6).exterior)])
+    boxes[1] = shapely.MultiPolygon([boxes[1], shapely.box(x[1] + 60, y[1], x[1] + 70,
+                                                           y[1] + 10)])
+    status = np.where(np.arange(n) % 3 == 0, "required", "connected")
+    return gpd.GeoDataFrame({"parcel_id": [f"P{i}" for i in range(n)], "status": status,
+                             "distance_ft": np.round(rng.uniform(0, 400, n), 1)},
+                            geometry=boxes, crs=CRS)
+
+
+def _props(gdf: gpd.GeoDataFrame) -> dict:
+    return {"parcel_id": list(gdf["parcel_id"]), "status": list(gdf["status"]),
+            "distance_ft": Prop(list(gdf["distance_ft"]), ("n", 1, "ft")),
+            "section": ["§ 168-22"] * len(gdf)}
+
+
+def _decode(data: bytes) -> dict:
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return mapbox_vector_tile.decode(data, default_options={"y_coord_down": True})
+
+
+def test_commands_match_mapbox_vector_tile_encoder():
+    """The numpy command encoder gives the same stream as the library's own encoder."""
+    poly = shapely.Polygon([(10, 10), (10, 100), (100, 100), (100, 10)],
+                           [[(20, 20), (40, 20), (40, 40), (20, 40)]])
+    line = shapely.MultiLineString([[(0, 0), (5, 7), (9, 9)], [(50, 50), (60, 40)]])
+    for geom, family in ((poly, "polygon"), (line, "line"),
+                         (shapely.Point(33, 44), "point")):
+        ref = mapbox_vector_tile.encode(
+            [{"name": "l", "features": [{"geometry": geom, "properties": {}}]}],
+            default_options={"quantize_bounds": None, "y_coord_down": True})
+        ref_cmds = list(_raw_layer(ref).features[0].geometry)
+        if family == "polygon":
+            rings = shapely.get_rings(shapely.orient_polygons(geom, exterior_cw=False))
+            parts = [shapely.get_coordinates(r)[:-1] for r in rings]
+        elif family == "line":
+            parts = [shapely.get_coordinates(p) for p in shapely.get_parts(geom)]
+        else:
+            parts = [shapely.get_coordinates(geom)]
+        xy = np.concatenate(parts).astype(np.int64)
+        cmds, offs = T.commands(xy, np.array([len(p) for p in parts]),
+                                np.zeros(len(parts), dtype=np.int64), family, 1)
+        assert offs.tolist() == [0, len(cmds)]
+        assert cmds.tolist() == ref_cmds, family
+
+
+def _raw_layer(data: bytes):
+    from mapbox_vector_tile.Mapbox import vector_tile_pb2
+
+    t = vector_tile_pb2.tile()
+    t.ParseFromString(data)
+    return t.layers[0]
+
+
+def test_detail_tiles_hold_each_parcel_with_its_properties(tmp_path: Path):
+    gdf = _parcels()
+    st = T.write_layer_tiles(tmp_path / "p.pmtiles", gdf, _props(gdf), name="parcels")
+    assert st.family == "polygon" and st.features == len(gdf)
+    assert st.constants == {"section": "§ 168-22"}  # one value: kept once, not per feature
+    assert st.formats == {"distance_ft": ["n", 1, "ft"]}
+    merc = gdf.to_crs("EPSG:3857")
+    seen: dict[int, float] = {}
+    with open(tmp_path / "p.pmtiles", "rb") as f:
+        src = MmapSource(f)
+        header = Reader(src).header()
+        assert (header["min_zoom"], header["max_zoom"]) == (T.OVERVIEW_MIN_ZOOM, T.DETAIL_ZOOM)
+        for (z, x, y), data in all_tiles(src):
+            if z != T.DETAIL_ZOOM:
+                continue
+            left, bottom, right, top = TMS.xy_bounds(morecantile.Tile(x, y, z))
+            scale = T.EXTENT / (right - left)
+            tile_box = shapely.box(left, bottom, right, top)
+            pad = T.BUFFER / scale  # pieces keep BUFFER tile units beyond the tile
+            padded = shapely.box(left - pad, bottom - pad, right + pad, top + pad)
+            for feat in _decode(data)["features"]["features"]:
+                i = feat["id"]
+                assert feat["properties"]["parcel_id"] == f"P{i}"
+                assert feat["properties"]["status"] == gdf["status"].iloc[i]
+                assert feat["properties"]["distance_ft"] == pytest.approx(
+                    gdf["distance_ft"].iloc[i])
+                assert "section" not in feat["properties"]
+                # tile coordinates back to metres: the parcel's part in this tile
+                g = shapely.geometry.shape(feat["geometry"])
+                c = shapely.get_coordinates(g)
+                back = shapely.set_coordinates(
+                    g, np.column_stack([left + c[:, 0] / scale, top - c[:, 1] / scale]))
+                want = merc.geometry.iloc[i].intersection(padded)
+                unit = 1 / scale  # one tile unit, in metres: the rounding
+                assert back.symmetric_difference(want).area <= unit * want.length
+                assert shapely.hausdorff_distance(back, want) <= unit
+                seen[i] = seen.get(i, 0.0) + back.intersection(tile_box).area
+    assert sorted(seen) == list(range(len(gdf)))  # every parcel is in some tile
+    full = merc.geometry.area.to_numpy()
+    got = np.array([seen[i] for i in range(len(gdf))])
+    perim = merc.geometry.length.to_numpy()
+    # the pieces cover the parcel once (up to the rounding to tile units)
+    assert (np.abs(got - full) <= perim * 0.6 / scale).all()
+
+
+def test_hole_and_winding_survive(tmp_path: Path):
+    gdf = _parcels()
+    tiles, _ = T.layer_tiles(gdf, _props(gdf))
+    for (z, _, _), data in tiles.items():
+        if z != T.DETAIL_ZOOM:
+            continue
+        for feat in _decode(data)["features"]["features"]:
+            if feat["id"] == 0 and feat["geometry"]["type"] == "Polygon":
+                assert len(feat["geometry"]["coordinates"]) == 2  # exterior + hole
+            if feat["id"] == 1:
+                assert feat["geometry"]["type"] == "MultiPolygon"
+    # exterior rings clockwise on screen: positive surveyor's area in tile coordinates
+    # (MVT 2.1, 4.3.4.4), holes negative
+    def area(ring):
+        c = np.asarray(ring, dtype=float)
+        return 0.5 * np.sum(c[:-1, 0] * c[1:, 1] - c[1:, 0] * c[:-1, 1])
+
+    n = 0
+    for (z, _, _), data in tiles.items():
+        if z != T.DETAIL_ZOOM:
+            continue
+        for feat in _decode(data)["features"]["features"]:
+            geom = feat["geometry"]
+            polys = [geom["coordinates"]] if geom["type"] == "Polygon" else geom["coordinates"]
+            for rings in polys:
+                assert area(rings[0]) > 0
+                assert all(area(r) < 0 for r in rings[1:])
+                n += 1
+    assert n >= len(gdf)
+
+
+def test_overview_counts_and_merged_lines():
+    gdf = _parcels(1000)
+    tiles, info = T.layer_tiles(gdf, _props(gdf))
+    for z in range(T.OVERVIEW_MIN_ZOOM, T.DETAIL_ZOOM):
+        total = 0
+        for (tz, _, _), data in tiles.items():
+            if tz == z:
+                total += sum(f["properties"]["n"]
+                             for f in _decode(data)["overview"]["features"])
+        assert total == len(gdf), z  # each parcel counted once per zoom
+        assert info["overview_max"][str(z)] >= 1
+    # lines: one merged feature per tile and style
+    rng = np.random.default_rng(1)
+    x = 588_000 + rng.uniform(0, 3000, 300)
+    y = 4_615_000 + rng.uniform(0, 3000, 300)
+    lines = gpd.GeoDataFrame(
+        {"_c": np.where(np.arange(300) % 2 == 0, "sanitary", "storm")},
+        geometry=shapely.linestrings(np.stack([np.column_stack([x, y]),
+                                               np.column_stack([x + 80, y + 30])], axis=1)),
+        crs=CRS)
+    tiles, info = T.layer_tiles(lines, {"_c": list(lines["_c"]),
+                                        "main_id": [f"M{i}" for i in range(300)]},
+                                style_keys=("_c",))
+    assert info["family"] == "line"
+    for (z, _, _), data in tiles.items():
+        layers = _decode(data)
+        if z < T.DETAIL_ZOOM:
+            classes = [f["properties"]["_c"] for f in layers["overview"]["features"]]
+            assert len(classes) == len(set(classes))  # merged per style
+            assert all("main_id" not in f["properties"] for f in layers["overview"]["features"])
+        else:
+            assert {f["properties"]["main_id"] for f in layers["features"]["features"]} <= \
+                {f"M{i}" for i in range(300)}
+
+
+def test_big_polygon_is_cut_down_zoom_by_zoom():
+    """A polygon over hundreds of detail tiles: every piece inside its tile, area kept."""
+    big = shapely.Point(590_000, 4_617_000).buffer(4000, quad_segs=32)
+    g = gpd.GeoSeries([big], crs=CRS).to_crs("EPSG:3857")
+    _, tx, ty, pieces = T.assign_tiles(np.asarray(g.array), T.DETAIL_ZOOM)
+    assert len(pieces) > 50 and len(set(zip(tx, ty, strict=True))) == len(pieces)
+    total = 0.0
+    for x, y, p in zip(tx, ty, pieces, strict=True):
+        left, bottom, right, top = TMS.xy_bounds(morecantile.Tile(int(x), int(y), T.DETAIL_ZOOM))
+        pad = (right - left) * T.BUFFER / T.EXTENT
+        b = shapely.bounds(p)
+        assert b[0] >= left - pad - 1e-3 and b[2] <= right + pad + 1e-3
+        assert b[1] >= bottom - pad - 1e-3 and b[3] <= top + pad + 1e-3
+        total += p.intersection(shapely.box(left, bottom, right, top)).area
+    assert total == pytest.approx(g.iloc[0].area, rel=1e-9)
+
+
+def test_points_and_archive_metadata(tmp_path: Path):
+    rng = np.random.default_rng(5)
+    pts = gpd.GeoDataFrame({"node_id": [f"N{i}" for i in range(200)]},
+                           geometry=shapely.points(588_000 + rng.uniform(0, 2000, 200),
+                                                   4_615_000 + rng.uniform(0, 2000, 200)),
+                           crs=CRS)
+    path = tmp_path / "n.pmtiles"
+    st = T.write_layer_tiles(path, pts, {"node_id": list(pts["node_id"])}, name="manholes")
+    with open(path, "rb") as f:
+        r = Reader(MmapSource(f))
+        meta = r.metadata()
+        assert meta["gisnet"]["family"] == "point"
+        assert {v["id"] for v in meta["vector_layers"]} == {"features", "overview"}
+        h = r.header()
+        assert h["tile_compression"].value == 2 and h["tile_type"].value == 1  # gzip, MVT
+    merc = pts.to_crs("EPSG:3857")
+    n = 0
+    with open(path, "rb") as f:
+        for (z, x, y), data in all_tiles(MmapSource(f)):
+            if z != T.DETAIL_ZOOM:
+                continue
+            left, _, right, top = TMS.xy_bounds(morecantile.Tile(x, y, z))
+            scale = T.EXTENT / (right - left)
+            for feat in _decode(data)["features"]["features"]:
+                p = merc.geometry.iloc[feat["id"]]
+                cx, cy = feat["geometry"]["coordinates"]
+                assert abs((p.x - left) * scale - cx) <= 0.5
+                assert abs((top - p.y) * scale - cy) <= 0.5
+                n += 1
+    assert n >= len(pts) and st.tiles > 0
+
+
+# ----------------------------------------------------------------------------- tiled pages
+def test_tiled_pages_of_the_sample_town(sample_town, tmp_path: Path):
+    from gisnet.maps.pages import build_pages
+    from gisnet.maps.render import render_page
+    from gisnet.maps.tiled import TILED_NOTE, Tiler, is_tiled
+    from gisnet.pipeline import analyse
+
+    res = analyse(sample_town)
+    tiler = Tiler(min_features=500)
+    pages = build_pages(sample_town, res.layers(), tiler=tiler)
+    stats = tiler.write(pages.values(), tmp_path)
+    tiled = {lyr.key for p in pages.values() for lyr in p.layers if is_tiled(lyr)}
+    assert "parcels_connected" in tiled and "parcels" in tiled
+    assert "plants" not in tiled  # small layers stay inside the page
+    for key in tiled:
+        assert (tmp_path / "tiles" / f"{key}.pmtiles").is_file()
+        assert stats[key].features >= 500
+    ob = res.layers()["obligations"]
+    assert stats["parcels_connected"].features == int((ob["status"] == "connected").sum())
+    html = render_page(pages["obligations"], town_name=sample_town.name, profile_name="x")
+    assert "protomapsL" in html and "tiles/parcels_connected.pmtiles" in html
+    assert json.dumps(TILED_NOTE)[1:-1] in html
+    assert "§ 168-22" not in html.split("parcels_connected.pmtiles")[0][-50:]
+
+
+def test_tiles_mode_auto(sample_town):
+    from gisnet.errors import ConfigError
+    from gisnet.maps.tiled import wants_tiles
+
+    assert not wants_tiles(sample_town, "auto")  # 3,000 parcels: self-contained pages
+    assert wants_tiles(sample_town, "always")
+    assert not wants_tiles(sample_town, "never")
+    with pytest.raises(ConfigError):
+        wants_tiles(sample_town, "sometimes")
+
+
+# ----------------------------------------------------------------------------- serving
+@pytest.fixture()
+def maps_dir(tmp_path: Path) -> Path:
+    gdf = _parcels()
+    (tmp_path / "tiles").mkdir()
+    T.write_layer_tiles(tmp_path / "tiles" / "parcels_required.pmtiles", gdf, _props(gdf))
+    (tmp_path / "index.html").write_text("<html>tiled</html>", encoding="utf-8")
+    return tmp_path
+
+
+def test_service_serves_archive_with_ranges_and_single_tiles(maps_dir: Path):
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*httpx2.*")
+    from fastapi.testclient import TestClient
+
+    from gisnet.service.tiles import create_maps_app
+
+    c = TestClient(create_maps_app(maps_dir))
+    assert c.get("/maps/index.html").text == "<html>tiled</html>"
+    whole = (maps_dir / "tiles" / "parcels_required.pmtiles").read_bytes()
+    r = c.get("/maps/tiles/parcels_required.pmtiles", headers={"Range": "bytes=0-126"})
+    assert r.status_code == 206 and r.content == whole[:127]
+    assert r.content[:7] == b"PMTiles"
+    r = c.get("/maps/tiles/parcels_required.pmtiles", headers={"Range": "bytes=200-299"})
+    assert r.status_code == 206 and r.content == whole[200:300]
+    with open(maps_dir / "tiles" / "parcels_required.pmtiles", "rb") as f:
+        (z, x, y), data = next((k, d) for k, d in all_tiles(MmapSource(f))
+                               if k[0] == T.DETAIL_ZOOM)
+    r = c.get(f"/tiles/parcels_required/{z}/{x}/{y}.mvt",
+              headers={"Accept-Encoding": "identity"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith(
+        "application/vnd.mapbox-vector-tile")
+    assert _decode(r.content) == _decode(data)
+    assert c.get(f"/tiles/parcels_required/{z}/0/0.mvt").status_code == 404
+    assert c.get("/tiles/nothing/15/1/1.mvt").status_code == 404
+    assert c.get("/tiles/parcels_required/3/99/1.mvt").status_code == 404
+    assert c.get("/maps/tiles/..%2Findex.html").status_code == 404
+    assert c.get("/maps/tiles/parcels_required.pmtiles.bak").status_code == 404
+
+
+def test_serve_cli_refuses_a_folder_without_pages(tmp_path: Path, capsys):
+    from gisnet.cli import main
+
+    assert main(["serve", "--maps", str(tmp_path)]) == 2
+    assert "no map pages" in capsys.readouterr().err
