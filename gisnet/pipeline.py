@@ -29,6 +29,7 @@ from .capacity import compute_capacity
 from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
+from .io.postgis import is_database
 from .obligations import analyse_obligations
 from .report import Report
 from .results import ControlResult, ObligationsResult, Unavailable
@@ -375,6 +376,9 @@ def run(
     )
 
     say = progress or _noop
+    if is_database(out_dir):
+        return _run_into_database(town, str(out_dir), tables=tables, maps=maps, say=say,
+                                  progress=progress)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
     res = analyse(town, progress=progress)
@@ -400,6 +404,28 @@ def run(
         say("publishing")
         res.files.extend(publish(stage, out, manifest_of(stage, run_id=run_id, town=town),
                                  town))
+    return res
+
+
+def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: bool,
+                       say: Progress, progress: Progress | None) -> Results:
+    """:func:`run` with a PostGIS output (:func:`gisnet.io.postgis.write_postgis`):
+    every result layer as a table, in one transaction; no pages or table files."""
+    from . import __version__
+    from .errors import ConfigError
+    from .io import new_run_id
+    from .io.postgis import write_postgis
+
+    if tables:
+        raise ConfigError("--tables writes files into a folder; with a database --out the "
+                          "result layers are its tables (drop --tables)")
+    res = analyse(town, progress=progress)
+    t = time.perf_counter()
+    res.files.append(write_postgis(url, res.layers(), town, run_id=new_run_id(),
+                                   version=__version__, say=say))
+    res.timings_s["write"] = time.perf_counter() - t
+    if maps:
+        log.warning("web maps not written: --out is a database; run with --out DIR for them")
     return res
 
 
