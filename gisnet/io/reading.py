@@ -244,6 +244,8 @@ def read_layer(
     if gdf.crs is None and prj is not None:
         raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
                        "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
+    if gdf.crs is None and len(gdf) == 0:  # no features: the loader says "empty layer"
+        return gdf
     if gdf.crs is None:
         if crs is None:
             raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "

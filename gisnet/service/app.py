@@ -18,6 +18,7 @@ from .body import JSONBodyRoute
 from .errors import LimitError, TooLargeError, http_status
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
+from .ogc import add_ogc_routes
 from .routes import (
     add_capacity_routes,
     add_obligation_routes,
@@ -144,6 +145,6 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
                            allow_methods=["GET", "POST"], allow_headers=["Content-Type"])
     _install_error_handlers(app)
     for add in (add_town_routes, add_obligation_routes, add_tracing_routes,
-                add_capacity_routes, add_result_routes):
+                add_capacity_routes, add_result_routes, add_ogc_routes):
         add(app, state, limits)
     return app
