@@ -1,4 +1,4 @@
-"""OGC API – Features on the service, against the requirements of the conformance
+"""OGC API - Features on the service, against the requirements of the conformance
 classes it declares (docs/service.md lists them): Part 1 core, GeoJSON, OAS 3.0 and
 Part 2 CRS. Checked with an in-process client, and end to end with GDAL's OAPIF
 driver (an independent OGC API client) reading a served collection as a layer.
@@ -225,7 +225,7 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_gdal_oapif_client_reads_a_collection(sample_dir, state):
-    """GDAL's OGC API – Features driver (an independent client, as QGIS's provider)
+    """GDAL's OGC API - Features driver (an independent client, as QGIS's provider)
     lists the collections of ``gisnet serve`` and reads one whole, paging itself;
     the same URL is a layer path gisnet reads (``OAPIF:http://...``)."""
     if "OAPIF" not in pyogrio.list_drivers():

@@ -23,6 +23,7 @@ from pathlib import Path
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pg
 import pyogrio
 import pytest
 import shapely
@@ -33,8 +34,6 @@ from gisnet.io.postgis import parse_database, redact
 from gisnet.io.reading import read_layer
 from gisnet.io.writing import KILL_HOOK
 from gisnet.pipeline import analyse
-
-import pg
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "layers" / "sample"
@@ -244,6 +243,7 @@ def test_results_written_to_postgis_equal_the_geopackage(cluster, tmp_path):
                            "FROM results.gisnet_runs").fetchall()
         assert len(run) == 1
         version, town, profile, srid, layers, town_file = run[0]
+        assert version and town == "Spackenkill sample town (synthetic)"
         assert (profile, srid) == ("poughkeepsie-fourth-ward", 2260)
         assert layers == {n: len(df) for n, df in want.items()}
         assert town_file == str(SAMPLE / "gisnet.toml")

@@ -15,10 +15,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="analyse a town and write maps and tables (default: the bundled sample)",
         description="Load the town, build the sewer graph, answer every question "
         "(obligations, control manholes, capacity) and write DIR/gisnet-results.gpkg "
-        "and the web maps, or, with --out postgresql://..., every result layer as a "
-        "PostGIS table (one transaction). The whole set is written in a staging folder and published "
-        "in one step with DIR/gisnet-manifest.json; an output that would overwrite an "
-        "input file is refused.",
+        "and the web maps, or, with --out postgresql://..., every result layer as "
+        "a PostGIS table (one transaction). The whole set is written in a staging "
+        "folder and published in one step with DIR/gisnet-manifest.json; an output "
+        "that would overwrite an input file is refused.",
     )
     common.add_town_options(p, writes=True, database=True)
     p.add_argument("--self-contained", action="store_true",
@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
     town = common.load_town(args)
     out = args.out if args.out is not None else town.settings.extra.get("output")
-    res = run_pipeline(town, out if out is not None else common.DEFAULT_OUT, self_contained=args.self_contained,
-                       maps=not args.no_maps, tables=tuple(args.tables),
-                       progress=lambda m: common.progress(args, m),
+    out = out if out is not None else common.DEFAULT_OUT
+    res = run_pipeline(town, out, self_contained=args.self_contained, maps=not args.no_maps,
+                       tables=tuple(args.tables), progress=lambda m: common.progress(args, m),
                        inputs=profile_file(args))
     s = res.summary()
     if args.json:

@@ -423,7 +423,7 @@ def comment_table(cur: Any, schema: str, table: str, layer: str, columns: list[s
     for c in columns:
         col = doc.column(c)
         name = GEOM if c == "geometry" else c
-        if col is None or name not in columns + [GEOM]:
+        if col is None or name not in [*columns, GEOM]:
             continue
         unit = "" if col.unit in ("—", "-", "") else f" [{col.unit}]"
         cur.execute(sql.SQL("COMMENT ON COLUMN {}.{} IS {}").format(

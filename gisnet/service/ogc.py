@@ -1,16 +1,16 @@
-"""OGC API – Features (Part 1 core/GeoJSON/OAS 3.0, Part 2 CRS) on the service.
+"""OGC API - Features (Part 1 core/GeoJSON/OAS 3.0, Part 2 CRS) on the service.
 
 ``/`` (landing page), ``/conformance``, ``/api`` (the OpenAPI 3.0
 description), ``/collections``, ``/collections/{id}``,
 ``/collections/{id}/items`` and ``/collections/{id}/items/{fid}`` for every
 result layer (the layers of ``gisnet-results.gpkg``, same names) and every
 input layer of the town (``input_parcels``, ``input_mains`` ...), so QGIS's
-"OGC API – Features" connection, GDAL's OAPIF driver or any other client can
+"OGC API - Features" connection, GDAL's OAPIF driver or any other client can
 list and draw them.
 
 Items are GeoJSON features whose ``id`` is the row number from 1, the
 GeoPackage ``fid`` and the PostGIS primary key of the same row: stable for a
-given run. ``bbox`` (with ``bbox-crs``), ``limit`` (1–10,000, default 10),
+given run. ``bbox`` (with ``bbox-crs``), ``limit`` (1-10,000, default 10),
 ``offset`` with ``next``/``prev`` links, ``numberMatched``/``numberReturned``
 and equality filters on the queryable columns (text, integer and boolean
 columns, e.g. ``status=required``) select rows; ``crs`` names the output CRS
@@ -61,7 +61,7 @@ _FEATURE = b'{"type":"Feature",'
 
 
 class ParameterError(RequestError):
-    """A query parameter OGC API – Features does not accept (HTTP 400, as the
+    """A query parameter OGC API - Features does not accept (HTTP 400, as the
     standard requires; the RPC routes answer 422)."""
 
     status_code = 400
@@ -297,7 +297,7 @@ def collection_doc(c: Collection, base: str) -> dict[str, Any]:
 
 
 def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> None:
-    """Register the OGC API – Features routes (see the module docstring)."""
+    """Register the OGC API - Features routes (see the module docstring)."""
     colls = collections_of(state)
 
     def get(cid: str) -> Collection:
@@ -307,14 +307,14 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                                  layer=cid)
         return c
 
-    @app.get("/", summary="Landing page (OGC API – Features)", tags=["OGC API – Features"])
+    @app.get("/", summary="Landing page (OGC API - Features)", tags=["OGC API - Features"])
     async def landing(request: Request) -> Response:
         _f(request.query_params)
         b = _base(request)
         return _json({
             "title": f"gisnet: {state.town.name}",
             "description": "Sewer-network results and input layers of one town "
-                           "(OGC API – Features; the gisnet routes are listed at /docs)",
+                           "(OGC API - Features; the gisnet routes are listed at /docs)",
             "links": [
                 {"href": f"{b}/", "rel": "self", "type": JSON, "title": "this document"},
                 {"href": f"{b}/api", "rel": "service-desc", "type": OPENAPI_TYPE,
@@ -328,17 +328,17 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
             ]})
 
     @app.get("/conformance", summary="Conformance classes implemented",
-             tags=["OGC API – Features"])
+             tags=["OGC API - Features"])
     async def conformance() -> Response:
         return _json({"conformsTo": CONFORMANCE})
 
     @app.get("/api", summary="The API definition as OpenAPI 3.0",
-             tags=["OGC API – Features"], include_in_schema=False)
+             tags=["OGC API - Features"], include_in_schema=False)
     async def api() -> Response:
         return Response(dumps(openapi30(app)), media_type=OPENAPI_TYPE)
 
     @app.get("/collections", summary="Every result and input layer",
-             tags=["OGC API – Features"])
+             tags=["OGC API - Features"])
     async def collections(request: Request) -> Response:
         _f(request.query_params)
         b = _base(request)
@@ -347,15 +347,15 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                       "crs": [CRS84_URI]})
 
     @app.get("/collections/{collectionId}", summary="One layer: extent, CRSs, queryables",
-             tags=["OGC API – Features"])
-    async def collection(collectionId: str, request: Request) -> Response:  # noqa: N803
+             tags=["OGC API - Features"])
+    async def collection(collectionId: str, request: Request) -> Response:
         _f(request.query_params)
         return _json(collection_doc(get(collectionId), _base(request)))
 
     @app.get("/collections/{collectionId}/items", summary="Features of a layer, a page at "
-             "a time", tags=["OGC API – Features"], response_class=Response,
+             "a time", tags=["OGC API - Features"], response_class=Response,
              openapi_extra={"parameters": ITEMS_PARAMS})
-    async def items(collectionId: str, request: Request) -> Response:  # noqa: N803
+    async def items(collectionId: str, request: Request) -> Response:
         c = get(collectionId)
         q = request.query_params
         known = {"limit", "offset", "bbox", "bbox-crs", "crs", "f"}
@@ -382,7 +382,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
             params = [(k, v) for k, v in q.multi_items() if k != "offset"]
 
             def link(rel: str, off: int) -> dict[str, str]:
-                qs = urllib.parse.urlencode(params + [("offset", str(off))])
+                qs = urllib.parse.urlencode([*params, ("offset", str(off))])
                 return {"href": f"{url}?{qs}", "rel": rel, "type": GEOJSON}
 
             links = [{"href": str(request.url), "rel": "self", "type": GEOJSON},
@@ -392,7 +392,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
             if offset > 0:
                 links.append(link("prev", max(0, offset - limit)))
             head = dumps({"type": "FeatureCollection",
-                          "numberMatched": int(len(pos)), "numberReturned": int(len(page)),
+                          "numberMatched": len(pos), "numberReturned": len(page),
                           "timeStamp": _dt.datetime.now(_dt.UTC).isoformat(
                               timespec="seconds").replace("+00:00", "Z"),
                           "links": links})
@@ -403,9 +403,9 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
         return await run_in_threadpool(answer)
 
     @app.get("/collections/{collectionId}/items/{featureId}", summary="One feature by id",
-             tags=["OGC API – Features"], response_class=Response,
+             tags=["OGC API - Features"], response_class=Response,
              openapi_extra={"parameters": [CRS_ITEM_PARAM]})
-    async def item(collectionId: str, featureId: str, request: Request) -> Response:  # noqa: N803
+    async def item(collectionId: str, featureId: str, request: Request) -> Response:
         c = get(collectionId)
         q = request.query_params
         for k in q:

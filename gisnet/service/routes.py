@@ -371,7 +371,7 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
         if "limit" in q or "offset" in q:  # a page; /collections/{layer}/items has links
             lim, off = (q_int(q, "limit", len(pos), 1), q_int(q, "offset", 0, 0))
             page = pos[off:off + lim]
-            extra = {"numberMatched": int(len(pos)), "numberReturned": int(len(page))}
+            extra = {"numberMatched": len(pos), "numberReturned": len(page)}
         link = {"Link": f'</collections/{name}/items>; rel="alternate"; '
                         'type="application/geo+json"'}
         return await run_in_threadpool(
