@@ -114,6 +114,7 @@ class Collection:
         self._lonlat: np.ndarray | None = None
         self._tree: shapely.STRtree | None = None
         self._text: dict[str, np.ndarray] = {}
+        self._storage: list[bytes] | None = None
 
     def __len__(self) -> int:
         return len(self.table)
@@ -134,6 +135,15 @@ class Collection:
                 if self._tree is None:
                     self._tree = shapely.STRtree(geoms)
         return self._tree
+
+    def _storage_fragments(self) -> list[bytes]:
+        """Every row serialized in the storage (working) CRS, built on first use: pages in
+        that CRS then cost what CRS84 pages cost (other CRSs are serialized per request)."""
+        if self._storage is None:
+            with self._lock:
+                if self._storage is None:
+                    self._storage = feature_fragments(self.table.gdf)
+        return self._storage
 
     def text(self, col: str) -> np.ndarray:
         """A queryable column as text (``true``/``false`` for booleans, None for null)."""
@@ -199,6 +209,9 @@ class Collection:
         each with its ``id`` (row number from 1)."""
         if crs.equals(CRS84) or not self.is_geo:
             frags = self.table.fragments(pos, WGS84)
+        elif crs.equals(self.storage) and not north_first(crs):
+            every = self._storage_fragments()
+            frags = [every[i] for i in pos]
         else:
             sub = self.table.gdf.iloc[np.asarray(pos, dtype=np.int64)]
             sub = sub.to_crs(crs)
