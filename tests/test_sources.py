@@ -43,6 +43,21 @@ def test_vsizip_override(sample_dir, reference, tmp_path):
     assert "file not found" not in str(e.value) and "nope.shp" in str(e.value)
 
 
+def test_fiona_engine_reads_vsizip_and_postgis_the_same_way(sample_dir, reference, tmp_path):
+    """fiona's GDAL reads GDAL virtual paths too; a database source goes through psycopg
+    whichever engine (neither wheel's GDAL has the PostgreSQL driver)."""
+    z = tmp_path / "mains.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        for p in sample_dir.glob("mains.*"):
+            f.write(p, p.name)
+    town = load_town(sample_dir, overrides={"mains": f"/vsizip/{z}/mains.shp"},
+                     engine="fiona")
+    _same_mains(town, reference)
+    with pytest.raises(LayerError, match="cannot connect"):
+        read_layer("PG:host=127.0.0.1 port=1 dbname=x connect_timeout=2", layer="t",
+                   engine="fiona")
+
+
 def test_filegdb_folder_in_the_town_file(sample_dir, reference, tmp_path):
     if "OpenFileGDB" not in pyogrio.list_drivers() or \
             "w" not in pyogrio.list_drivers()["OpenFileGDB"]:
