@@ -313,3 +313,15 @@ def test_no_password_in_run_summary(cluster, tmp_path):
     with cluster.connect() as conn:
         dump = str(conn.execute("SELECT * FROM s.gisnet_runs").fetchall())
     assert PASSWORD not in dump
+
+
+def test_missing_server_skips_but_fails_under_ci(monkeypatch):
+    """Without the PostgreSQL binaries the database tests skip with the reason, except
+    under CI=true, where the missing server is a failure."""
+    monkeypatch.setattr(pg, "pg_bin", lambda: None)
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="PostgreSQL server binaries not found"):
+        pg.need_postgres()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must install"):
+        pg.need_postgres()
