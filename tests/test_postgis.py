@@ -297,6 +297,11 @@ def test_town_file_output_and_bad_output(cluster, tmp_path):
     assert r.returncode == 2 and secret not in r.stderr and "***" in r.stderr, r.stderr
     r = _gisnet_run(f"{cluster.url}?schema=x", "--tables", "csv")
     assert r.returncode == 2 and "--tables" in r.stderr
+    # the schema holding the input layers (a table "plants" among them) is refused whole
+    before = _snapshot(cluster, "sample")
+    r = _gisnet_run(f"{cluster.url}?schema=sample")
+    assert r.returncode == 2 and "no gisnet run wrote" in r.stderr and "plants" in r.stderr
+    assert _snapshot(cluster, "sample") == before
 
 
 def test_no_password_in_run_summary(cluster, tmp_path):

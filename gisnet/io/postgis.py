@@ -499,6 +499,14 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                                     "LIMIT 1").format(sql.Identifier(schema, RUNS_TABLE)))
                 got = cur.fetchone()
                 previous = list((got[0] or {}).keys()) if got else []
+                cur.execute("SELECT table_name FROM information_schema.tables "
+                            "WHERE table_schema = %s", (schema,))
+                foreign = sorted(set(layers) & {r[0] for r in cur.fetchall()} - set(previous))
+                if foreign:  # never replace a table gisnet did not write (an input, say)
+                    raise ConfigError(f"schema {schema} already holds table(s) "
+                                      f"{', '.join(foreign)} that no gisnet run wrote (the "
+                                      "town's input?); write the results to another schema "
+                                      "(?schema=NAME)", path=db.shown)
                 counts: dict[str, int] = {}
                 for name in sorted(layers):
                     if say is not None:
