@@ -172,9 +172,12 @@ def read_layer(
     ----------
     path
         Shapefile, GeoPackage, GeoJSON, TopoJSON, FileGDB folder or any other
-        source GDAL reads.
+        source GDAL reads: also ``/vsizip/...``, ``/vsicurl/...``, a URL,
+        ``WFS:``/``OAPIF:`` services, and a PostgreSQL database (``PG:...``,
+        ``postgresql://...``, read by :func:`gisnet.io.postgis.read_postgis`).
     layer
-        Layer name or index in a multi-layer source (default: the first).
+        Layer name or index in a multi-layer source (default: the first); for
+        a database a table, view or SQL query.
     where
         OGR SQL attribute filter, e.g. ``"TYPE = 'Sanitary'"``.
     engine
