@@ -29,6 +29,7 @@ from .capacity import compute_capacity
 from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
+from .io.postgis import is_database
 from .obligations import analyse_obligations
 from .progress import ProgressLike, as_reporter
 from .report import Report
@@ -408,6 +409,8 @@ def run(
     )
 
     rep = as_reporter(progress)
+    if is_database(out_dir):
+        return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
     rep.plan(len(STEPS) - 1 + 2 + bool(maps))  # the analyses (quality is quick), write,
@@ -439,6 +442,35 @@ def run(
                                          manifest_of(stage, run_id=run_id, town=town), town))
     finally:
         rep.close()
+    return res
+
+
+def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: bool,
+                       rep: Any) -> Results:
+    """:func:`run` with a PostGIS output (:func:`gisnet.io.postgis.write_postgis`):
+    every result layer as a table, in one transaction; no pages or table files."""
+    from . import __version__
+    from .errors import ConfigError
+    from .io import new_run_id
+    from .io.postgis import write_postgis
+
+    if tables:
+        raise ConfigError("--tables writes files into a folder; with a database --out the "
+                          "result layers are its tables (drop --tables)")
+    try:
+        rep.plan(len(STEPS))
+        res = analyse(town, progress=rep)
+        layers = res.layers()
+        t = time.perf_counter()
+        with rep.step("write", "writing the PostGIS tables",
+                      count=sum(len(df) for df in layers.values()), unit="rows"):
+            res.files.append(write_postgis(url, layers, town, run_id=new_run_id(),
+                                           version=__version__, say=lambda _m: None))
+        res.timings_s["write"] = time.perf_counter() - t
+    finally:
+        rep.close()
+    if maps:
+        log.warning("web maps not written: --out is a database; run with --out DIR for them")
     return res
 
 

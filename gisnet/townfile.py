@@ -15,8 +15,12 @@ A town's layers folder holds one ``gisnet.toml``::
     [plant_flows]                          # optional monthly plant flows
     path = "plant_flows.csv"               # CSV: plant_id, month (YYYY-MM), avg_flow_mgd
 
+    [output]                               # optional: where 'gisnet run' writes
+    path = "postgresql://gis@db/town?schema=gisnet"   # or a folder (default maps/)
+
     [layers.mains]
-    path = "mains.shp"                     # relative to this file
+    path = "mains.shp"                     # relative to this file; or PG:..., /vsizip/...,
+                                           # a URL, WFS:..., OAPIF:... (any OGR source)
     layer = "pipes"                        # optional, for multi-layer sources
     where = "Type = 'Sanitary Line'"       # optional OGR SQL attribute filter
     crs = "EPSG:4326"                      # optional, for sources without one
@@ -74,7 +78,7 @@ DIAMETER_UNITS = ("in", "mm")
 
 _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
-    "units", "layers", "plant_flows", "manning_n_by_material", "notices",
+    "units", "layers", "plant_flows", "manning_n_by_material", "notices", "output",
 }
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units",
                "inverts"}
@@ -166,6 +170,10 @@ class TownFile:
         ``gisnet notices`` (absolute), or None for the profile's shipped one.
     layers
         Role -> :class:`LayerSpec`, in the town file's order.
+    output
+        ``[output] path``: where ``gisnet run`` writes without ``--out``, a
+        folder (absolute) or a database URL (``postgresql://...?schema=NAME``,
+        kept as written); None for the default ``maps/``.
     """
 
     path: Path | None
@@ -181,6 +189,7 @@ class TownFile:
     plant_flows: Path | None = None
     notice_template: Path | None = None
     layers: dict[str, LayerSpec] = field(default_factory=dict)
+    output: Path | str | None = None
 
     @property
     def folder(self) -> Path:
@@ -189,15 +198,17 @@ class TownFile:
 
 
 #: How a layer path names something that is not a local file: a GDAL virtual
-#: path (``/vsizip/...``, ``/vsicurl/...``) or a connection string (``PG:...``).
+#: path (``/vsizip/...``, ``/vsicurl/...``), a URL (``https://``, a database's
+#: ``postgresql://``) or a connection string (``PG:...``, ``WFS:...``, ``OAPIF:...``).
 _VIRTUAL_PREFIXES = ("/vsi",)
+_URL_SCHEMES = ("postgresql://", "postgres://", "http://", "https://", "ftp://")
 
 
 def is_virtual_source(path: str | Path) -> bool:
-    """True for a GDAL virtual path or a connection string (``PG:dbname=...``),
-    which are handed to GDAL as they are."""
+    """True for a GDAL virtual path, a URL or a connection string (``PG:dbname=...``),
+    which are read as they are written, never as a local file."""
     s = str(path)
-    if s.startswith(_VIRTUAL_PREFIXES):
+    if s.startswith(_VIRTUAL_PREFIXES) or s.lower().startswith(_URL_SCHEMES):
         return True
     head, sep, _ = s.partition(":")
     return bool(sep) and len(head) >= 2 and head.isalpha() and head.isupper()
@@ -434,6 +445,13 @@ class _Checker:
             self.unknown(t, {"template"}, "notices")
             if "template" in t:
                 tf.notice_template = Path(self.file(t["template"], "notices.template"))
+        if "output" in data:
+            t = self.table(data["output"], "output")
+            self.unknown(t, {"path"}, "output")
+            if "path" not in t:
+                raise self.fail("output.path", "missing (a folder, or postgresql://... for "
+                                               "a PostGIS database)")
+            tf.output = self.file(t["path"], "output.path")
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

@@ -506,6 +506,9 @@ def test_map_served_with_and_without_suffix(client):
 )
 def test_map_path_traversal_is_refused(client, path):
     r = client.get(path)
+    if path == "/maps/..":  # the client resolves it to "/": the OGC API landing page
+        assert r.status_code == 200 and "conformance" in r.text and "<html" not in r.text
+        return
     assert r.status_code == 404
     assert "outside the map folder" not in r.text
 

@@ -14,9 +14,18 @@ from ..townfile import TOWN_FILE, default_layers_dir
 DEFAULT_OUT = Path("maps")
 
 
-def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False) -> None:
+def out_target(text: str) -> Path | str:
+    """``--out``: a folder, or a database URL (``postgresql://...``) kept as written."""
+    from ..io.postgis import is_database
+
+    return text if is_database(text) else Path(text)
+
+
+def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False,
+                     database: bool = False) -> None:
     """--layers, --profile, --engine, --crs, --snap-tolerance-ft, --ROLE PATH,
-    --quiet/--verbose, and --out for commands that write."""
+    --quiet/--verbose, and --out for commands that write (``database``: ``--out``
+    may be a PostGIS URL, default None: the town file's ``[output]``, else maps/)."""
     g = p.add_argument_group("town")
     g.add_argument("--layers", type=Path, default=None, metavar="DIR",
                    help="folder holding the town's gisnet.toml (default: the current folder, "
@@ -33,7 +42,12 @@ def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False) -> Non
     for role in ROLES:
         g.add_argument(f"--{role}", metavar="PATH", dest=f"path_{role}",
                        help=f"read the {role} layer from PATH (overrides the town file)")
-    if writes:
+    if writes and database:
+        p.add_argument("--out", type=out_target, default=None, metavar="DIR|URL",
+                       help="output folder, or a PostGIS database "
+                            "postgresql://user@host:port/db?schema=NAME (default: the town "
+                            "file's [output] path, else maps/)")
+    elif writes:
         p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                        help="output folder (default: maps/); results go to DIR/gisnet-results.gpkg")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -108,7 +122,7 @@ def load_town(args: argparse.Namespace, *, announce: bool = True):  # -> Town
         crs=args.crs,
         snap_tolerance_ft=args.snap_tolerance_ft,
     )
-    if getattr(args, "out", None) is not None:
+    if getattr(args, "out", None) is not None and isinstance(args.out, Path):
         refuse_input_as_output(Path(args.out) / RESULTS_FILE, town, what="results GeoPackage")
     return town
 

@@ -15,11 +15,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="analyse a town and write maps and tables (default: the bundled sample)",
         description="Load the town, build the sewer graph, answer every question "
         "(obligations, control manholes, capacity) and write DIR/gisnet-results.gpkg "
-        "and the web maps. The whole set is written in a staging folder and published "
-        "in one step with DIR/gisnet-manifest.json; an output that would overwrite an "
-        "input file is refused.",
+        "and the web maps, or, with --out postgresql://..., every result layer as "
+        "a PostGIS table (one transaction). The whole set is written in a staging "
+        "folder and published in one step with DIR/gisnet-manifest.json; an output "
+        "that would overwrite an input file is refused.",
     )
-    common.add_town_options(p, writes=True)
+    common.add_town_options(p, writes=True, database=True)
     common.add_page_options(p)
     p.add_argument("--no-maps", action="store_true", help="write tables only")
     p.add_argument("--tiles", choices=("auto", "always", "never"), default="auto",
@@ -45,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
         common.resolve_town_source(args)
         with rep.step("load", f"loading town from {args.layers or 'the layers given'}"):
             town = common.load_town(args, announce=False)
-        res = run_pipeline(town, args.out, self_contained=not args.cdn,
+        out = args.out if args.out is not None else town.settings.extra.get("output")
+        out = out if out is not None else common.DEFAULT_OUT
+        res = run_pipeline(town, out, self_contained=not args.cdn,
                            maps=not args.no_maps, tables=tuple(args.tables),
                            progress=rep, inputs=profile_file(args), tiles=args.tiles)
     finally:

@@ -37,6 +37,7 @@ from .geometry import clean_geometry, explode_parts
 from .ids import unique_ids
 from .notes import LayerNotes, ids_text
 from .plausibility import check_mains
+from .postgis import redact
 from .reading import NO_GEOMETRY_ATTR, LayerInfo, crs_label
 from .values import as_text, column_values
 
@@ -157,7 +158,7 @@ def canonical_layer(
     """
     role = spec.role
     if info is None:
-        info = LayerInfo(role, str(spec.path), spec.layer, spec.where, "pyogrio",
+        info = LayerInfo(role, redact(spec.path), spec.layer, spec.where, "pyogrio",
                          None if raw.crs is None else raw.crs.to_string())
     info.features_read = len(raw)
     raw = raw.reset_index(drop=True)
@@ -165,11 +166,11 @@ def canonical_layer(
         info.mapping = match_columns(role, [c for c in raw.columns if c != raw.geometry.name],
                                      spec.columns)
     except SchemaError as exc:
-        raise SchemaError(exc.message, path=spec.path, layer=role) from None
+        raise SchemaError(exc.message, path=redact(spec.path), layer=role) from None
     notes = LayerNotes(role, report)
     idcol = schema.ID_COLUMN[role]
     ids = source_ids(raw, info.mapping.get(idcol), notes)
-    clean = clean_geometry(raw.geometry, ids, spec.path, notes)
+    clean = clean_geometry(raw.geometry, ids, redact(spec.path), notes)
     info.geometry_types = clean.geometry_types
     if not raw.attrs.get(NO_GEOMETRY_ATTR) and clean.keep.any():
         far, why = far_features(np.where(clean.keep, clean.geoms, None), raw.crs)

@@ -38,11 +38,12 @@ from ..errors import ConfigError, CRSError, LayerError
 from ..report import Report
 from ..rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
 from ..town import Town, TownSettings, resolve_profile
-from ..townfile import LayerSpec, TownFile, find_town_file, read_town_file
+from ..townfile import LayerSpec, TownFile, find_town_file, is_virtual_source, read_town_file
 from ..units import feet_per_unit
 from .canonical import canonical_layer, empty_layer
 from .extent import layer_far_from_town
 from .notes import ids_text
+from .postgis import redact
 from .reading import CRS_ASSUMED_ATTR, ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ def load_town(
         raise CRSError(f"the {role} layer lies {dist * feet_per_unit(working) / 5280:,.0f} miles "
                        f"from the town's other layers once in {crs_label(working)}; the CRS "
                        f"its source declares ({infos[role].source_crs}) is likely wrong",
-                       path=spec.path, layer=role)
+                       path=redact(spec.path), layer=role)
     for role in schema.REQUIRED_ROLES:
         if role not in layers:
             layers[role] = empty_layer(role, working)
@@ -197,7 +198,8 @@ def load_town(
                        layer="plants", feature_id=",".join(unknown))
     first = next(iter(tf.layers.values())).path
     name = tf.name or (tf.path.parent.name if tf.path is not None else
-                       first.parent.name or "town")
+                       (None if is_virtual_source(first) else Path(first).parent.name)
+                       or "town")
     prof = resolve_profile(profile if profile is not None else tf.profile, report, name)
     settings = TownSettings(
         snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
@@ -210,6 +212,7 @@ def load_town(
         diameter_units=tf.diameter_units,
         manning_n_by_material=tf.manning_n_by_material,
         extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
+               "output": tf.output,
                "mains_inverts": tf.layers["mains"].inverts if "mains" in tf.layers else None},
     )
     return Town(
@@ -222,7 +225,7 @@ def load_town(
         report=report,
         plant_flows=plant_flows,
         source_dir=tf.path.parent if tf.path is not None else None,
-        sources={r: str(s.path) for r, s in tf.layers.items()},
+        sources={r: redact(s.path) for r, s in tf.layers.items()},
     )
 
 
@@ -255,7 +258,7 @@ def town_file_with_overrides(layers_dir: str | Path | None,
     for role, p in overrides.items():
         if role not in schema.ROLES:
             raise ConfigError(f"unknown layer role {role!r}; roles are: {', '.join(schema.ROLES)}")
-        path = Path(p).expanduser().resolve()
+        path = p if is_virtual_source(p) else Path(p).expanduser().resolve()
         old = tf.layers.get(role)
         tf.layers[role] = (replace(old, path=path, layer=None, where=None) if old else
                            LayerSpec(role=role, path=path, slope_units=tf.slope_units,
@@ -293,8 +296,8 @@ def read_layers(tf: TownFile, engine: str, report: Report
                        crs=assumed, role=role)
         if len(g) == 0:
             what = f"no features match where = {spec.where!r}" if spec.where else "no features"
-            raise LayerError(f"empty layer: {what}", path=spec.path, layer=role)
-        infos[role] = LayerInfo(role, str(spec.path), spec.layer, spec.where, engine,
+            raise LayerError(f"empty layer: {what}", path=redact(spec.path), layer=role)
+        infos[role] = LayerInfo(role, redact(spec.path), spec.layer, spec.where, engine,
                                 None if g.crs is None else g.crs.to_string(),
                                 crs_assumed=bool(g.attrs.get(CRS_ASSUMED_ATTR)))
         raw[role] = g

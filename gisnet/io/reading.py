@@ -3,8 +3,13 @@
 :func:`read_layer` reads a shapefile, GeoPackage, GeoJSON, FileGDB ... with
 pyogrio (Arrow) or fiona and checks what GDAL would silently get wrong (a
 truncated shapefile, a missing ``.prj``, lon/lat assumed for projected
-coordinates). :func:`read_plant_flows` reads the monthly plant-flow CSV.
-Input files are only ever read.
+coordinates). A source that is not a local file is read as written: a GDAL
+virtual path (``/vsizip/``, ``/vsicurl/``), a URL (a GeoJSON file, ``WFS:``
+or ``OAPIF:`` services) through GDAL, and a PostgreSQL database (``PG:``,
+``postgresql://``) through :func:`gisnet.io.postgis.read_postgis` (the wheels'
+GDAL has no PostgreSQL driver). Messages name a source with its password
+removed (:func:`gisnet.io.postgis.redact`). :func:`read_plant_flows` reads the
+monthly plant-flow CSV. Input files are only ever read.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ..errors import ConfigError, CRSError, GisnetError, LayerError
 from ..schema import ALTERNATIVES
 from ..townfile import file_problem, is_virtual_source
 from .extent import check_crs_fits
+from .postgis import is_database, read_postgis, redact
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +172,12 @@ def read_layer(
     ----------
     path
         Shapefile, GeoPackage, GeoJSON, TopoJSON, FileGDB folder or any other
-        source GDAL reads.
+        source GDAL reads: also ``/vsizip/...``, ``/vsicurl/...``, a URL,
+        ``WFS:``/``OAPIF:`` services, and a PostgreSQL database (``PG:...``,
+        ``postgresql://...``, read by :func:`gisnet.io.postgis.read_postgis`).
     layer
-        Layer name or index in a multi-layer source (default: the first).
+        Layer name or index in a multi-layer source (default: the first); for
+        a database a table, view or SQL query.
     where
         OGR SQL attribute filter, e.g. ``"TYPE = 'Sanitary'"``.
     engine
@@ -196,9 +205,10 @@ def read_layer(
         Unknown engine.
     """
     virtual = is_virtual_source(path)
-    path = Path(path) if not virtual else path
+    path = Path(path) if not virtual else str(path)
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    shown = redact(path) if virtual else path
     if not virtual:
         problem = file_problem(path, folder_ok=True)
         if problem is not None:
@@ -225,6 +235,40 @@ def read_layer(
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
                            path=path, layer=role)
+    if virtual and is_database(path):
+        gdf = read_postgis(path, layer=layer, where=where, role=role)
+    else:
+        gdf = _read_ogr(path, shown, layer=layer, where=where, engine=engine, role=role)
+    if not isinstance(gdf, gpd.GeoDataFrame):  # a table without geometry (CSV, DBF ...)
+        gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
+        gdf.attrs[NO_GEOMETRY_ATTR] = True
+        return gdf
+    prj = _sidecar(path, ".prj") if not virtual and path.suffix.lower() == ".shp" else None
+    if gdf.crs is None and prj is not None:
+        raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
+                       "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
+    if gdf.crs is None and len(gdf) == 0:  # no features: the loader says "empty layer"
+        return gdf
+    if gdf.crs is None:
+        if crs is None:
+            raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
+                           "the town file", path=shown, layer=role)
+        gdf = gdf.set_crs(crs)
+        gdf.attrs[CRS_ASSUMED_ATTR] = True
+        _check_lonlat(gdf, shown, role)
+        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, shown, role,
+                       by="the town file names for it")
+    else:
+        if crs is not None and CRS.from_user_input(crs) != gdf.crs:
+            log.info("%s: source CRS %s kept; the town file's %s is for sources without one",
+                     shown, gdf.crs.to_string(), crs)
+        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, shown, role)
+    return gdf
+
+
+def _read_ogr(path: str | Path, shown: str | Path, *, layer: str | int | None,
+              where: str | None, engine: str, role: str | None) -> pd.DataFrame:
+    """One layer through GDAL (pyogrio or fiona); failures as :class:`LayerError`."""
     try:
         # GDAL's and the engines' warnings (e.g. "more than one layer found", the
         # first one read) go to the log with the file and role, not raw to stderr
@@ -237,35 +281,14 @@ def read_layer(
             else:
                 gdf = gpd.read_file(path, engine="fiona", layer=layer, where=where)
         for w in caught:
-            log.warning("%s: %s: %s", role or "layer", path, str(w.message).strip())
+            log.warning("%s: %s: %s", role or "layer", shown, redact(str(w.message).strip()))
     except GisnetError:
         raise
     except Exception as exc:  # GDAL/fiona/pyogrio raise many classes; all mean "unreadable"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         what = f" with where = {where!r}" if where else ""
-        raise LayerError(f"cannot read{what}: {detail}", path=path, layer=role) from exc
-    if not isinstance(gdf, gpd.GeoDataFrame):  # a table without geometry (CSV, DBF ...)
-        gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
-        gdf.attrs[NO_GEOMETRY_ATTR] = True
-        return gdf
-    prj = _sidecar(path, ".prj") if not virtual and path.suffix.lower() == ".shp" else None
-    if gdf.crs is None and prj is not None:
-        raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
-                       "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
-    if gdf.crs is None:
-        if crs is None:
-            raise CRSError("source has no CRS; name it with crs = \"EPSG:...\" on this layer in "
-                           "the town file", path=path, layer=role)
-        gdf = gdf.set_crs(crs)
-        gdf.attrs[CRS_ASSUMED_ATTR] = True
-        _check_lonlat(gdf, path, role)
-        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, path, role,
-                       by="the town file names for it")
-    else:
-        if crs is not None and CRS.from_user_input(crs) != gdf.crs:
-            log.info("%s: source CRS %s kept; the town file's %s is for sources without one",
-                     path, gdf.crs.to_string(), crs)
-        check_crs_fits(np.asarray(gdf.geometry.array, dtype=object), gdf.crs, path, role)
+        raise LayerError(f"cannot read{what}: {redact(detail)}", path=shown,
+                         layer=role) from None
     return gdf
 
 

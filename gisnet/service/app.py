@@ -19,6 +19,7 @@ from .docs import add_docs_routes
 from .errors import LimitError, TooLargeError, http_status
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
+from .ogc import add_ogc_routes
 from .routes import (
     add_capacity_routes,
     add_obligation_routes,
@@ -149,7 +150,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     _install_error_handlers(app)
     add_docs_routes(app)
     for add in (add_town_routes, add_obligation_routes, add_tracing_routes,
-                add_capacity_routes, add_result_routes):
+                add_capacity_routes, add_result_routes, add_ogc_routes):
         add(app, state, limits)
     add_tile_routes(app, state.out_dir)  # tiled map pages (gisnet.service.tiles)
     return app

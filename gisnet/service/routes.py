@@ -320,8 +320,21 @@ _LAYER_PARAMS = [
      "description": "layer name, e.g. sampling_plan, frontage, quality"},
     query_param("ID_COLUMN", "rows whose id column (one of the layer's `keys` in "
                              "GET /results, e.g. parcel_id) equals this value"),
+    query_param("limit", "at most this many rows (with numberMatched/numberReturned); "
+                         "/collections/{layer}/items pages with next links", "integer"),
+    query_param("offset", "rows to skip (with limit)", "integer"),
     CRS_PARAM,
 ]
+
+
+def q_int(q: Any, name: str, default: int, lo: int) -> int:
+    """A whole-number query parameter of at least ``lo``."""
+    v = q.get(name)
+    if v is None:
+        return default
+    if not v.strip().isdigit() or int(v) < lo:
+        raise RequestError(name, f"must be a whole number >= {lo}, not {v!r}")
+    return int(v)
 
 
 def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> None:
@@ -342,7 +355,7 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
                                  layer=name)
         tab = state.tables[name]
         q = request.query_params
-        no_unknown(q, ("crs", *tab.index))
+        no_unknown(q, ("crs", "limit", "offset", *tab.index))
         out_crs = parse_crs(q.get("crs"))
         keys = [k for k in tab.index if k in q]
         if len(keys) > 1:
@@ -354,7 +367,16 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
                                      layer=name, feature=q[keys[0]])
         else:
             pos = tab.all_positions()
-        return await run_in_threadpool(lambda: geo(tab.collection(pos, out_crs)))
+        page, extra = pos, None
+        if "limit" in q or "offset" in q:  # a page; /collections/{layer}/items has links
+            lim, off = (q_int(q, "limit", len(pos), 1), q_int(q, "offset", 0, 0))
+            page = pos[off:off + lim]
+            extra = {"numberMatched": len(pos), "numberReturned": len(page)}
+        link = {"Link": f'</collections/{name}/items>; rel="alternate"; '
+                        'type="application/geo+json"'}
+        return await run_in_threadpool(
+            lambda: Response(tab.collection(page, out_crs, extra), media_type=GEOJSON,
+                             headers=link))
 
     @app.get("/maps", summary="The generated maps that can be fetched")
     async def maps_index() -> Response:

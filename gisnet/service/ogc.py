@@ -1,0 +1,505 @@
+"""OGC API - Features (Part 1 core/GeoJSON/OAS 3.0, Part 2 CRS) on the service.
+
+``/`` (landing page), ``/conformance``, ``/api`` (the OpenAPI 3.0
+description), ``/collections``, ``/collections/{id}``,
+``/collections/{id}/items`` and ``/collections/{id}/items/{fid}`` for every
+result layer (the layers of ``gisnet-results.gpkg``, same names) and every
+input layer of the town (``input_parcels``, ``input_mains`` ...), so QGIS's
+"OGC API - Features" connection, GDAL's OAPIF driver or any other client can
+list and draw them.
+
+Items are GeoJSON features whose ``id`` is the row number from 1, the
+GeoPackage ``fid`` and the PostGIS primary key of the same row: stable for a
+given run. ``bbox`` (with ``bbox-crs``), ``limit`` (1-10,000, default 10),
+``offset`` with ``next``/``prev`` links, ``numberMatched``/``numberReturned``
+and equality filters on the queryable columns (text, integer and boolean
+columns, e.g. ``status=required``) select rows; ``crs`` names the output CRS
+among the collection's ``crs`` list (CRS84 by default; coordinates in the
+CRS's own axis order, so ``EPSG:4326`` is latitude, longitude) and the answer
+says it in ``Content-Crs``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+import urllib.parse
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pyproj import CRS
+from starlette.concurrency import run_in_threadpool
+
+from .. import __version__
+from ..io.metadata import layer_docs
+from ..serialize import WGS84, dumps, feature_fragments
+from .errors import RequestError, UnknownIdError
+from .geojson import parse_crs
+from .inputs import GEOJSON, JSON
+from .limits import ServiceLimits
+from .state import TownState
+from .tables import ResultTable
+
+CONFORMANCE = [
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson",
+    "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/oas30",
+    "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs",
+]
+CRS84_URI = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+CRS84 = CRS.from_user_input("OGC:CRS84")
+#: Prefix of the input layers' collection ids (``input_parcels`` ...).
+INPUT_PREFIX = "input_"
+LIMIT_DEFAULT, LIMIT_MAX = 10, 10_000
+OPENAPI_TYPE = "application/vnd.oai.openapi+json;version=3.0"
+_FEATURE = b'{"type":"Feature",'
+
+
+class ParameterError(RequestError):
+    """A query parameter OGC API - Features does not accept (HTTP 400, as the
+    standard requires; the RPC routes answer 422)."""
+
+    status_code = 400
+
+
+def crs_uri(crs: CRS) -> str:
+    """The OGC URI of a CRS (``http://www.opengis.net/def/crs/EPSG/0/2260``)."""
+    if crs.equals(CRS84):
+        return CRS84_URI
+    auth = crs.to_authority()
+    if auth is None:
+        return crs.to_wkt()
+    name, code = auth
+    version = "1.3" if name == "OGC" else "0"
+    return f"http://www.opengis.net/def/crs/{name}/{version}/{code}"
+
+
+def north_first(crs: CRS) -> bool:
+    """True when the CRS's first axis is northing/latitude (EPSG:4326 ...)."""
+    axes = crs.axis_info
+    return bool(axes) and axes[0].direction.lower() in ("north", "south")
+
+
+class Collection:
+    """One layer served as a collection, with its CRS84 geometry, tree and filters
+    (built on first use)."""
+
+    def __init__(self, cid: str, table: ResultTable, title: str, description: str,
+                 working: CRS) -> None:
+        self.id = cid
+        self.table = table
+        self.title = title
+        self.description = description
+        gdf = table.gdf
+        self.is_geo = isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns \
+            and gdf.crs is not None
+        self.storage = CRS.from_user_input(gdf.crs) if self.is_geo else working
+        self.crs_list = [CRS84, CRS.from_epsg(4326), self.storage, CRS.from_epsg(3857)]
+        uniq: list[CRS] = []
+        for c in self.crs_list:
+            if not any(c.equals(u) for u in uniq):
+                uniq.append(c)
+        self.crs_list = uniq
+        geo = gdf.geometry.name if self.is_geo else None
+        self.queryables = [str(c) for c, t in gdf.dtypes.items() if c != geo
+                           and (pd.api.types.is_bool_dtype(t) or pd.api.types.is_integer_dtype(t)
+                                or pd.api.types.is_object_dtype(t)
+                                or isinstance(t, pd.CategoricalDtype | pd.StringDtype))]
+        self._lock = threading.Lock()
+        self._lonlat: np.ndarray | None = None
+        self._tree: shapely.STRtree | None = None
+        self._text: dict[str, np.ndarray] = {}
+        self._storage: list[bytes] | None = None
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def lonlat(self) -> np.ndarray:
+        """Every geometry in CRS84 (lon, lat), built once."""
+        if self._lonlat is None:
+            with self._lock:
+                if self._lonlat is None:
+                    g = self.table.gdf.geometry
+                    self._lonlat = np.asarray(g.to_crs(WGS84).array, dtype=object)
+        return self._lonlat
+
+    def tree(self) -> shapely.STRtree:
+        if self._tree is None:
+            geoms = self.lonlat()
+            with self._lock:
+                if self._tree is None:
+                    self._tree = shapely.STRtree(geoms)
+        return self._tree
+
+    def _storage_fragments(self) -> list[bytes]:
+        """Every row serialized in the storage (working) CRS, built on first use: pages in
+        that CRS then cost what CRS84 pages cost (other CRSs are serialized per request)."""
+        if self._storage is None:
+            with self._lock:
+                if self._storage is None:
+                    self._storage = feature_fragments(self.table.gdf)
+        return self._storage
+
+    def text(self, col: str) -> np.ndarray:
+        """A queryable column as text (``true``/``false`` for booleans, None for null)."""
+        if col not in self._text:
+            s = self.table.gdf[col]
+            nn = s.dropna()
+            if pd.api.types.is_bool_dtype(s.dtype) or (
+                    len(nn) and all(isinstance(v, bool | np.bool_) for v in nn)):
+                vals = s.map(lambda v: None if pd.isna(v) else ("true" if v else "false"))
+            else:
+                vals = s.map(lambda v: None if v is None or (not isinstance(v, str) and
+                                                             pd.isna(v)) else str(v))
+            self._text[col] = vals.to_numpy(dtype=object)
+        return self._text[col]
+
+    def extent(self) -> list[float] | None:
+        if not self.is_geo or not len(self):
+            return None
+        g = self.lonlat()
+        g = g[~(shapely.is_missing(g) | shapely.is_empty(g))]
+        if not len(g):
+            return None
+        return [float(v) for v in shapely.total_bounds(g)]
+
+    def supported(self, text: str | None, field: str) -> CRS:
+        """The CRS a request names (default CRS84), which must be in :attr:`crs_list`."""
+        if text is None or not str(text).strip():
+            return CRS84
+        t = str(text).strip()
+        if t.startswith("[") and t.endswith("]"):  # safe CURIE [EPSG:2260]
+            t = t[1:-1]
+        c = CRS84 if t.rstrip("/") in (CRS84_URI, "OGC:CRS84") else parse_crs(t, field)
+        for s in self.crs_list:
+            if c.equals(s):
+                return s
+        raise ParameterError(field, f"{t!r} is not offered by collection {self.id}; use one "
+                                  f"of {', '.join(crs_uri(s) for s in self.crs_list)}")
+
+    def select(self, bbox: list[float] | None, bbox_crs: CRS,
+               filters: dict[str, str]) -> np.ndarray:
+        """Row positions matching the bbox (intersects) and the filters, in row order."""
+        pos = np.arange(len(self))
+        if bbox is not None:
+            if not self.is_geo:
+                pos = pos[:0]
+            else:
+                x0, y0, x1, y1 = bbox
+                if not bbox_crs.equals(CRS84):
+                    if north_first(bbox_crs):
+                        x0, y0, x1, y1 = y0, x0, y1, x1
+                    box = shapely.segmentize(shapely.box(x0, y0, x1, y1),
+                                             max(x1 - x0, y1 - y0) / 64 or 1)
+                    box = gpd.GeoSeries([box], crs=bbox_crs).to_crs(WGS84).iloc[0]
+                else:
+                    box = shapely.box(x0, y0, x1, y1)
+                pos = np.sort(self.tree().query(box, predicate="intersects"))
+        for col, val in filters.items():
+            pos = pos[self.text(col)[pos] == val]
+        return pos
+
+    def fragments(self, pos: np.ndarray, crs: CRS) -> list[bytes]:
+        """GeoJSON features of the rows at ``pos`` in ``crs`` (axis order of the CRS),
+        each with its ``id`` (row number from 1)."""
+        if crs.equals(CRS84) or not self.is_geo:
+            frags = self.table.fragments(pos, WGS84)
+        elif crs.equals(self.storage) and not north_first(crs):
+            every = self._storage_fragments()
+            frags = [every[i] for i in pos]
+        else:
+            sub = self.table.gdf.iloc[np.asarray(pos, dtype=np.int64)]
+            sub = sub.to_crs(crs)
+            if north_first(crs):
+                geoms = shapely.transform(np.asarray(sub.geometry.array, dtype=object),
+                                          lambda xy: xy[:, ::-1])
+                sub = sub.set_geometry(gpd.GeoSeries(geoms, index=sub.index, crs=crs))
+            frags = feature_fragments(sub)
+        n = len(_FEATURE)
+        return [_FEATURE + b'"id":' + str(int(i) + 1).encode() + b"," + f[n:]
+                for i, f in zip(pos, frags, strict=True)]
+
+
+def collections_of(state: TownState) -> dict[str, Collection]:
+    """Every result layer and input layer of the town as a :class:`Collection`."""
+    docs = layer_docs()
+    working = CRS.from_user_input(state.town.crs)
+    out: dict[str, Collection] = {}
+    for name, tab in state.tables.items():
+        if name == "parcels":
+            continue
+        d = docs.get(name)
+        out[name] = Collection(name, tab, name.replace("_", " ").capitalize(),
+                               d.description if d else "", working)
+    for role, gdf in state.town.layers.items():
+        cid = INPUT_PREFIX + role
+        tab = (state.tables["parcels"] if role == "parcels" and "parcels" in state.tables
+               else ResultTable(cid, gdf, eager=False))
+        out[cid] = Collection(cid, tab, f"Input: {role}",
+                              f"the town's {role} layer as gisnet read it (canonical "
+                              f"columns, working CRS)", working)
+    return out
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _json(obj: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(obj), media_type=JSON, headers=headers)
+
+
+def _int(q: Any, name: str, default: int, lo: int, hi: int | None = None) -> int:
+    v = q.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        raise ParameterError(name, f"must be a whole number, not {v!r}") from None
+    if n < lo:
+        raise ParameterError(name, f"must be at least {lo}, not {n}")
+    return n if hi is None else min(n, hi)
+
+
+def _bbox(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        v = [float(t) for t in text.split(",")]
+    except ValueError:
+        raise ParameterError("bbox", f"must be 4 numbers minx,miny,maxx,maxy, not {text!r}") \
+            from None
+    if len(v) == 6:  # with heights: drop them
+        v = [v[0], v[1], v[3], v[4]]
+    if len(v) != 4 or not all(np.isfinite(v)) or v[0] > v[2] or v[1] > v[3]:
+        raise ParameterError("bbox", f"must be 4 finite numbers minx,miny,maxx,maxy with "
+                                   f"min <= max, not {text!r}")
+    return v
+
+
+def _f(q: Any) -> None:
+    f = q.get("f")
+    if f is not None and f.lower() not in ("json", "geojson", "application/json",
+                                           "application/geo+json"):
+        raise ParameterError("f", f"only json is served, not {f!r}")
+
+
+def collection_doc(c: Collection, base: str) -> dict[str, Any]:
+    url = f"{base}/collections/{c.id}"
+    doc: dict[str, Any] = {
+        "id": c.id, "title": c.title, "description": c.description,
+        "itemType": "feature",
+        "links": [{"href": url, "rel": "self", "type": JSON, "title": c.title},
+                  {"href": f"{url}/items", "rel": "items", "type": GEOJSON,
+                   "title": f"{c.title} (features)"}],
+        "crs": [crs_uri(s) for s in c.crs_list],
+        "storageCrs": crs_uri(c.storage),
+        "numberOfFeatures": len(c),
+        "queryables": c.queryables,
+    }
+    ext = c.extent()
+    if ext is not None:
+        doc["extent"] = {"spatial": {"bbox": [ext], "crs": CRS84_URI}}
+    return doc
+
+
+def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> None:
+    """Register the OGC API - Features routes (see the module docstring)."""
+    colls = collections_of(state)
+
+    def get(cid: str) -> Collection:
+        c = colls.get(cid)
+        if c is None:
+            raise UnknownIdError("collectionId", f"no collection {cid!r} (see /collections)",
+                                 layer=cid)
+        return c
+
+    @app.get("/", summary="Landing page (OGC API - Features)", tags=["OGC API - Features"])
+    async def landing(request: Request) -> Response:
+        _f(request.query_params)
+        b = _base(request)
+        return _json({
+            "title": f"gisnet: {state.town.name}",
+            "description": "Sewer-network results and input layers of one town "
+                           "(OGC API - Features; the gisnet routes are listed at /docs)",
+            "links": [
+                {"href": f"{b}/", "rel": "self", "type": JSON, "title": "this document"},
+                {"href": f"{b}/api", "rel": "service-desc", "type": OPENAPI_TYPE,
+                 "title": "the API definition (OpenAPI 3.0)"},
+                {"href": f"{b}/docs", "rel": "service-doc", "type": "text/html",
+                 "title": "the API documentation"},
+                {"href": f"{b}/conformance", "rel": "conformance", "type": JSON,
+                 "title": "conformance classes implemented"},
+                {"href": f"{b}/collections", "rel": "data", "type": JSON,
+                 "title": "the layers (collections)"},
+            ]})
+
+    @app.get("/conformance", summary="Conformance classes implemented",
+             tags=["OGC API - Features"])
+    async def conformance() -> Response:
+        return _json({"conformsTo": CONFORMANCE})
+
+    @app.get("/api", summary="The API definition as OpenAPI 3.0",
+             tags=["OGC API - Features"], include_in_schema=False)
+    async def api() -> Response:
+        return Response(dumps(openapi30(app)), media_type=OPENAPI_TYPE)
+
+    @app.get("/collections", summary="Every result and input layer",
+             tags=["OGC API - Features"])
+    async def collections(request: Request) -> Response:
+        _f(request.query_params)
+        b = _base(request)
+        return _json({"links": [{"href": f"{b}/collections", "rel": "self", "type": JSON}],
+                      "collections": [collection_doc(c, b) for c in colls.values()],
+                      "crs": [CRS84_URI]})
+
+    @app.get("/collections/{collectionId}", summary="One layer: extent, CRSs, queryables",
+             tags=["OGC API - Features"])
+    async def collection(collectionId: str, request: Request) -> Response:
+        _f(request.query_params)
+        return _json(collection_doc(get(collectionId), _base(request)))
+
+    @app.get("/collections/{collectionId}/items", summary="Features of a layer, a page at "
+             "a time", tags=["OGC API - Features"], response_class=Response,
+             openapi_extra={"parameters": ITEMS_PARAMS})
+    async def items(collectionId: str, request: Request) -> Response:
+        c = get(collectionId)
+        q = request.query_params
+        known = {"limit", "offset", "bbox", "bbox-crs", "crs", "f"}
+        for k in q:
+            if k not in known and k not in c.queryables:
+                raise ParameterError(k, f"unknown parameter; use limit, offset, bbox, "
+                                      f"bbox-crs, crs, f or a queryable column of {c.id}: "
+                                      f"{', '.join(c.queryables)}")
+        _f(q)
+        limit = _int(q, "limit", LIMIT_DEFAULT, 1, LIMIT_MAX)
+        offset = _int(q, "offset", 0, 0)
+        crs = c.supported(q.get("crs"), "crs")
+        bbox_crs = c.supported(q.get("bbox-crs"), "bbox-crs")
+        if "bbox-crs" in q and "bbox" not in q:
+            raise ParameterError("bbox-crs", "given without bbox")
+        bbox = _bbox(q.get("bbox"))
+        filters = {k: q[k] for k in q if k in c.queryables}
+
+        def answer() -> Response:
+            pos = c.select(bbox, bbox_crs, filters)
+            page = pos[offset:offset + limit]
+            b = _base(request)
+            url = f"{b}/collections/{c.id}/items"
+            params = [(k, v) for k, v in q.multi_items() if k != "offset"]
+
+            def link(rel: str, off: int) -> dict[str, str]:
+                qs = urllib.parse.urlencode([*params, ("offset", str(off))])
+                return {"href": f"{url}?{qs}", "rel": rel, "type": GEOJSON}
+
+            links = [{"href": str(request.url), "rel": "self", "type": GEOJSON},
+                     {"href": f"{b}/collections/{c.id}", "rel": "collection", "type": JSON}]
+            if offset + limit < len(pos):
+                links.append(link("next", offset + limit))
+            if offset > 0:
+                links.append(link("prev", max(0, offset - limit)))
+            head = dumps({"type": "FeatureCollection",
+                          "numberMatched": len(pos), "numberReturned": len(page),
+                          "timeStamp": _dt.datetime.now(_dt.UTC).isoformat(
+                              timespec="seconds").replace("+00:00", "Z"),
+                          "links": links})
+            body = head[:-1] + b',"features":[' + b",".join(c.fragments(page, crs)) + b"]}"
+            return Response(body, media_type=GEOJSON,
+                            headers={"Content-Crs": f"<{crs_uri(crs)}>"})
+
+        return await run_in_threadpool(answer)
+
+    @app.get("/collections/{collectionId}/items/{featureId}", summary="One feature by id",
+             tags=["OGC API - Features"], response_class=Response,
+             openapi_extra={"parameters": [CRS_ITEM_PARAM]})
+    async def item(collectionId: str, featureId: str, request: Request) -> Response:
+        c = get(collectionId)
+        q = request.query_params
+        for k in q:
+            if k not in ("crs", "f"):
+                raise ParameterError(k, "unknown parameter; use crs or f")
+        _f(q)
+        crs = c.supported(q.get("crs"), "crs")
+        if not featureId.isdigit() or not 1 <= int(featureId) <= len(c):
+            raise UnknownIdError("featureId", f"no feature {featureId!r} in {c.id} (ids are "
+                                 f"1 to {len(c)})", layer=c.id, feature=featureId)
+        i = int(featureId) - 1
+        frag = c.fragments(np.array([i]), crs)[0]
+        b = _base(request)
+        links = dumps([{"href": f"{b}/collections/{c.id}/items/{featureId}", "rel": "self",
+                        "type": GEOJSON},
+                       {"href": f"{b}/collections/{c.id}", "rel": "collection",
+                        "type": JSON}])
+        return Response(frag[:-1] + b',"links":' + links + b"}", media_type=GEOJSON,
+                        headers={"Content-Crs": f"<{crs_uri(crs)}>"})
+
+
+def _param(name: str, desc: str, schema: dict[str, Any], explode: bool = False
+           ) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "description": desc,
+            "schema": schema, "style": "form", "explode": explode}
+
+
+CRS_ITEM_PARAM = _param("crs", "CRS of the answer's coordinates, one of the collection's "
+                               "`crs` (default CRS84)", {"type": "string", "format": "uri"})
+ITEMS_PARAMS = [
+    _param("limit", "features per page (1-10000; more is served as 10000)",
+           {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "default": LIMIT_DEFAULT}),
+    _param("offset", "features to skip (the `next` link carries it)",
+           {"type": "integer", "minimum": 0, "default": 0}),
+    _param("bbox", "minx,miny,maxx,maxy in bbox-crs (default CRS84): features intersecting",
+           {"type": "array", "minItems": 4, "maxItems": 6, "items": {"type": "number"}}),
+    _param("bbox-crs", "CRS of bbox, one of the collection's `crs`",
+           {"type": "string", "format": "uri"}),
+    CRS_ITEM_PARAM,
+    _param("f", "format: json (GeoJSON)", {"type": "string", "enum": ["json"]}),
+]
+
+
+def _downgrade(node: Any) -> Any:
+    """A JSON schema of OpenAPI 3.1 in the OpenAPI 3.0 dialect (nullable, example)."""
+    if isinstance(node, list):
+        return [_downgrade(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _downgrade(v) for k, v in node.items()}
+    for key in ("anyOf", "oneOf"):
+        alts = out.get(key)
+        if isinstance(alts, list) and {"type": "null"} in alts:
+            rest = [a for a in alts if a != {"type": "null"}]
+            out.pop(key)
+            if len(rest) == 1:
+                out.update(rest[0])
+            else:
+                out[key] = rest
+            out["nullable"] = True
+    if out.get("type") == "null":
+        out.pop("type")
+        out["nullable"] = True
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    if isinstance(out.get("examples"), list) and "in" not in out:
+        ex = out.pop("examples")
+        if ex:
+            out["example"] = ex[0]
+    for k in ("exclusiveMinimum", "exclusiveMaximum"):
+        if isinstance(out.get(k), int | float) and not isinstance(out.get(k), bool):
+            out["minimum" if k == "exclusiveMinimum" else "maximum"] = out[k]
+            out[k] = True
+    return out
+
+
+def openapi30(app: FastAPI) -> dict[str, Any]:
+    """The application's OpenAPI description in the OpenAPI 3.0.3 dialect (the OAS
+    3.0 conformance class)."""
+    doc = dict(app.openapi())
+    doc = _downgrade(doc)
+    doc["openapi"] = "3.0.3"
+    doc.setdefault("info", {})["version"] = __version__
+    return doc
