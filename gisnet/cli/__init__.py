@@ -29,6 +29,9 @@ COMMANDS = (
     "whatif",
     "map",
     "serve",
+    "import_swmm",
+    "export_swmm",
+    "check_swmm",
 )
 
 

@@ -79,8 +79,11 @@ def run_swmm(inp: str | Path, full_depth_ft: dict[str, float]) -> SwmmRun:
             flows = np.array([lk.flow for lk in links])
             routing_err = float(sim.flow_routing_error)
             runoff_err = float(sim.runoff_error)
-    except SWMMException as exc:
-        raise GisnetError(f"SWMM cannot run {Path(inp).name}: {exc}") from None
+    except (SWMMException, Exception) as exc:  # swmm-toolkit raises plain Exception
+        if isinstance(exc, GisnetError):
+            raise
+        raise GisnetError(f"SWMM cannot run {Path(inp).name}: "
+                          f"{' '.join(str(exc).split())}") from None
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(conduit, depth_max / full, np.nan)
     ratio = dict(zip(names, r, strict=True))

@@ -154,7 +154,8 @@ def scan_sections(path: Path) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     current: list[Row] | None = None
     for i, raw in enumerate(text.splitlines(), start=1):
-        s = raw.split(";", 1)[0].strip()
+        s = raw.strip() if current is not None and current is out.get("TITLE") \
+            and not raw.strip().startswith("[") else raw.split(";", 1)[0].strip()
         if not s:
             continue
         if s.startswith("["):
@@ -164,6 +165,9 @@ def scan_sections(path: Path) -> dict[str, list[Row]]:
             continue
         if current is None:
             raise _fail(path, None, i, "data before the first [SECTION] header")
+        if current is out.get("TITLE"):
+            current.append(Row(i, raw.split()))
+            continue
         try:
             toks = shlex.split(s, posix=True)
         except ValueError:
