@@ -107,7 +107,8 @@ def test_import_needs_a_crs_and_names_bad_lines(tmp_path: Path, capsys) -> None:
         "missing": (text.replace("[XSECTIONS]", "[XSECTIONS_GONE]"), "[XSECTIONS]"),
         "duplicate": (text.replace("\n13               ", "\n10               ", 1),
                       "used twice"),
-        "truncated": (text[: text.index("[CONDUITS]") + 400], "line"),
+        "truncated": (text[: text.index("\n", text.index("[CONDUITS]") + 300) + 12],
+                      "[CONDUITS] line"),
     }
     for case, (bad, expect) in cases.items():
         p = tmp_path / f"{case}.inp"

@@ -9,7 +9,9 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
   profile's (the ``manning_n`` gisnet's capacity used), offsets = the pipe's
   inverts above its nodes' inverts;
 - non-gravity edges (force mains, imported pumps, weirs, orifices) -> ideal
-  pumps (SWMM's ``*`` curve: what enters the inlet node leaves by the pump);
+  pumps (SWMM's ``*`` curve: what enters the inlet node leaves by the pump)
+  when they are the only link leaving their node (SWMM allows no other), else
+  circular conduits (the hydraulics then share the flow);
 - nodes -> junctions (invert = the lowest of the structure's invert and the
   pipe ends there; max depth = rim - invert where the rim is known, else 0,
   SWMM's "up to the highest crown"); outlets (plants, outfalls) and dead ends
@@ -20,8 +22,9 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
   tap's flow in the whole tapped pipe, and SWMM counts a node's inflow in the
   pipe leaving it, so the two carry the same flow in every pipe of a tree.
 - options: constant dry-weather flow, no rain, kinematic wave routing when no
-  node has two outflowing links (steady flow is then the exact sum of the
-  inflows), dynamic wave otherwise; 12 hours, so the flow is steady at the end.
+  node has two outflowing links and no conduit an adverse slope (steady flow
+  is then the exact sum of the inflows; SWMM's kinematic wave refuses both),
+  dynamic wave otherwise; 12 hours, so the flow is steady at the end.
 """
 
 from __future__ import annotations
@@ -185,6 +188,15 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         notes.append(f"{int((~keep).sum())} inactive or storm pipe(s) left out")
     p = pipes[keep].reset_index(drop=True)
     grav = grav[keep]
+    # A non-gravity link is an ideal pump (all that enters its inlet node leaves by it)
+    # where SWMM allows one: as the only link leaving its node; else a force-main conduit.
+    n_out = p.groupby("from_node")["edge_key"].transform("size").to_numpy()
+    as_pump = ~grav & (n_out == 1)
+    if (~grav & ~as_pump).any():
+        notes.append(f"{int((~grav & ~as_pump).sum())} non-gravity link(s) share their inlet "
+                     "node with other outflowing links and are written as conduits: "
+                     + ", ".join(p["edge_key"][~grav & ~as_pump].head(10)))
+    grav = ~as_pump
     diam = p["diameter_in"].to_numpy(float).copy()
     nodiam = np.flatnonzero(grav & ~(diam > 0))
     for i in nodiam:  # SWMM needs one: the neighbours' (said in the notes)
@@ -275,7 +287,12 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     dwf = dwf[dwf["flow_gpd"] > 0].reset_index(drop=True)
 
     if routing is None:
-        routing = "KINWAVE" if int(outs.max() if len(outs) else 0) <= 1 else "DYNWAVE"
+        adverse = bool(np.any(conduits["up_offset_ft"].to_numpy(float)
+                              + conduits["from_node"].map(ninv).to_numpy(float)
+                              < conduits["down_offset_ft"].to_numpy(float)
+                              + conduits["to_node"].map(ninv).to_numpy(float)))
+        split = int(outs.max() if len(outs) else 0) > 1
+        routing = "DYNWAVE" if split or adverse else "KINWAVE"
     routing = routing.upper()
     if routing not in ("KINWAVE", "DYNWAVE"):
         raise ConfigError(f"routing must be KINWAVE or DYNWAVE, not {routing!r}")

@@ -196,14 +196,7 @@ def _num(path: Path, section: str, row: Row, k: int, what: str, default: float |
 
 
 def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
-    """Required sections, row lengths, duplicate names."""
-    if not any(sections.get(s) for s in NODE_SECTIONS):
-        raise _fail(path, "JUNCTIONS", None, "the model has no nodes (no [JUNCTIONS], "
-                    "[OUTFALLS], [STORAGE] or [DIVIDERS] rows)")
-    for req in ("CONDUITS", "XSECTIONS", "COORDINATES"):
-        if not sections.get(req):
-            raise _fail(path, req, None, f"section [{req}] is missing or empty: gisnet needs "
-                        "the conduits, their cross-sections and the node coordinates")
+    """Row lengths (a truncated file), required sections, duplicate names."""
     for sec, rows in sections.items():
         need = MIN_TOKENS.get(sec)
         if need is None:
@@ -212,6 +205,13 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
             if len(r.tokens) < need and not (sec == "PATTERNS" and len(r.tokens) >= 2):
                 raise _fail(path, sec, r.line, f"row has {len(r.tokens)} value(s), at least "
                             f"{need} expected (truncated file?)")
+    if not any(sections.get(s) for s in NODE_SECTIONS):
+        raise _fail(path, "JUNCTIONS", None, "the model has no nodes (no [JUNCTIONS], "
+                    "[OUTFALLS], [STORAGE] or [DIVIDERS] rows)")
+    for req in ("CONDUITS", "XSECTIONS", "COORDINATES"):
+        if not sections.get(req):
+            raise _fail(path, req, None, f"section [{req}] is missing or empty: gisnet needs "
+                        "the conduits, their cross-sections and the node coordinates")
     seen: dict[str, tuple[str, int]] = {}
     for sec in NODE_SECTIONS:
         for r in sections.get(sec, []):
