@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import geopandas as gpd
 import networkx as nx
@@ -24,7 +23,7 @@ from ..report import Report
 from ..units import CFS_TO_GPD
 from .exporting import SwmmExport
 
-__all__ = ["FLOW_RTOL", "COMPARISON_COLUMNS", "SwmmRun", "comparison_layer", "run_swmm"]
+__all__ = ["COMPARISON_COLUMNS", "FLOW_RTOL", "SwmmRun", "comparison_layer", "run_swmm"]
 
 #: Relative flow difference above which gisnet and SWMM disagree (1 %).
 FLOW_RTOL = 0.01

@@ -144,7 +144,8 @@ def _inverts(G: nx.MultiDiGraph, pipes: pd.DataFrame, node_inv: dict[str, float]
     if missing.any():
         ids = pipes["edge_key"].to_numpy(object)[missing]
         raise ConfigError(f"{int(missing.sum())} pipe(s) have no inverts, no node inverts and "
-                          f"no slope to place them in a SWMM model: {', '.join(map(str, ids[:10]))}")
+                          "no slope to place them in a SWMM model: "
+                          f"{', '.join(map(str, ids[:10]))}")
     if filled:
         notes.append(f"{filled} pipe end invert(s) carried from the other end by the slope")
     return up, dn
@@ -181,9 +182,7 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     pipes = capacity.pipes
     node_inv, node_rim = _node_tables(town)
     grav = ~pipes["flags"].astype(str).str.contains("force_main").to_numpy()
-    flow_edge = pipes["flags"].astype(str).str.contains("inactive|no_sanitary_flow") \
-        .to_numpy() == False  # noqa: E712
-    keep = flow_edge
+    keep = ~pipes["flags"].astype(str).str.contains("inactive|no_sanitary_flow").to_numpy()
     if (~keep).any():
         notes.append(f"{int((~keep).sum())} inactive or storm pipe(s) left out")
     p = pipes[keep].reset_index(drop=True)

@@ -30,8 +30,14 @@ import pandas as pd
 from ..errors import LayerError
 from ..units import CFS_TO_GPD, FT_M, MGD_TO_GPD
 
-__all__ = ["FLOW_UNITS_GPD", "NODE_SECTIONS", "LINK_SECTIONS", "SwmmModel", "read_model",
-           "scan_sections"]
+__all__ = [
+    "FLOW_UNITS_GPD",
+    "LINK_SECTIONS",
+    "NODE_SECTIONS",
+    "SwmmModel",
+    "read_model",
+    "scan_sections",
+]
 
 log = logging.getLogger(__name__)
 
