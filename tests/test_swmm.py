@@ -107,6 +107,10 @@ def test_import_needs_a_crs_and_names_bad_lines(tmp_path: Path, capsys) -> None:
         "missing": (text.replace("[XSECTIONS]", "[XSECTIONS_GONE]"), "[XSECTIONS]"),
         "duplicate": (text.replace("\n13               ", "\n10               ", 1),
                       "used twice"),
+        "unknown node": (text.replace("\n1                9                10", "\n1  9  99", 1),
+                         "[CONDUITS] line"),
+        "not a number": (text.replace("400        0.01", "400        zero", 1),
+                         "[CONDUITS] line 118"),
         "truncated": (text[: text.index("\n", text.index("[CONDUITS]") + 300) + 12],
                       "[CONDUITS] line"),
     }

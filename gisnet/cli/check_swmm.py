@@ -41,8 +41,6 @@ def run(args: argparse.Namespace) -> int:
     say(args, f"SWMM ({ex.routing}): continuity error {run_.flow_routing_error_pct:.3f} % "
               f"(routing), {len(layer)} conduit(s) compared")
     say(args, f"flows within {FLOW_RTOL:.0%}: {int((~diff).sum())}; differing: {int(diff.sum())}")
-    for f in report.findings[:20]:
-        say(args, f"  {f.message}")
     sur = int(layer["swmm_surcharged"].sum())
     say(args, f"surcharged in SWMM: {sur}; largest depth/full depth "
               f"{layer['swmm_capacity_ratio'].max():.2f}")

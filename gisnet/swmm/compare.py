@@ -10,6 +10,7 @@ explanation (a loop, a split, a non-gravity link or storage upstream).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,29 +93,41 @@ def run_swmm(inp: str | Path, full_depth_ft: dict[str, float]) -> SwmmRun:
     return SwmmRun(df, routing_err, runoff_err)
 
 
+def _below(G: nx.MultiDiGraph, sources: set) -> dict:
+    """Every node downstream of (or at) a source -> the source it was reached from,
+    in one breadth-first pass from all sources at once."""
+    origin = {n: n for n in sources if n in G}
+    queue = deque(origin)
+    while queue:
+        n = queue.popleft()
+        for m in G.successors(n):
+            if m not in origin:
+                origin[m] = origin[n]
+                queue.append(m)
+    return origin
+
+
 def _explain(G: nx.MultiDiGraph, pipes: pd.DataFrame, ex: SwmmExport, diff: np.ndarray
              ) -> np.ndarray:
-    """Why each differing pipe differs: the first cause found upstream of it."""
+    """Why each differing pipe differs: the pipe's own flag, else a split, a loop or
+    a non-gravity link upstream (one pass over the graph per cause)."""
     flags = pipes["flags"].astype(str).to_numpy()
     u = pipes["from_node"].to_numpy(object)
-    split_nodes = set(u[np.char.find(flags.astype(str), "flow_split") >= 0])
-    cycle_nodes = set(u[np.char.find(flags.astype(str), "cycle") >= 0])
-    pump_nodes = set(ex.pumps["to_node"]) if len(ex.pumps) else set()
+    split = _below(G, set(u[np.char.find(flags.astype(str), "flow_split") >= 0]))
+    cycle = _below(G, set(u[np.char.find(flags.astype(str), "cycle") >= 0]))
+    pump = _below(G, set(ex.pumps["to_node"]) if len(ex.pumps) else set())
     out = np.full(len(pipes), "", dtype=object)
     for i in np.flatnonzero(diff):
         if "cycle" in flags[i]:
             out[i] = "loop: gisnet computes no flow in a cycle, SWMM routes it"
-            continue
-        if "flow_split" in flags[i]:
+        elif "flow_split" in flags[i]:
             out[i] = (f"split at node {u[i]}: gisnet shares the flow by full-flow capacity, "
                       "SWMM by the hydraulics")
-            continue
-        up = nx.ancestors(G, u[i]) | {u[i]}
-        if up & split_nodes:
-            out[i] = f"downstream of a split at node {sorted(up & split_nodes)[0]}"
-        elif up & cycle_nodes:
-            out[i] = f"downstream of a loop through node {sorted(up & cycle_nodes)[0]}"
-        elif up & pump_nodes:
+        elif u[i] in split:
+            out[i] = f"downstream of a split at node {split[u[i]]}"
+        elif u[i] in cycle:
+            out[i] = f"downstream of a loop through node {cycle[u[i]]}"
+        elif u[i] in pump:
             out[i] = "downstream of a non-gravity link (ideal pump in SWMM)"
         else:
             out[i] = "not explained by a loop, split or pump: SWMM not yet steady, or storage"

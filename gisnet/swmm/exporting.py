@@ -98,7 +98,7 @@ def _node_tables(town: Any) -> tuple[dict[str, float], dict[str, float]]:
             {i: v for i, v in zip(ids, rim, strict=True) if np.isfinite(v)})
 
 
-def _inverts(G: nx.MultiDiGraph, pipes: pd.DataFrame, node_inv: dict[str, float],
+def _inverts(pipes: pd.DataFrame, node_inv: dict[str, float],
              notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Up and down invert of every pipe: its own, else the node's, else carried up
     from the downstream end by slope x length."""
@@ -209,7 +209,7 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
             for _, _, k, d in G.edges(keys=True, data=True)}
     p["up_invert_ft"] = [ends.get(k, (None, None))[0] for k in p["edge_key"]]
     p["down_invert_ft"] = [ends.get(k, (None, None))[1] for k in p["edge_key"]]
-    up, dn = _inverts(G, p, node_inv, notes)
+    up, dn = _inverts(p, node_inv, notes)
     names = [_name(k, "pipe") for k in p["edge_key"]]
     nodes_used = pd.unique(np.concatenate([p["from_node"].to_numpy(object),
                                            p["to_node"].to_numpy(object)]))
