@@ -35,12 +35,14 @@ def run(args: argparse.Namespace) -> int:
     out = ensure_out_dir(args.out)
     layer, run_, ex, report = check_town(town, out / INP_FILE, routing=args.routing,
                                          progress=lambda m: progress(args, m))
-    path = write_results(args.out, {"swmm_comparison": layer,
-                                    "quality": report.to_gdf(town.crs)})
+    # only its own layer: a run's quality layer in the same file stays as it is; the
+    # findings are logged (stderr) and their explanations are in the layer
+    path = write_results(args.out, {"swmm_comparison": layer})
     diff = layer["flow_diff_pct"].abs() > FLOW_RTOL * 100
     say(args, f"SWMM ({ex.routing}): continuity error {run_.flow_routing_error_pct:.3f} % "
               f"(routing), {len(layer)} conduit(s) compared")
-    say(args, f"flows within {FLOW_RTOL:.0%}: {int((~diff).sum())}; differing: {int(diff.sum())}")
+    say(args, f"flows within {FLOW_RTOL:.0%}: {int((~diff).sum())}; differing: {int(diff.sum())} "
+              f"({len(report)} finding(s) swmm_flow_difference)")
     sur = int(layer["swmm_surcharged"].sum())
     say(args, f"surcharged in SWMM: {sur}; largest depth/full depth "
               f"{layer['swmm_capacity_ratio'].max():.2f}")
