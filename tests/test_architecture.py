@@ -164,7 +164,8 @@ def test_data_flows_one_way():
                 return t
         return name
 
-    order = ["gisnet.maps", "gisnet.pipeline", "gisnet.service", "gisnet.cli", "gisnet.__main__"]
+    order = ["gisnet.maps", "gisnet.pipeline", "gisnet.swmm", "gisnet.service", "gisnet.cli",
+             "gisnet.__main__"]
 
     def rank(name: str) -> int:
         return order.index(layer(name)) if layer(name) in order else -1

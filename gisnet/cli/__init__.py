@@ -31,6 +31,9 @@ COMMANDS = (
     "figure",
     "notices",
     "serve",
+    "import_swmm",
+    "export_swmm",
+    "check_swmm",
 )
 
 

@@ -1,0 +1,52 @@
+"""SWMM 5 models in and out: import a model as a town, export a town as a model,
+and check gisnet's flows against SWMM's own run.
+
+- :mod:`.model`: reading an ``.inp`` file (swmmio) in feet, inches and gpd;
+- :mod:`.importing`: the model as canonical layers and a town folder;
+- :mod:`.exporting`: the network and its average flows as a SWMM model;
+- :mod:`.compare`: running it (pyswmm) and the ``swmm_comparison`` layer.
+
+Above the pipeline: :func:`check_town` runs gisnet's capacity analysis first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .compare import COMPARISON_COLUMNS, FLOW_RTOL, SwmmRun, comparison_layer, run_swmm
+from .exporting import SwmmExport, export_model, inp_text
+from .importing import GPKG_NAME, ImportResult, model_crs, model_layers, write_town
+from .model import SwmmModel, read_model
+
+__all__ = ["COMPARISON_COLUMNS", "FLOW_RTOL", "GPKG_NAME", "ImportResult", "SwmmExport",
+           "SwmmModel", "SwmmRun", "check_town", "comparison_layer", "export_model",
+           "export_town", "inp_text", "model_crs", "model_layers", "read_model", "run_swmm",
+           "write_town"]
+
+
+def export_town(town: Any, *, routing: str | None = None, progress=None):
+    """gisnet's capacity analysis of a town and its SWMM export.
+
+    Returns ``(results, export)``: the :class:`gisnet.pipeline.Results` (graph and
+    capacity) and the :class:`~gisnet.swmm.exporting.SwmmExport`.
+    """
+    from ..pipeline import analyse
+
+    res = analyse(town, only={"capacity"}, control_paths=False, progress=progress)
+    return res, export_model(town, res.graph, res.capacity, routing=routing)
+
+
+def check_town(town: Any, inp_path: str | Path, *, routing: str | None = None,
+               progress=None):
+    """Export a town, run it in SWMM, compare: ``(layer, run, export, report)``."""
+    from ..io.writing import atomic_write_text
+    from ..report import Report
+
+    res, ex = export_town(town, routing=routing, progress=progress)
+    atomic_write_text(inp_path, inp_text(ex), "SWMM model")
+    run = run_swmm(inp_path, dict(zip(ex.conduits["name"], ex.conduits["geom1_ft"],
+                                      strict=True)))
+    report = Report()
+    layer = comparison_layer(res.graph, res.capacity.pipes, ex, run, report)
+    return layer, run, ex, report

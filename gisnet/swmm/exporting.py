@@ -1,0 +1,343 @@
+"""``gisnet export-swmm``: gisnet's network as a SWMM 5 model that runs as written.
+
+:func:`export_model` turns the sewer graph and the capacity result (flows at
+the connection points) into SWMM tables; :func:`inp_text` writes them.
+
+- every graph edge that carries flow by gravity -> a conduit named by its
+  edge key (the main id; ``main_id@2``... for the pieces of a split main),
+  circular, Geom1 = diameter, Length = gisnet's length, Manning n = the
+  profile's (the ``manning_n`` gisnet's capacity used), offsets = the pipe's
+  inverts above its nodes' inverts;
+- non-gravity edges (force mains, imported pumps, weirs, orifices) -> ideal
+  pumps (SWMM's ``*`` curve: what enters the inlet node leaves by the pump)
+  when they are the only link leaving their node (SWMM allows no other), else
+  circular conduits (the hydraulics then share the flow);
+- nodes -> junctions (invert = the lowest of the structure's invert and the
+  pipe ends there; max depth = rim - invert where the rim is known, else 0,
+  SWMM's "up to the highest crown"); outlets (plants, outfalls) and dead ends
+  -> free outfalls; an outlet with several inflowing pipes becomes a junction
+  with an outfall joined by a short conduit (SWMM allows one link per outfall);
+- each connection point's average flow (gisnet's parcel and user flows) ->
+  a constant [DWF] at the **upstream** node of the tapped pipe: gisnet counts a
+  tap's flow in the whole tapped pipe, and SWMM counts a node's inflow in the
+  pipe leaving it, so the two carry the same flow in every pipe of a tree.
+- options: constant dry-weather flow, no rain, kinematic wave routing when no
+  node has two outflowing links and no conduit an adverse slope (steady flow
+  is then the exact sum of the inflows; SWMM's kinematic wave refuses both),
+  dynamic wave otherwise; 12 hours, so the flow is steady at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from ..capacity.network import edge_inflows
+from ..errors import ConfigError
+from ..units import CFS_TO_GPD
+
+__all__ = ["SwmmExport", "export_model", "inp_text"]
+
+#: Hours simulated: long enough for constant inflows to reach every outfall.
+SIM_HOURS = 12
+OUTLET_LINK_FT = 10.0
+#: Slope (ft/ft) of a pipe with no inverts, no slope and no profile minimum.
+ASSUMED_SLOPE = 0.004
+
+
+@dataclass
+class SwmmExport:
+    """SWMM tables of a town's network.
+
+    Attributes
+    ----------
+    junctions, outfalls
+        ``name, invert_ft, max_depth_ft, x, y``.
+    conduits
+        ``name, main_id, from_node, to_node, length_ft, manning_n, up_offset_ft,
+        down_offset_ft, geom1_ft, vertices`` (list of (x, y)).
+    pumps
+        ``name, main_id, from_node, to_node, vertices``.
+    dwf
+        ``node, flow_gpd``.
+    routing
+        ``KINWAVE`` or ``DYNWAVE``.
+    notes
+        What was assumed, one sentence each (also written in [TITLE]).
+    """
+
+    junctions: pd.DataFrame
+    outfalls: pd.DataFrame
+    conduits: pd.DataFrame
+    pumps: pd.DataFrame
+    dwf: pd.DataFrame
+    routing: str
+    title: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _name(s: Any, what: str) -> str:
+    t = str(s)
+    if not t or any(c.isspace() for c in t) or any(c in t for c in ';"['):
+        raise ConfigError(f"{what} {t!r} cannot be a SWMM name (spaces, ';', '\"' or '[')")
+    return t
+
+
+def _node_tables(town: Any) -> tuple[dict[str, float], dict[str, float]]:
+    mh = town.layer("manholes")
+    if mh is None or not len(mh):
+        return {}, {}
+    ids = mh["node_id"].astype(str)
+    inv = pd.to_numeric(mh["invert_ft"], errors="coerce")
+    rim = pd.to_numeric(mh["rim_ft"], errors="coerce")
+    return ({i: v for i, v in zip(ids, inv, strict=True) if np.isfinite(v)},
+            {i: v for i, v in zip(ids, rim, strict=True) if np.isfinite(v)})
+
+
+def _inverts(pipes: pd.DataFrame, node_inv: dict[str, float],
+             notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Up and down invert of every pipe: its own, else the node's, else carried up
+    from the downstream end by slope x length."""
+    up = pd.to_numeric(pipes["up_invert_ft"], errors="coerce").to_numpy(float).copy()
+    dn = pd.to_numeric(pipes["down_invert_ft"], errors="coerce").to_numpy(float).copy()
+    u = pipes["from_node"].to_numpy(object)
+    v = pipes["to_node"].to_numpy(object)
+    slope = pipes["slope"].to_numpy(float).copy()
+    need = ~(np.isfinite(up) & np.isfinite(dn)) & ~np.isfinite(slope)
+    if need.any():  # no inverts and no slope: the profile's minimum slope for the diameter
+        ms = pipes["min_slope"].to_numpy(float)
+        slope[need] = np.where(np.isfinite(ms[need]), ms[need], ASSUMED_SLOPE)
+        notes.append(f"{int(need.sum())} pipe(s) have neither inverts nor a slope: laid at the "
+                     f"profile's minimum slope for their diameter (else {ASSUMED_SLOPE}): "
+                     + ", ".join(map(str, pipes["edge_key"].to_numpy(object)[need][:10])))
+    length = pipes["length_ft"].to_numpy(float)
+    elev = dict(node_inv)
+    filled = 0
+    for _ in range(len(pipes) + 1):
+        changed = False
+        for i in range(len(pipes)):
+            if not np.isfinite(dn[i]) and v[i] in elev:
+                dn[i] = elev[v[i]]
+                changed = True
+            if not np.isfinite(up[i]) and u[i] in elev:
+                up[i] = elev[u[i]]
+                changed = True
+            if np.isfinite(dn[i]) and not np.isfinite(up[i]) and np.isfinite(slope[i]):
+                up[i] = dn[i] + slope[i] * length[i]
+                filled += 1
+                changed = True
+            if np.isfinite(up[i]) and not np.isfinite(dn[i]) and np.isfinite(slope[i]):
+                dn[i] = up[i] - slope[i] * length[i]
+                filled += 1
+                changed = True
+            for n, z in ((u[i], up[i]), (v[i], dn[i])):
+                if np.isfinite(z) and n not in elev:
+                    elev[n] = z
+                    changed = True
+        if not changed:
+            break
+    missing = ~(np.isfinite(up) & np.isfinite(dn))
+    if missing.any():
+        ids = pipes["edge_key"].to_numpy(object)[missing]
+        raise ConfigError(f"{int(missing.sum())} pipe(s) have no inverts, no node inverts and "
+                          "no slope to place them in a SWMM model: "
+                          f"{', '.join(map(str, ids[:10]))}")
+    if filled:
+        notes.append(f"{filled} pipe end invert(s) carried from the other end by the slope")
+    return up, dn
+
+
+def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
+                 routing: str | None = None) -> SwmmExport:
+    """SWMM tables of the town's gravity network with its average dry-weather flows.
+
+    Parameters
+    ----------
+    town
+        The loaded town (structure inverts and rims, profile).
+    G
+        Its sewer graph.
+    capacity
+        :class:`gisnet.capacity.CapacityResult` of the same graph (pipes with
+        the Manning n used, connection points, parcel flows).
+    routing
+        ``KINWAVE`` or ``DYNWAVE``; default: kinematic wave unless a node has
+        several outflowing links.
+
+    Returns
+    -------
+    SwmmExport
+
+    Raises
+    ------
+    ConfigError
+        A name SWMM cannot take, a gravity pipe without diameter, or pipes
+        that cannot be given inverts.
+    """
+    notes: list[str] = []
+    pipes = capacity.pipes
+    node_inv, node_rim = _node_tables(town)
+    grav = ~pipes["flags"].astype(str).str.contains("force_main").to_numpy()
+    keep = ~pipes["flags"].astype(str).str.contains("inactive|no_sanitary_flow").to_numpy()
+    if (~keep).any():
+        notes.append(f"{int((~keep).sum())} inactive or storm pipe(s) left out")
+    p = pipes[keep].reset_index(drop=True)
+    grav = grav[keep]
+    # A non-gravity link is an ideal pump (all that enters its inlet node leaves by it)
+    # where SWMM allows one: as the only link leaving its node; else a force-main conduit.
+    n_out = p.groupby("from_node")["edge_key"].transform("size").to_numpy()
+    as_pump = ~grav & (n_out == 1)
+    if (~grav & ~as_pump).any():
+        notes.append(f"{int((~grav & ~as_pump).sum())} non-gravity link(s) share their inlet "
+                     "node with other outflowing links and are written as conduits: "
+                     + ", ".join(p["edge_key"][~grav & ~as_pump].head(10)))
+    grav = ~as_pump
+    diam = p["diameter_in"].to_numpy(float).copy()
+    nodiam = np.flatnonzero(grav & ~(diam > 0))
+    for i in nodiam:  # SWMM needs one: the neighbours' (said in the notes)
+        ends = {p.at[i, "from_node"], p.at[i, "to_node"]}
+        near = diam[(p["from_node"].isin(ends) | p["to_node"].isin(ends)).to_numpy()
+                    & (diam > 0)]
+        diam[i] = float(np.median(near)) if near.size else float(np.nanmedian(diam[diam > 0]))
+        notes.append(f"pipe {p.at[i, 'edge_key']} has no diameter: written with "
+                     f"{diam[i]:g} in, the median of the pipes it meets")
+    ends = {k: (d.get("up_invert_ft"), d.get("down_invert_ft"))
+            for _, _, k, d in G.edges(keys=True, data=True)}
+    p["up_invert_ft"] = [ends.get(k, (None, None))[0] for k in p["edge_key"]]
+    p["down_invert_ft"] = [ends.get(k, (None, None))[1] for k in p["edge_key"]]
+    up, dn = _inverts(p, node_inv, notes)
+    names = [_name(k, "pipe") for k in p["edge_key"]]
+    nodes_used = pd.unique(np.concatenate([p["from_node"].to_numpy(object),
+                                           p["to_node"].to_numpy(object)]))
+    ninv: dict[str, float] = {}
+    for n, z in zip(np.concatenate([p["from_node"], p["to_node"]]),
+                    np.concatenate([up, dn]), strict=True):
+        ninv[n] = min(ninv.get(n, np.inf), z)
+    for n in nodes_used:
+        if n in node_inv:
+            ninv[n] = min(ninv[n], node_inv[n])
+    outs = p.groupby("from_node").size()
+    ins = p.groupby("to_node").size()
+    outlets = {str(o) for o in G.graph.get("outlets", [])}
+    xy = {str(n): (float(d["x"]), float(d["y"])) for n, d in G.nodes(data=True)}
+
+    jrows, orows, extra_conduits = [], [], []
+    for n in nodes_used:
+        nm = _name(n, "node")
+        x, y = xy[n]
+        is_out = int(outs.get(n, 0)) == 0
+        if is_out and n not in outlets:
+            notes.append(f"dead end {nm} made an outfall")
+        depth = max(node_rim[n] - ninv[n], 0.0) if n in node_rim else 0.0
+        if is_out and int(ins.get(n, 0)) > 1:
+            jrows.append((nm, ninv[n], depth, x, y))
+            out = f"{nm}_OUT"
+            orows.append((out, ninv[n] - 0.01 * OUTLET_LINK_FT, 0.0, x + 1.0, y))
+            extra_conduits.append({"name": f"{nm}_OUTLET", "main_id": None, "from_node": nm,
+                                   "to_node": out, "length_ft": OUTLET_LINK_FT,
+                                   "manning_n": 0.013, "up_offset_ft": 0.0,
+                                   "down_offset_ft": 0.0,
+                                   "geom1_ft": float(np.nanmax(diam)) / 12.0 * 2.0,
+                                   "vertices": []})
+            notes.append(f"outlet {nm} receives {int(ins[n])} pipes: it is a junction with "
+                         f"outfall {out} through conduit {nm}_OUTLET (SWMM allows one link "
+                         "per outfall)")
+        elif is_out:
+            orows.append((nm, ninv[n], 0.0, x, y))
+        else:
+            jrows.append((nm, ninv[n], depth, x, y))
+    cols = ["name", "invert_ft", "max_depth_ft", "x", "y"]
+    junctions = pd.DataFrame(jrows, columns=cols)
+    outfalls = pd.DataFrame(orows, columns=cols)
+
+    geoms = p.geometry.to_numpy()
+    verts = [[tuple(c) for c in list(g.coords)[1:-1]] if g is not None else [] for g in geoms]
+    fn = p["from_node"].to_numpy(object)
+    tn = p["to_node"].to_numpy(object)
+    conduits = pd.DataFrame({
+        "name": names, "main_id": p["main_id"], "from_node": fn, "to_node": tn,
+        "length_ft": np.maximum(p["length_ft"].to_numpy(float), 0.01),
+        "manning_n": p["manning_n"].to_numpy(float),
+        "up_offset_ft": up - np.array([ninv[n] for n in fn]),
+        "down_offset_ft": dn - np.array([ninv[n] for n in tn]),
+        "geom1_ft": diam / 12.0, "vertices": verts})
+    pumps = conduits[~grav][["name", "main_id", "from_node", "to_node", "vertices"]]
+    conduits = pd.concat([conduits[grav], pd.DataFrame(extra_conduits)], ignore_index=True) \
+        if extra_conduits else conduits[grav].reset_index(drop=True)
+    if len(pumps):
+        notes.append(f"{len(pumps)} non-gravity link(s) written as ideal pumps: "
+                     + ", ".join(pumps["name"].head(10)))
+
+    # Flows: each tapped edge's local inflow at its upstream node.
+    inflow = edge_inflows(town, capacity.points, capacity.flows)
+    local = inflow["dom_gpd"] + inflow["ind_gpd"]
+    by_key = p.set_index("edge_key")["from_node"]
+    known = local.index.isin(by_key.index)
+    lost = float(local[~known].sum())
+    if lost > 0:
+        notes.append(f"{lost:,.0f} gpd tapped on pipes left out of the model is not carried")
+    node_flow = local[known].groupby(by_key.reindex(local.index[known]).to_numpy()).sum()
+    dwf = pd.DataFrame({"node": [str(n) for n in node_flow.index],
+                        "flow_gpd": node_flow.to_numpy(float)})
+    dwf = dwf[dwf["flow_gpd"] > 0].reset_index(drop=True)
+
+    if routing is None:
+        adverse = bool(np.any(conduits["up_offset_ft"].to_numpy(float)
+                              + conduits["from_node"].map(ninv).to_numpy(float)
+                              < conduits["down_offset_ft"].to_numpy(float)
+                              + conduits["to_node"].map(ninv).to_numpy(float)))
+        split = int(outs.max() if len(outs) else 0) > 1
+        routing = "DYNWAVE" if split or adverse else "KINWAVE"
+    routing = routing.upper()
+    if routing not in ("KINWAVE", "DYNWAVE"):
+        raise ConfigError(f"routing must be KINWAVE or DYNWAVE, not {routing!r}")
+    notes.append(f"{routing} routing of constant dry-weather flow for {SIM_HOURS} h")
+    title = f"{town.name}: gisnet network, average dry-weather flows"
+    return SwmmExport(junctions, outfalls, conduits, pumps, dwf, routing, title, notes)
+
+
+def _f(x: float) -> str:
+    return f"{x:.6f}".rstrip("0").rstrip(".") if np.isfinite(x) else "0"
+
+
+def inp_text(ex: SwmmExport) -> str:
+    """The SWMM 5 input file of an export (US units: CFS, feet)."""
+    step = "0:00:30" if ex.routing == "KINWAVE" else "0:00:05"
+    out = ["[TITLE]", ex.title, *[f"note: {n}" for n in ex.notes], "",
+           "[OPTIONS]", "FLOW_UNITS CFS", "INFILTRATION HORTON", f"FLOW_ROUTING {ex.routing}",
+           "LINK_OFFSETS DEPTH", "MIN_SLOPE 0", "ALLOW_PONDING NO", "SKIP_STEADY_STATE NO",
+           "IGNORE_RAINFALL YES", "IGNORE_SNOWMELT YES", "IGNORE_GROUNDWATER YES",
+           "IGNORE_RDII YES", "IGNORE_QUALITY YES",
+           "START_DATE 01/01/2020", "START_TIME 00:00:00", "REPORT_START_DATE 01/01/2020",
+           "REPORT_START_TIME 00:00:00", "END_DATE 01/01/2020",
+           f"END_TIME {SIM_HOURS:02d}:00:00", "REPORT_STEP 00:15:00", "WET_STEP 00:05:00",
+           "DRY_STEP 00:05:00", f"ROUTING_STEP {step}", "NORMAL_FLOW_LIMITED BOTH",
+           "INERTIAL_DAMPING PARTIAL", "VARIABLE_STEP 0.75", "MIN_SURFAREA 12.566", "",
+           "[JUNCTIONS]", ";;Name Elevation MaxDepth InitDepth SurDepth Aponded"]
+    out += [f"{r.name} {_f(r.invert_ft)} {_f(r.max_depth_ft)} 0 0 0"
+            for r in ex.junctions.itertuples()]
+    out += ["", "[OUTFALLS]", ";;Name Elevation Type Gated"]
+    out += [f"{r.name} {_f(r.invert_ft)} FREE NO" for r in ex.outfalls.itertuples()]
+    out += ["", "[CONDUITS]", ";;Name From To Length Roughness InOffset OutOffset InitFlow MaxFlow"]
+    out += [f"{r.name} {r.from_node} {r.to_node} {_f(r.length_ft)} {r.manning_n:.4f} "
+            f"{_f(r.up_offset_ft)} {_f(r.down_offset_ft)} 0 0" for r in ex.conduits.itertuples()]
+    if len(ex.pumps):
+        out += ["", "[PUMPS]", ";;Name From To Curve Status Startup Shutoff"]
+        out += [f"{r.name} {r.from_node} {r.to_node} * ON 0 0" for r in ex.pumps.itertuples()]
+    out += ["", "[XSECTIONS]", ";;Link Shape Geom1 Geom2 Geom3 Geom4 Barrels"]
+    out += [f"{r.name} CIRCULAR {_f(r.geom1_ft)} 0 0 0 1" for r in ex.conduits.itertuples()]
+    out += ["", "[DWF]", ";;Node Constituent Baseline Patterns"]
+    out += [f"{r.node} FLOW {r.flow_gpd / CFS_TO_GPD:.9g}" for r in ex.dwf.itertuples()]
+    out += ["", "[REPORT]", "INPUT NO", "CONTROLS NO", "NODES ALL", "LINKS ALL", "",
+            "[COORDINATES]", ";;Node X Y"]
+    for t in (ex.junctions, ex.outfalls):
+        out += [f"{r.name} {r.x:.3f} {r.y:.3f}" for r in t.itertuples()]
+    out += ["", "[VERTICES]", ";;Link X Y"]
+    for t in (ex.conduits, ex.pumps):
+        for r in t.itertuples():
+            out += [f"{r.name} {x:.3f} {y:.3f}" for x, y in r.vertices]
+    return "\n".join(out) + "\n"

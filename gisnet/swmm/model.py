@@ -1,0 +1,488 @@
+"""Reading a SWMM 5 input file (``.inp``) into tables in gisnet's units.
+
+The sections come from swmmio (``swmmio.Model(path).inp``), the maintained
+reader of SWMM input files. Two things swmmio cannot give are taken from the
+file's own lines (:func:`scan_sections`):
+
+- where each row is (section and line number), so that a bad model is one
+  clear line naming the section and line;
+- names as written: swmmio reads a link's inlet and outlet nodes as numbers
+  when they look like numbers (node ``09`` becomes ``9.0``), so node names of
+  links are taken from the file's tokens, row by row.
+
+Units: a model in US units (``FLOW_UNITS`` CFS, GPM, MGD) has lengths in feet;
+an SI model (CMS, LPS, MLD) in metres. Everything here is converted to feet,
+inches (diameters) and gallons per day (flows). Coordinates stay as written
+(map units of the CRS the caller names).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LayerError
+from ..units import CFS_TO_GPD, FT_M, MGD_TO_GPD
+
+__all__ = [
+    "FLOW_UNITS_GPD",
+    "LINK_SECTIONS",
+    "NODE_SECTIONS",
+    "SwmmModel",
+    "read_model",
+    "scan_sections",
+]
+
+log = logging.getLogger(__name__)
+
+#: US gallons in one cubic metre.
+GAL_PER_M3 = 264.17205236
+#: gpd in one flow unit of each SWMM ``FLOW_UNITS``.
+FLOW_UNITS_GPD = {
+    "CFS": CFS_TO_GPD,
+    "GPM": 1440.0,
+    "MGD": MGD_TO_GPD,
+    "CMS": GAL_PER_M3 * 86_400.0,
+    "LPS": GAL_PER_M3 / 1000.0 * 86_400.0,
+    "MLD": GAL_PER_M3 * 1000.0,
+}
+SI_UNITS = ("CMS", "LPS", "MLD")
+#: Node sections and the structure kind gisnet gives each.
+NODE_SECTIONS = {"JUNCTIONS": "junction", "OUTFALLS": "outfall", "STORAGE": "storage",
+                 "DIVIDERS": "divider"}
+#: Link sections other than conduits (non-gravity links in gisnet).
+LINK_SECTIONS = {"PUMPS": "pump", "ORIFICES": "orifice", "WEIRS": "weir", "OUTLETS": "outlet"}
+#: Fewest tokens a row of a section must have.
+MIN_TOKENS = {"JUNCTIONS": 2, "OUTFALLS": 3, "STORAGE": 3, "DIVIDERS": 4, "CONDUITS": 7,
+              "PUMPS": 3, "ORIFICES": 4, "WEIRS": 4, "OUTLETS": 4, "XSECTIONS": 3,
+              "COORDINATES": 3, "VERTICES": 3, "POLYGONS": 3, "SUBCATCHMENTS": 4, "DWF": 3,
+              "PATTERNS": 2}
+#: Hours, days, months: how many factors each pattern type has.
+PATTERN_LENGTHS = {"MONTHLY": 12, "DAILY": 7, "HOURLY": 24, "WEEKEND": 24}
+
+
+@dataclass
+class Row:
+    """One data line of a section: 1-based line number and its tokens."""
+
+    line: int
+    tokens: list[str]
+
+
+@dataclass
+class SwmmModel:
+    """A SWMM model's network in gisnet's units.
+
+    Attributes
+    ----------
+    path
+        The ``.inp`` file.
+    flow_units
+        ``FLOW_UNITS`` of the model (CFS, GPM, MGD, CMS, LPS, MLD).
+    ft_per_length
+        Feet in one length unit of the model (1 for US models, 3.28084 for SI).
+    gpd_per_flow
+        gpd in one flow unit of the model.
+    link_offsets
+        ``DEPTH`` (offsets above the node invert, SWMM's default) or ``ELEVATION``.
+    nodes
+        ``node_id, swmm_type`` (junction, outfall, storage, divider),
+        ``invert_ft, max_depth_ft, rim_ft`` (invert + max depth; NaN where the
+        model gives no positive depth), ``x, y``.
+    conduits
+        ``main_id, from_node, to_node, length_ft, roughness, up_offset_ft,
+        down_offset_ft, up_invert_ft, down_invert_ft, shape, geom1_ft,
+        diameter_in`` (circular only, else NaN), ``barrels``, ``line``
+        (of the row in [CONDUITS]).
+    links
+        Pumps, orifices, weirs and outlets: ``main_id, swmm_type, from_node,
+        to_node``.
+    vertices
+        Link name -> (k, 2) array of its [VERTICES].
+    subcatchments
+        ``parcel_id, outlet, area, coords`` (the [POLYGONS] ring, or None).
+    dwf
+        ``node_id, baseline, pattern_factor, avg_flow_gpd, patterns``: the
+        average of each [DWF] flow (baseline x the mean of each of its
+        patterns).
+    title
+        The [TITLE] text.
+    notes
+        What the reader assumed or could not use, one sentence each.
+    """
+
+    path: Path
+    flow_units: str
+    ft_per_length: float
+    gpd_per_flow: float
+    link_offsets: str
+    nodes: pd.DataFrame
+    conduits: pd.DataFrame
+    links: pd.DataFrame
+    vertices: dict[str, np.ndarray]
+    subcatchments: pd.DataFrame
+    dwf: pd.DataFrame
+    title: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _fail(path: Path, section: str | None, line: int | None, problem: str) -> LayerError:
+    where = f"{path.name}"
+    if section:
+        where += f" [{section}]"
+    if line:
+        where += f" line {line}"
+    return LayerError(f"SWMM model {where}: {problem}")
+
+
+def scan_sections(path: Path) -> dict[str, list[Row]]:
+    """The file's data lines by section (upper-case name), comments and blank lines left out.
+
+    Raises
+    ------
+    LayerError
+        The file cannot be read or is not text.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        text = path.read_text(encoding="latin-1")
+    except OSError as exc:
+        raise LayerError(f"SWMM model {path}: cannot read ({exc.strerror or exc})") from None
+    if "\x00" in text:
+        raise _fail(path, None, None, "not a text file")
+    out: dict[str, list[Row]] = {}
+    current: list[Row] | None = None
+    for i, raw in enumerate(text.splitlines(), start=1):
+        s = raw.strip() if current is not None and current is out.get("TITLE") \
+            and not raw.strip().startswith("[") else raw.split(";", 1)[0].strip()
+        if not s:
+            continue
+        if s.startswith("["):
+            if not s.endswith("]"):
+                raise _fail(path, None, i, f"section header {s!r} is not closed with ']'")
+            current = out.setdefault(s[1:-1].strip().upper(), [])
+            continue
+        if current is None:
+            raise _fail(path, None, i, "data before the first [SECTION] header")
+        if current is out.get("TITLE"):
+            current.append(Row(i, raw.split()))
+            continue
+        try:
+            toks = shlex.split(s, posix=True)
+        except ValueError:
+            raise _fail(path, None, i, "unbalanced quotes") from None
+        current.append(Row(i, toks))
+    return out
+
+
+def _num(path: Path, section: str, row: Row, k: int, what: str, default: float | None = None
+         ) -> float:
+    if k >= len(row.tokens):
+        if default is not None:
+            return default
+        raise _fail(path, section, row.line, f"{what} missing (row ends after "
+                    f"{len(row.tokens)} values)")
+    tok = row.tokens[k]
+    if tok == "*" and default is not None:
+        return default
+    try:
+        v = float(tok)
+    except ValueError:
+        raise _fail(path, section, row.line, f"{what} {tok!r} is not a number") from None
+    if not np.isfinite(v):
+        raise _fail(path, section, row.line, f"{what} {tok!r} is not a finite number")
+    return v
+
+
+def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
+    """Row lengths (a truncated file), required sections, duplicate names."""
+    for sec, rows in sections.items():
+        need = MIN_TOKENS.get(sec)
+        if need is None:
+            continue
+        for r in rows:
+            if len(r.tokens) < need and not (sec == "PATTERNS" and len(r.tokens) >= 2):
+                raise _fail(path, sec, r.line, f"row has {len(r.tokens)} value(s), at least "
+                            f"{need} expected (truncated file?)")
+    if not any(sections.get(s) for s in NODE_SECTIONS):
+        raise _fail(path, "JUNCTIONS", None, "the model has no nodes (no [JUNCTIONS], "
+                    "[OUTFALLS], [STORAGE] or [DIVIDERS] rows)")
+    for req in ("CONDUITS", "XSECTIONS", "COORDINATES"):
+        if not sections.get(req):
+            raise _fail(path, req, None, f"section [{req}] is missing or empty: gisnet needs "
+                        "the conduits, their cross-sections and the node coordinates")
+    seen: dict[str, tuple[str, int]] = {}
+    for sec in NODE_SECTIONS:
+        for r in sections.get(sec, []):
+            name = r.tokens[0]
+            if name in seen:
+                s0, l0 = seen[name]
+                raise _fail(path, sec, r.line, f"node name {name!r} is used twice "
+                            f"(first in [{s0}] line {l0})")
+            seen[name] = (sec, r.line)
+    links: dict[str, tuple[str, int]] = {}
+    for sec in ("CONDUITS", *LINK_SECTIONS):
+        for r in sections.get(sec, []):
+            name = r.tokens[0]
+            if name in links:
+                s0, l0 = links[name]
+                raise _fail(path, sec, r.line, f"link name {name!r} is used twice "
+                            f"(first in [{s0}] line {l0})")
+            links[name] = (sec, r.line)
+            for tok in r.tokens[1:3]:
+                if tok not in seen:
+                    raise _fail(path, sec, r.line, f"link {name!r} names node {tok!r}, "
+                                "which no node section defines")
+    coords = {r.tokens[0] for r in sections.get("COORDINATES", [])}
+    for name, (sec, line) in seen.items():
+        if name not in coords:
+            raise _fail(path, "COORDINATES", None, f"node {name!r} ([{sec}] line {line}) has "
+                        "no coordinates")
+    xs = {r.tokens[0] for r in sections.get("XSECTIONS", [])}
+    for r in sections.get("CONDUITS", []):
+        if r.tokens[0] not in xs:
+            raise _fail(path, "XSECTIONS", None, f"conduit {r.tokens[0]!r} ([CONDUITS] line "
+                        f"{r.line}) has no cross-section")
+
+
+def _options(path: Path, sections: dict[str, list[Row]]) -> dict[str, tuple[str, int]]:
+    return {r.tokens[0].upper(): (r.tokens[1].upper() if len(r.tokens) > 1 else "", r.line)
+            for r in sections.get("OPTIONS", [])}
+
+
+def _swmmio_inp(path: Path):
+    """swmmio's reader of the file (sections as DataFrames)."""
+    import swmmio
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return swmmio.Model(str(path)).inp
+        except Exception as exc:  # swmmio raises plain exceptions on bad files
+            raise _fail(path, None, None, f"swmmio cannot read the file ({exc})") from None
+
+
+def _section(inp, name: str) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            df = getattr(inp, name)
+        except Exception:  # a section swmmio does not know or cannot parse
+            return pd.DataFrame()
+    return df if df is not None else pd.DataFrame()
+
+
+def _col(path: Path, section: str, rows: list[Row], df: pd.DataFrame, col: str) -> np.ndarray:
+    """A numeric column of swmmio's frame of a section, row by row with the file's rows
+    (``*`` and missing values -> NaN); a value that is not a number names its line."""
+    if col not in df:
+        return np.full(len(rows), np.nan)
+    raw = df[col].to_numpy(dtype=object)
+    out = pd.to_numeric(pd.Series(raw).replace("*", np.nan), errors="coerce").to_numpy(float)
+    bad = np.flatnonzero(pd.notna(raw) & (raw != "*") & ~np.isfinite(out))
+    if bad.size:
+        raise _fail(path, section, rows[bad[0]].line, f"{col} {raw[bad[0]]!r} is not a number")
+    return out
+
+
+def _pattern_means(path: Path, rows: list[Row]) -> dict[str, float]:
+    """Mean factor of each [PATTERNS] pattern (continuation rows carry on the factors)."""
+    kinds: dict[str, str] = {}
+    factors: dict[str, list[float]] = {}
+    for r in rows:
+        name = r.tokens[0]
+        rest = r.tokens[1:]
+        if name not in kinds:
+            if not rest or rest[0].upper() not in PATTERN_LENGTHS:
+                raise _fail(path, "PATTERNS", r.line, f"pattern {name!r} has no type "
+                            f"({', '.join(PATTERN_LENGTHS)})")
+            kinds[name] = rest[0].upper()
+            rest = rest[1:]
+        elif rest and rest[0].upper() in PATTERN_LENGTHS:
+            rest = rest[1:]
+        for k, _ in enumerate(rest):
+            factors.setdefault(name, []).append(_num(path, "PATTERNS", r, k + len(r.tokens)
+                                                     - len(rest), f"factor {k + 1}"))
+    out = {}
+    for name, kind in kinds.items():
+        f = factors.get(name, [])
+        if len(f) != PATTERN_LENGTHS[kind]:
+            raise _fail(path, "PATTERNS", None, f"{kind} pattern {name!r} has {len(f)} "
+                        f"factor(s), {PATTERN_LENGTHS[kind]} expected")
+        out[name] = float(np.mean(f))
+    return out
+
+
+def read_model(path: str | Path) -> SwmmModel:
+    """Read a SWMM input file's network, in feet, inches and gpd.
+
+    Parameters
+    ----------
+    path
+        The ``.inp`` file.
+
+    Returns
+    -------
+    SwmmModel
+
+    Raises
+    ------
+    LayerError
+        A bad model: a missing section, unknown flow units, a truncated row,
+        a duplicate name, a link to an unknown node... (one line naming the
+        section and line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise LayerError(f"SWMM model {path}: no such file")
+    sections = scan_sections(path)
+    _check_rows(path, sections)
+    opts = _options(path, sections)
+    units, uline = opts.get("FLOW_UNITS", ("CFS", 0))
+    notes: list[str] = []
+    if "FLOW_UNITS" not in opts:
+        notes.append("the model gives no FLOW_UNITS: SWMM's default CFS assumed")
+    if units not in FLOW_UNITS_GPD:
+        raise _fail(path, "OPTIONS", uline, f"unknown FLOW_UNITS {units!r}; SWMM knows "
+                    f"{', '.join(FLOW_UNITS_GPD)}")
+    ftl = 1.0 / FT_M if units in SI_UNITS else 1.0
+    gpf = FLOW_UNITS_GPD[units]
+    offsets = opts.get("LINK_OFFSETS", ("DEPTH", 0))[0] or "DEPTH"
+    inp = _swmmio_inp(path)
+
+    # Nodes (swmmio frames, in file order; names from the file's tokens).
+    coords = {r.tokens[0]: (_num(path, "COORDINATES", r, 1, "X"),
+                            _num(path, "COORDINATES", r, 2, "Y"))
+              for r in sections["COORDINATES"]}
+    frames = []
+    for sec, kind in NODE_SECTIONS.items():
+        rows = sections.get(sec, [])
+        if not rows:
+            continue
+        df = _section(inp, sec.lower())
+        if len(df) != len(rows):
+            raise _fail(path, sec, rows[0].line, f"swmmio read {len(df)} row(s) of {len(rows)}")
+        inv = _col(path, sec, rows, df, "InvertElev") * ftl
+        if kind == "outfall":
+            depth = np.full(len(rows), np.nan)
+        elif kind == "divider":  # swmmio has no column names for the divider's depth
+            depth = np.array([_num(path, sec, r, 5, "max depth", 0.0) for r in rows]) * ftl
+        else:
+            depth = np.nan_to_num(_col(path, sec, rows, df, "MaxD" if kind == "storage"
+                                       else "MaxDepth")) * ftl
+        frames.append(pd.DataFrame({
+            "node_id": [r.tokens[0] for r in rows], "swmm_type": kind, "invert_ft": inv,
+            "max_depth_ft": depth, "line": [r.line for r in rows]}))
+    nodes = pd.concat(frames, ignore_index=True)
+    nodes["rim_ft"] = np.where(nodes["max_depth_ft"] > 0,
+                               nodes["invert_ft"] + nodes["max_depth_ft"], np.nan)
+    nodes["x"] = [coords[n][0] for n in nodes["node_id"]]
+    nodes["y"] = [coords[n][1] for n in nodes["node_id"]]
+    node_inv = dict(zip(nodes["node_id"], nodes["invert_ft"], strict=True))
+
+    # Conduits: swmmio's [CONDUITS] and [XSECTIONS], names from the file.
+    crow = sections["CONDUITS"]
+    cdf = _section(inp, "conduits")
+    if len(cdf) != len(crow):
+        raise _fail(path, "CONDUITS", crow[0].line, f"swmmio read {len(cdf)} of {len(crow)} rows")
+    xs = {r.tokens[0]: r for r in sections["XSECTIONS"]}
+    names = [r.tokens[0] for r in crow]
+    frm = [r.tokens[1] for r in crow]
+    to = [r.tokens[2] for r in crow]
+    length = _col(path, "CONDUITS", crow, cdf, "Length") * ftl
+    rough = _col(path, "CONDUITS", crow, cdf, "Roughness")
+    bad = np.flatnonzero(~(length > 0))
+    if bad.size:
+        raise _fail(path, "CONDUITS", crow[bad[0]].line, f"conduit {names[bad[0]]!r} has "
+                    "length <= 0")
+    up_inv_node = np.array([node_inv[n] for n in frm])
+    dn_inv_node = np.array([node_inv[n] for n in to])
+    in_off = _col(path, "CONDUITS", crow, cdf, "InOffset")
+    out_off = _col(path, "CONDUITS", crow, cdf, "OutOffset")
+    if offsets == "ELEVATION":
+        up_inv = np.where(np.isfinite(in_off), in_off * ftl, up_inv_node)
+        dn_inv = np.where(np.isfinite(out_off), out_off * ftl, dn_inv_node)
+    else:
+        up_inv = up_inv_node + np.nan_to_num(in_off) * ftl
+        dn_inv = dn_inv_node + np.nan_to_num(out_off) * ftl
+    shape = [xs[n].tokens[1].upper() for n in names]
+    geom1 = np.array([_num(path, "XSECTIONS", xs[n], 2, "Geom1")
+                      if shape[i] not in ("IRREGULAR", "CUSTOM", "STREET") else np.nan
+                      for i, n in enumerate(names)]) * ftl
+    barrels = np.array([_num(path, "XSECTIONS", xs[n], 6, "barrels", 1.0)
+                        if shape[i] not in ("IRREGULAR", "CUSTOM", "STREET") else 1.0
+                        for i, n in enumerate(names)])
+    circ = np.array([s in ("CIRCULAR", "FORCE_MAIN") for s in shape])
+    conduits = pd.DataFrame({
+        "main_id": names, "from_node": frm, "to_node": to, "length_ft": length,
+        "roughness": rough, "up_offset_ft": up_inv - up_inv_node,
+        "down_offset_ft": dn_inv - dn_inv_node, "up_invert_ft": up_inv,
+        "down_invert_ft": dn_inv, "shape": shape, "geom1_ft": geom1,
+        "diameter_in": np.where(circ, geom1 * 12.0, np.nan), "barrels": barrels,
+        "line": [r.line for r in crow]})
+    for sec_name in ("XSECTIONS",):
+        for i in np.flatnonzero(~circ):
+            r = xs[names[i]]
+            notes.append(f"[{sec_name}] line {r.line}: conduit {names[i]} is {shape[i]}, not "
+                         "circular: no diameter, so gisnet computes no Manning capacity for it")
+    many = np.flatnonzero(barrels > 1)
+    if many.size:
+        notes.append(f"{many.size} conduit(s) have several barrels "
+                     f"({', '.join(names[i] for i in many[:10])}): the diameter is one barrel's")
+
+    # Other links.
+    lrows = []
+    for sec, kind in LINK_SECTIONS.items():
+        for r in sections.get(sec, []):
+            lrows.append({"main_id": r.tokens[0], "swmm_type": kind, "from_node": r.tokens[1],
+                          "to_node": r.tokens[2], "line": r.line})
+    links = pd.DataFrame(lrows, columns=["main_id", "swmm_type", "from_node", "to_node", "line"])
+
+    vertices: dict[str, list[tuple[float, float]]] = {}
+    for r in sections.get("VERTICES", []):
+        vertices.setdefault(r.tokens[0], []).append(
+            (_num(path, "VERTICES", r, 1, "X"), _num(path, "VERTICES", r, 2, "Y")))
+    polys: dict[str, list[tuple[float, float]]] = {}
+    for r in sections.get("POLYGONS", []):
+        polys.setdefault(r.tokens[0], []).append(
+            (_num(path, "POLYGONS", r, 1, "X"), _num(path, "POLYGONS", r, 2, "Y")))
+    srows = sections.get("SUBCATCHMENTS", [])
+    subs = pd.DataFrame({
+        "parcel_id": [r.tokens[0] for r in srows], "outlet": [r.tokens[2] for r in srows],
+        "area": [_num(path, "SUBCATCHMENTS", r, 3, "area") for r in srows],
+        "coords": [polys.get(r.tokens[0]) for r in srows],
+        "line": [r.line for r in srows]})
+
+    means = _pattern_means(path, sections.get("PATTERNS", []))
+    drows = []
+    for r in sections.get("DWF", []):
+        if r.tokens[1].upper() != "FLOW":
+            continue  # pollutant concentrations
+        if r.tokens[0] not in node_inv:
+            raise _fail(path, "DWF", r.line, f"node {r.tokens[0]!r} is not in the model")
+        base = _num(path, "DWF", r, 2, "baseline")
+        pats = [t for t in r.tokens[3:] if t]
+        unknown = [p for p in pats if p not in means]
+        if unknown:
+            raise _fail(path, "DWF", r.line, f"pattern {unknown[0]!r} is not in [PATTERNS]")
+        factor = float(np.prod([means[p] for p in pats])) if pats else 1.0
+        drows.append({"node_id": r.tokens[0], "baseline": base, "pattern_factor": factor,
+                      "avg_flow_gpd": base * factor * gpf, "patterns": " ".join(pats),
+                      "line": r.line})
+    dwf = pd.DataFrame(drows, columns=["node_id", "baseline", "pattern_factor", "avg_flow_gpd",
+                                       "patterns", "line"])
+    if len(dwf) and dwf["patterns"].str.len().gt(0).any():
+        notes.append("[DWF] averages are baseline x the mean of each of the inflow's patterns "
+                     "(monthly, daily, hourly and weekend factors taken as independent)")
+    title = " ".join(" ".join(r.tokens) for r in sections.get("TITLE", []))
+    return SwmmModel(path=path, flow_units=units, ft_per_length=ftl, gpd_per_flow=gpf,
+                     link_offsets=offsets, nodes=nodes, conduits=conduits, links=links,
+                     vertices={k: np.asarray(v, dtype=float) for k, v in vertices.items()},
+                     subcatchments=subs, dwf=dwf, title=title, notes=notes)

@@ -1,0 +1,250 @@
+"""SWMM models in and out (gisnet.swmm, import-swmm, export-swmm, check-swmm).
+
+Real public models (tests/data/swmm/README.md): EPA SWMM's Example 1, swmmio's
+state-plane sewer subset and its pump-control example. Numbers are checked
+against what the model files say, read here with swmmio, and against SWMM's
+own run of the exported model.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gisnet.cli import main
+from gisnet.graph import build_sewer_graph
+from gisnet.io import load_town
+
+pytest.importorskip("swmmio")
+pytest.importorskip("pyswmm")
+
+DATA = Path(__file__).parent / "data" / "swmm"
+#: The models' coordinates are in feet of no stated CRS: a local transverse Mercator in US feet.
+LOCAL_FT = ("+proj=tmerc +lat_0=0 +lon_0=-75 +k=1 +x_0=0 +y_0=0 +ellps=GRS80 +units=us-ft "
+            "+no_defs")
+MODELS = ["Example1.inp", "model_state_plane.inp", "Pump_Control_Model.inp"]
+PROFILE = "poughkeepsie-fourth-ward"
+
+
+def _import(model: Path, out: Path) -> Path:
+    assert main(["import-swmm", str(model), str(out), "--crs", LOCAL_FT, "--profile", PROFILE,
+                 "-q"]) == 0
+    return out
+
+
+def _model(path: Path):
+    import warnings
+
+    import swmmio
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return swmmio.Model(str(path)).inp
+
+
+def _name(v) -> str:
+    """swmmio reads numeric-looking names as numbers (9 -> 9.0)."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_import_reproduces_every_conduit(tmp_path: Path, name: str) -> None:
+    inp = _model(DATA / name)
+    town = load_town(_import(DATA / name, tmp_path / "town"))
+    G = build_sewer_graph(town)
+    edges = {k: (u, v) for u, v, k in G.edges(keys=True)}
+    want = {str(n): (_name(r.InletNode), _name(r.OutletNode)) for n, r in inp.conduits.iterrows()}
+    for n, r in inp.pumps.iterrows() if len(inp.pumps) else []:
+        want[str(n)] = (_name(r.InletNode), _name(r.OutletNode))
+    assert edges == want
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_capacity_is_manning_from_the_model(tmp_path: Path, name: str) -> None:
+    from gisnet.pipeline import analyse
+
+    inp = _model(DATA / name)
+    town = load_town(_import(DATA / name, tmp_path / "town"))
+    pipes = analyse(town, only={"capacity"}, control_paths=False).capacity.pipes
+    cap = pipes.set_index("edge_key")["capacity_cfs"]
+    n = town.profile.capacity.manning_n
+    inv = {}
+    for sec in ("junctions", "outfalls", "storage"):
+        df = getattr(inp, sec)
+        if len(df):
+            inv.update({str(k): float(v) for k, v in df["InvertElev"].items()})
+    checked = 0
+    for cname, r in inp.conduits.iterrows():
+        xs = inp.xsections.loc[cname]
+        if xs.Shape != "CIRCULAR":
+            continue
+        up = inv[_name(r.InletNode)] + float(r.InOffset)
+        dn = inv[_name(r.OutletNode)] + float(r.OutOffset)
+        s = (up - dn) / float(r.Length)
+        if s <= 0:
+            continue
+        d = float(xs.Geom1)
+        area = math.pi * d * d / 4
+        q = 1.486 / n * area * (d / 4) ** (2 / 3) * math.sqrt(s)
+        assert cap[str(cname)] == pytest.approx(q, rel=0.005), cname
+        checked += 1
+    assert checked >= 10
+
+
+def test_import_needs_a_crs_and_names_bad_lines(tmp_path: Path, capsys) -> None:
+    assert main(["import-swmm", str(DATA / "Example1.inp"), str(tmp_path / "t"),
+                 "--profile", PROFILE]) == 2
+    assert "--crs" in capsys.readouterr().err
+    text = (DATA / "Example1.inp").read_text()
+    cases = {
+        "units": (text.replace("FLOW_UNITS           CFS", "FLOW_UNITS  FURLONGS"),
+                  "[OPTIONS] line"),
+        "missing": (text.replace("[XSECTIONS]", "[XSECTIONS_GONE]"), "[XSECTIONS]"),
+        "duplicate": (text.replace("\n13               ", "\n10               ", 1),
+                      "used twice"),
+        "unknown node": (text.replace("\n1                9                10", "\n1  9  99", 1),
+                         "[CONDUITS] line"),
+        "not a number": (text.replace("400        0.01", "400        zero", 1),
+                         "[CONDUITS] line 118"),
+        "truncated": (text[: text.index("\n", text.index("[CONDUITS]") + 300) + 12],
+                      "[CONDUITS] line"),
+    }
+    for case, (bad, expect) in cases.items():
+        p = tmp_path / f"{case}.inp"
+        p.write_text(bad)
+        assert main(["import-swmm", str(p), str(tmp_path / case), "--crs", LOCAL_FT,
+                     "--profile", PROFILE]) == 2, case
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expect in err and p.name in err, (case, err)
+
+
+def test_round_trip_keeps_conduits_nodes_and_inflows(tmp_path: Path) -> None:
+    from gisnet.swmm import read_model
+
+    src = DATA / "Pump_Control_Model.inp"
+    a = read_model(src)
+    _import(src, tmp_path / "a")
+    out = tmp_path / "rt.inp"
+    assert main(["export-swmm", "--layers", str(tmp_path / "a"), "--out", str(out), "-q"]) == 0
+    b = read_model(out)
+    links_a = set(a.conduits["main_id"]) | set(a.links["main_id"])
+    assert set(b.conduits["main_id"]) | set(b.links["main_id"]) == links_a
+    assert set(a.conduits["main_id"]) <= set(b.conduits["main_id"])
+    # the pump shares its wet well with an overflow conduit: SWMM allows an ideal pump
+    # only as the node's one outflow, so it comes back as a conduit, and the file says so
+    assert "PUMP1" in out.read_text().split("[OPTIONS]")[0]
+    assert set(b.nodes["node_id"]) == set(a.nodes["node_id"])
+    fa = a.dwf.set_index("node_id")["avg_flow_gpd"].sort_index()
+    fb = b.dwf.set_index("node_id")["avg_flow_gpd"].sort_index()
+    assert list(fa.index) == list(fb.index)
+    np.testing.assert_allclose(fb.to_numpy(), fa.to_numpy(), rtol=1e-6)
+    _import(out, tmp_path / "b")
+    town = load_town(tmp_path / "b")
+    assert set(town.layers["mains"]["main_id"]) == set(a.conduits["main_id"]) | set(
+        a.links["main_id"])
+
+
+@pytest.mark.slow
+def test_sample_flows_equal_swmm_steady_flows(tmp_path: Path, sample_dir: Path) -> None:
+    """The sample town is a tree: every conduit within 1 %, continuity below 1 %."""
+    from gisnet.swmm import check_town
+
+    town = load_town(sample_dir)
+    layer, run, ex, report = check_town(town, tmp_path / "s.inp")
+    assert abs(run.flow_routing_error_pct) < 1.0
+    assert len(layer) == len(ex.conduits) > 400
+    assert (layer["flow_diff_pct"].abs() <= 1.0).all()
+    assert not report.of_kind("swmm_flow_difference")
+    total = ex.dwf["flow_gpd"].sum()
+    assert layer["swmm_flow_gpd"].max() == pytest.approx(total, rel=0.01)
+
+
+@pytest.mark.slow
+def test_check_swmm_writes_the_documented_layer(tmp_path: Path, sample_dir: Path) -> None:
+    import geopandas as gpd
+
+    from gisnet.io.metadata import parse_tables
+
+    assert main(["check-swmm", "--layers", str(sample_dir), "--out", str(tmp_path), "-q"]) == 0
+    doc = parse_tables((Path(__file__).parents[1] / "docs" / "results.md").read_text())
+    cols = [r[0] for r in doc["swmm_comparison"]["column"]]
+    got = gpd.read_file(tmp_path / "gisnet-results.gpkg", layer="swmm_comparison")
+    assert list(got.columns) == cols
+    assert (tmp_path / "gisnet-swmm.inp").is_file()
+
+
+def test_looped_model_differences_are_explained(tmp_path: Path) -> None:
+    """A loop: gisnet splits by capacity, SWMM by hydraulics; each difference explained."""
+    from gisnet.swmm import check_town
+
+    _import(DATA / "Pump_Control_Model.inp", tmp_path / "a")
+    town = load_town(tmp_path / "a")
+    layer, run, _, _ = check_town(town, tmp_path / "a.inp", routing="DYNWAVE")
+    assert abs(run.flow_routing_error_pct) < 1.0
+    bad = layer[layer["flow_diff_pct"].abs() > 1.0]
+    assert len(bad) > 0, "the pump's wet well splits the flow"
+    assert bad["explanation"].str.contains("split").all()
+
+
+SI_MODEL = """[TITLE]
+Two pipes in litres per second
+[OPTIONS]
+FLOW_UNITS LPS
+[JUNCTIONS]
+J1 10.0 2.0
+J2 9.5 2.0
+[OUTFALLS]
+O1 9.0 FREE
+[CONDUITS]
+C1 J1 J2 50 0.013 0 0
+C2 J2 O1 40 0.013 0.1 0
+[XSECTIONS]
+C1 CIRCULAR 0.3 0 0 0 1
+C2 CIRCULAR 0.3 0 0 0 1
+[DWF]
+J1 FLOW 2.0
+[COORDINATES]
+J1 0 0
+J2 50 0
+O1 90 0
+"""
+
+
+def test_si_model_is_converted_to_feet_and_gpd(tmp_path: Path) -> None:
+    p = tmp_path / "si.inp"
+    p.write_text(SI_MODEL)
+    local_m = LOCAL_FT.replace("us-ft", "m")
+    assert main(["import-swmm", str(p), str(tmp_path / "t"), "--crs", local_m, "--profile",
+                 PROFILE, "-q"]) == 0
+    town = load_town(tmp_path / "t")
+    m = town.layers["mains"].set_index("main_id")
+    ft = 1 / 0.3048
+    assert m.at["C1", "diameter_in"] == pytest.approx(0.3 / 0.0254)
+    assert m.at["C2", "up_invert_ft"] == pytest.approx(9.6 * ft)
+    assert m.at["C2", "down_invert_ft"] == pytest.approx(9.0 * ft)
+    s = town.layers["manholes"].set_index("node_id")
+    assert s.at["J1", "rim_ft"] == pytest.approx(12.0 * ft)
+    parcels = town.layers["parcels"].set_index("parcel_id")
+    gal_l = 3.785411784  # litres per US gallon
+    assert parcels.at["DWF J1", "flow_gpd"] == pytest.approx(2.0 * 86400 / gal_l)
+    G = build_sewer_graph(town)
+    assert {k: (u, v) for u, v, k in G.edges(keys=True)} == {"C1": ("J1", "J2"),
+                                                             "C2": ("J2", "O1")}
+
+
+def test_dwf_average_is_baseline_times_pattern_mean() -> None:
+    from gisnet.swmm import read_model
+
+    m = read_model(DATA / "Pump_Control_Model.inp")
+    hourly = [.0151, .01373, .01812, .01098, .01098, .01922, .02773, .03789, .03515, .03982,
+              .02059, .02471, .03021, .03789, .03350, .03158, .03954, .02114, .02801, .03680,
+              .02911, .02334, .02499, .02718]  # the model's pattern DWF, copied by hand
+    cfs_gpd = 7.48051948 * 86400  # gallons per cubic foot x seconds per day
+    assert len(m.dwf) == 30
+    np.testing.assert_allclose(m.dwf["avg_flow_gpd"], 1.0 * np.mean(hourly) * cfs_gpd,
+                               rtol=1e-5)
