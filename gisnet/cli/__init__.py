@@ -29,6 +29,7 @@ COMMANDS = (
     "whatif",
     "map",
     "serve",
+    "batch",
 )
 
 
