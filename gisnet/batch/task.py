@@ -132,7 +132,8 @@ def summary_row(entry: TownEntry, res: Any, out: Path) -> dict[str, Any]:
 
 
 def town_extent(town: Any) -> Any:
-    """The box around a town's parcels and mains, in EPSG:4326 (None when empty)."""
+    """The box around a town's parcels, mains, manholes and plants, in EPSG:4326
+    (None when empty)."""
     import geopandas as gpd
     import shapely
 
@@ -147,6 +148,9 @@ def town_extent(town: Any) -> Any:
         return None
     b = np.array(boxes)
     box = shapely.box(b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max())
+    side = max(b[:, 2].max() - b[:, 0].min(), b[:, 3].max() - b[:, 1].min(), 1e-9)
+    # densified, so the box still holds the town once reprojected (its sides curve)
+    box = shapely.segmentize(box, side / 64)
     return gpd.GeoSeries([box], crs=town.crs).to_crs("EPSG:4326").iloc[0]
 
 
