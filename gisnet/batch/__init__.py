@@ -7,7 +7,8 @@ run`` does (:func:`gisnet.pipeline.run`) and returns one summary row; the
 region summary and index page are :mod:`~gisnet.batch.summary`; scheduling,
 progress and failures are :mod:`~gisnet.batch.runner`; what is skipped on a
 re-run is :mod:`~gisnet.batch.state`. A town too big for one worker runs its
-parcel-level steps in spatial partitions (:mod:`~gisnet.batch.partition`).
+parcel-level steps in spatial partitions on the cluster
+(:func:`~gisnet.batch.partition.analyse_partitioned`, a Python API).
 
 This package sits above :mod:`gisnet.pipeline` and calls only its public
 functions (and the public API of the analyses).
@@ -15,12 +16,14 @@ functions (and the public API of the analyses).
 
 from __future__ import annotations
 
+from .partition import PartitionedResult, analyse_partitioned, halo_ft, sort_rows
 from .region import REGION_FILE, Region, TownEntry, load_region
 from .runner import BatchResult, close_client, default_workers, make_client, run_region
 from .task import DONE, FAILED, UNCHANGED, Options, run_town
 
 __all__ = [
-    "DONE", "FAILED", "REGION_FILE", "UNCHANGED", "BatchResult", "Options", "Region",
-    "TownEntry", "close_client", "default_workers", "load_region", "make_client",
-    "run_region", "run_town",
+    "DONE", "FAILED", "REGION_FILE", "UNCHANGED", "BatchResult", "Options",
+    "PartitionedResult", "Region", "TownEntry", "analyse_partitioned", "close_client",
+    "default_workers", "halo_ft", "load_region", "make_client", "run_region", "run_town",
+    "sort_rows",
 ]

@@ -138,12 +138,16 @@ def _clip(df: gpd.GeoDataFrame, box: Sequence[float]) -> gpd.GeoDataFrame:
 class _Context:
     """What every partition task reads, scattered once: the town without its
     parcels (network layers whole, parcel-side layers whole too: clipped per
-    task), the graph and its downstream index."""
+    task) and the downstream index with its graph."""
 
     town: Any
-    graph: Any
     index: Any
     owner: dict[str, np.ndarray]
+
+    @property
+    def graph(self) -> Any:
+        """The sewer graph (the index's own: the tracing functions check it is the same)."""
+        return self.index.G
 
 
 def _partition_task(core: gpd.GeoDataFrame, halos: list[gpd.GeoDataFrame], ctx: _Context,
@@ -268,9 +272,9 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     rest = {k: v for k, v in town.layers.items() if k != "parcels"}
     rest["parcels"] = parcels.iloc[:0]
     bare = replace(town, layers=rest, report=Report())
-    G_f = client.scatter(G, broadcast=True)
+    G_f = client.scatter(G)
     idx_f = client.submit(DownstreamIndex.of, G_f, pure=False)
-    ctx_f = client.submit(_Context, client.scatter(bare, broadcast=True), G_f, idx_f,
+    ctx_f = client.submit(_Context, client.scatter(bare, broadcast=True), idx_f,
                           owners(town, parcel_part), pure=False)
     del parcel_part, ids
     boxes = client.gather([client.submit(_bounds, p, pure=False) for p in parts])

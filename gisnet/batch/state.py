@@ -5,7 +5,7 @@ changed. Its fingerprint is:
 
 * the gisnet version;
 * the town's overrides (``profile``, ``crs`` ...) and the output options
-  (maps, self-contained pages, table formats, parcel partitions);
+  (maps, self-contained pages, table formats);
 * the size and modification time (ns) of every input file: the town file, each
   layer's source with its sidecars (a shapefile's ``.dbf``/``.shx``/``.prj``...,
   every file of a FileGDB folder), the plant-flows table and a profile file;

@@ -50,21 +50,17 @@ class Options:
         Extra table formats (as ``gisnet run --tables``).
     force
         Run towns even when unchanged.
-    partition_parcels
-        Above 1: the parcel-level steps of each town run in this many spatial
-        partitions (:mod:`gisnet.batch.partition`) on the current Dask client.
     """
 
     maps: bool = True
     self_contained: bool = False
     tables: tuple[str, ...] = ()
     force: bool = False
-    partition_parcels: int = 1
 
     def recorded(self) -> dict[str, Any]:
         """The options that change a town's outputs (part of its fingerprint)."""
         return {"maps": self.maps, "self_contained": self.self_contained,
-                "tables": list(self.tables), "partition_parcels": self.partition_parcels}
+                "tables": list(self.tables)}
 
 
 def empty_row(entry: TownEntry) -> dict[str, Any]:
@@ -205,15 +201,8 @@ def run_town(entry: TownEntry, out_root: str | Path, options: Options = Options(
                          snap_tolerance_ft=ov.get("snap_tolerance_ft"),
                          engine=ov.get("engine", "pyogrio"))
         load_s = time.perf_counter() - t
-        if options.partition_parcels > 1:
-            from .partition import run_partitioned
-
-            res = run_partitioned(town, out, partitions=options.partition_parcels,
-                                  maps=options.maps, self_contained=options.self_contained,
-                                  tables=options.tables)
-        else:
-            res = run_pipeline(town, out, maps=options.maps,
-                               self_contained=options.self_contained, tables=options.tables)
+        res = run_pipeline(town, out, maps=options.maps, self_contained=options.self_contained,
+                           tables=options.tables)
         res.timings_s["load"] = load_s
         res.timings_s["total"] = time.perf_counter() - t0
         row = {**summary_row(entry, res, out), "worker": row["worker"]}

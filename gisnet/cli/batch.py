@@ -37,10 +37,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tables", action="append", default=[], metavar="FORMAT",
                    choices=("csv", "geojson", "parquet", "xlsx"),
                    help="also write each town's layers as tables (as 'gisnet run --tables')")
-    p.add_argument("--partition-parcels", type=int, default=1, metavar="N",
-                   help="run each town's parcel-level steps (nearest main, obligations, "
-                        "connection points) in N spatial partitions spread over the workers, "
-                        "for towns bigger than one worker (default 1: whole towns)")
     g2 = p.add_argument_group("overrides for every town (win over region.toml)")
     g2.add_argument("--profile", metavar="P", help="jurisdiction profile: name or file")
     g2.add_argument("--crs", metavar="CRS", help="working CRS")
@@ -56,11 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..batch import FAILED, Options, load_region, run_region
     from ..batch.runner import progress_printer
-    from ..errors import ConfigError
     from ..serialize import dumps_text
 
-    if args.partition_parcels < 1:
-        raise ConfigError(f"--partition-parcels must be at least 1, not {args.partition_parcels}")
     prof = args.profile
     if prof and Path(prof).is_file():
         prof = str(Path(prof).resolve())
@@ -70,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
     for skipped in region.skipped:
         common.progress(args, f"{skipped}: no gisnet.toml, not a town; skipped")
     options = Options(maps=not args.no_maps, self_contained=args.self_contained,
-                      tables=tuple(args.tables), force=args.force,
-                      partition_parcels=args.partition_parcels)
+                      tables=tuple(args.tables), force=args.force)
     res = run_region(region, args.out, options=options, workers=args.workers,
                      scheduler=args.scheduler, listener=progress_printer(args.quiet))
     if args.json:
