@@ -136,13 +136,12 @@ def _clip(df: gpd.GeoDataFrame, box: Sequence[float]) -> gpd.GeoDataFrame:
 
 @dataclass
 class _Context:
-    """What every partition task reads, scattered once: the town without its
-    parcels (network layers whole, parcel-side layers whole too: clipped per
-    task) and the downstream index with its graph."""
+    """What every partition task reads, scattered once: the town's network
+    layers (parcel-side layers empty: each task gets its own) and the downstream
+    index with its graph."""
 
     town: Any
     index: Any
-    owner: dict[str, np.ndarray]
 
     @property
     def graph(self) -> Any:
@@ -151,27 +150,28 @@ class _Context:
 
 
 def _partition_task(core: gpd.GeoDataFrame, halos: list[gpd.GeoDataFrame], ctx: _Context,
-                    box: Sequence[float], part: int, paths: bool) -> dict[str, pd.DataFrame]:
-    """The parcel-level layers of one partition's core parcels."""
+                    side: dict[str, gpd.GeoDataFrame], own: dict[str, gpd.GeoDataFrame],
+                    paths: bool) -> dict[str, pd.DataFrame]:
+    """The parcel-level layers of one partition's core parcels.
+
+    ``side``: the buildings, laterals, streets and users within twice the halo of
+    the partition's box; ``own``: the buildings and users that belong to its parcels.
+    """
     from ..obligations import compute_obligations
     from ..tracing import connection_points, control_manholes
 
     town = ctx.town
     core = core.reset_index(drop=True)
     parcels = pd.concat([core, *halos], ignore_index=True) if halos else core
-    layers = dict(town.layers)
+    layers = {**town.layers, **side}
     layers["parcels"] = gpd.GeoDataFrame(parcels, geometry=core.geometry.name, crs=town.crs)
-    for role in CLIPPED_ROLES:
-        if layers.get(role) is not None:
-            layers[role] = _clip(layers[role], box).reset_index(drop=True)
     sub = replace(town, layers=layers, report=Report())
     ob = compute_obligations(sub, parcels=[str(x) for x in core["parcel_id"]])
+    del sub, layers, parcels
     # connection points: the core parcels, and the buildings and users that belong to them
-    own = dict(town.layers)
-    own["parcels"] = gpd.GeoDataFrame(core, geometry=core.geometry.name, crs=town.crs)
-    for role, where in ctx.owner.items():
-        own[role] = town.layers[role][where == part].reset_index(drop=True)
-    mine = replace(town, layers=own, report=Report())
+    mine_layers = {**town.layers, **side, **own}
+    mine_layers["parcels"] = gpd.GeoDataFrame(core, geometry=core.geometry.name, crs=town.crs)
+    mine = replace(town, layers=mine_layers, report=Report())
     pts = connection_points(mine, ctx.graph, index=ctx.index)
     cm = control_manholes(mine, ctx.graph, points=pts, index=ctx.index, paths=paths)
     return {**ob, **cm}
@@ -269,13 +269,13 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     ids = client.gather([client.submit(_ids, p, pure=False) for p in parts])
     parcel_part = pd.Series(np.repeat(np.arange(len(ids)), [len(x) for x in ids]),
                             index=np.concatenate(ids) if ids else [])
-    rest = {k: v for k, v in town.layers.items() if k != "parcels"}
-    rest["parcels"] = parcels.iloc[:0]
+    owner = owners(town, parcel_part)
+    rest = {k: (v.iloc[:0] if k == "parcels" or k in CLIPPED_ROLES else v)
+            for k, v in town.layers.items()}
     bare = replace(town, layers=rest, report=Report())
     G_f = client.scatter(G)
     idx_f = client.submit(DownstreamIndex.of, G_f, pure=False)
-    ctx_f = client.submit(_Context, client.scatter(bare, broadcast=True), idx_f,
-                          owners(town, parcel_part), pure=False)
+    ctx_f = client.submit(_Context, client.scatter(bare, broadcast=True), idx_f, pure=False)
     del parcel_part, ids
     boxes = client.gather([client.submit(_bounds, p, pure=False) for p in parts])
     wide = [b + np.array([-2 * h_u, -2 * h_u, 2 * h_u, 2 * h_u]) for b in boxes]
@@ -285,7 +285,12 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
             continue
         halos = [client.submit(_clip, q, wide[i], pure=False) for j, q in enumerate(parts)
                  if j != i and np.all(np.isfinite(boxes[j])) and _overlap(boxes[j], wide[i])]
-        tasks.append(client.submit(_partition_task, p, halos, ctx_f, wide[i], i,
+        side = {r: _clip(town.layers[r], wide[i]).reset_index(drop=True)
+                for r in CLIPPED_ROLES if town.layer(r) is not None}
+        own = {r: town.layers[r][where == i].reset_index(drop=True)
+               for r, where in owner.items()}
+        side_f, own_f = client.scatter([side, own], hash=False)  # (a dict would be keys)
+        tasks.append(client.submit(_partition_task, p, halos, ctx_f, side_f, own_f,
                                    control_paths, pure=False))
     sizes = client.gather([client.submit(len, p, pure=False) for p in parts])
     del parts

@@ -164,9 +164,11 @@ def run_region(region: Region, out_root: str | Path, *, options: Options = Optio
         say("start", {"dashboard": dashboard, "workers": _n_workers(client)}, counts)
         futures = {}
         for entry in region.towns:
-            # pure=False: a re-run in one session is a new task (the inputs may have changed)
+            # pure=False: a re-run in one session is a new task (the inputs may have changed);
+            # the biggest towns first, so no big town is left running alone at the end
             f = client.submit(run_town, entry, str(out.resolve()), options, pure=False,
-                              key=f"gisnet-town-{entry.name}-{time.time_ns()}")
+                              key=f"gisnet-town-{entry.name}-{time.time_ns()}",
+                              priority=input_bytes(entry))
             futures[f] = entry
         for f in as_completed(list(futures)):
             entry = futures[f]
@@ -186,6 +188,24 @@ def run_region(region: Region, out_root: str | Path, *, options: Options = Optio
     finally:
         if own:
             close_client(client)
+
+
+def input_bytes(entry: TownEntry) -> int:
+    """Bytes of a town's input files (0 when its town file cannot be read): the
+    order towns are started in, biggest first."""
+    from .state import input_paths
+
+    try:
+        paths = input_paths(entry)
+    except Exception:  # the task itself reports a bad town file
+        return 0
+    total = 0
+    for p in paths:
+        try:
+            total += 0 if isinstance(p, str) else p.stat().st_size
+        except OSError:
+            pass
+    return total
 
 
 def _running(client: Any, futures: dict[Any, TownEntry], left: int) -> int:
