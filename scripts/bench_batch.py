@@ -52,7 +52,7 @@ def make_region(a: argparse.Namespace) -> int:
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    sizes = [int(round(a.min + (a.max - a.min) * k / max(1, a.towns - 1)))
+    sizes = [round(a.min + (a.max - a.min) * k / max(1, a.towns - 1))
              for k in range(a.towns)]
     for k, n in enumerate(sizes, start=1):
         name = f"town{k:02d}"

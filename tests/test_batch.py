@@ -95,7 +95,7 @@ def test_region_file_overrides_and_errors(tmp_path: Path) -> None:
     }
     for text, words in bad.items():
         f.write_text(text, encoding="utf-8")
-        with pytest.raises(ConfigError, match="region.toml") as exc:
+        with pytest.raises(ConfigError, match=r"region\.toml") as exc:
             load_region(f)
         assert words in str(exc.value)
     with pytest.raises(ConfigError, match="one town"):
@@ -108,7 +108,7 @@ def test_unreachable_scheduler_is_one_line(monkeypatch) -> None:
     import gisnet.batch.runner as runner
 
     monkeypatch.setattr(runner, "CONNECT_TIMEOUT_S", 2)
-    with pytest.raises(ConfigError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+    with pytest.raises(ConfigError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9"):
         make_client(scheduler="tcp://127.0.0.1:9")
 
 

@@ -117,7 +117,7 @@ def close_client(client: Any) -> None:
 Listener = Callable[[str, dict[str, Any] | None, dict[str, int]], None]
 
 
-def run_region(region: Region, out_root: str | Path, *, options: Options = Options(),
+def run_region(region: Region, out_root: str | Path, *, options: Options | None = None,
                client: Any = None, workers: int | None = None, scheduler: str | None = None,
                listener: Listener | None = None) -> BatchResult:
     """Run every town of a region on Dask and write the region summary.
@@ -147,6 +147,7 @@ def run_region(region: Region, out_root: str | Path, *, options: Options = Optio
 
     from .summary import write_summary
 
+    options = options or Options()
     out = Path(out_root)
     if out.exists() and not out.is_dir():
         raise ConfigError("the output folder is a file", path=out)
@@ -201,10 +202,8 @@ def input_bytes(entry: TownEntry) -> int:
         return 0
     total = 0
     for p in paths:
-        try:
-            total += 0 if isinstance(p, str) else p.stat().st_size
-        except OSError:
-            pass
+        if isinstance(p, Path) and p.is_file():
+            total += p.stat().st_size
     return total
 
 

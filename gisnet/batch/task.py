@@ -159,7 +159,7 @@ def _worker_name() -> str | None:
         return None
 
 
-def run_town(entry: TownEntry, out_root: str | Path, options: Options = Options()
+def run_town(entry: TownEntry, out_root: str | Path, options: Options | None = None
              ) -> dict[str, Any]:
     """Run one town and return its summary row; never raises.
 
@@ -179,6 +179,7 @@ def run_town(entry: TownEntry, out_root: str | Path, options: Options = Options(
         (skipped: its record matched) or ``failed`` (``error`` says why).
     """
     t0 = time.perf_counter()
+    options = options or Options()
     root = Path(out_root)
     out = root / entry.name
     row = empty_row(entry)
