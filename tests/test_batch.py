@@ -87,7 +87,6 @@ def test_region_file_overrides_and_errors(tmp_path: Path) -> None:
                                     "snap_tolerance_ft": 2}
     bad = {
         f'[[town]]\npath = "{SAMPLE}"\n[[town]]\npath = "{SAMPLE}"\n': "also town #1",
-        '[[town]]\npath = "nowhere"\n': "not found",
         f'[[town]]\npath = "{SAMPLE}"\ncolour = "red"\n': "unknown key 'colour'",
         f'[[town]]\npath = "{SAMPLE}"\nname = "../x"\n': "output folder name",
         'name = "x"\n': "no [[town]]",
@@ -191,10 +190,32 @@ def test_a_broken_town_is_reported_and_the_others_finish(tmp_path: Path, client)
     csv = pd.read_csv(out / SUMMARY_CSV)
     assert list(csv["status"]) == ["failed", "done"]
     assert "mains.geojson" in csv.loc[0, "error"]
+    # a region file naming a folder that is not there: that town's row, the others run
+    (tmp_path / "region.toml").write_text(
+        f'[[town]]\npath = "{region / "good"}"\n[[town]]\npath = "gone"\n', encoding="utf-8")
+    res = run_region(load_region(tmp_path / "region.toml"), tmp_path / "out2", client=client,
+                     options=Options(maps=False))
+    assert [r["status"] for r in res.rows] == ["done", FAILED]
+    assert res.rows[1]["error"].endswith("gone: town folder not found")
     # the command: exit status 2, a line per failed town
     code = main(["batch", str(region), "--out", str(out), "--no-maps",
                  "--scheduler", client.scheduler.address, "-q"])
     assert code == 2
+
+
+@pytest.mark.slow
+def test_a_task_that_dies_is_a_failed_row() -> None:
+    from distributed.scheduler import KilledWorker
+
+    from gisnet.batch.region import TownEntry
+    from gisnet.batch.runner import _result
+
+    class Dead:
+        def result(self):
+            raise KilledWorker("gisnet-town-x", "tcp://127.0.0.1:1", "died")
+
+    row = _result(Dead(), TownEntry("x", Path("/nowhere")), Path("/out"))
+    assert row["status"] == FAILED and "the worker running it died" in row["error"]
 
 
 @pytest.mark.slow

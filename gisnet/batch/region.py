@@ -24,8 +24,9 @@ A region is either
 
 The overrides are those of the command line (``--profile``, ``--crs``,
 ``--snap-tolerance-ft``, ``--engine``). Every key is checked; an unknown key,
-a missing folder or two towns with one output name is a
-:class:`~gisnet.errors.ConfigError` naming ``region.toml`` and the town.
+or two towns with one output name is a :class:`~gisnet.errors.ConfigError`
+naming ``region.toml`` and the town; a town folder that does not exist is
+that town's failure, reported in the region summary.
 """
 
 from __future__ import annotations
@@ -175,8 +176,7 @@ def _from_file(path: Path, cli: Mapping[str, Any]) -> Region:
         folder = (base / t["path"]).resolve()
         if folder.is_file() and folder.name == TOWN_FILE:
             folder = folder.parent
-        if not folder.is_dir():
-            raise ConfigError(f"{where}: town folder {t['path']!r} not found", path=path)
+        # a folder that is not there is that town's failure (its summary row), not the region's
         name = t.get("name", folder.name)
         if not isinstance(name, str) or not _SAFE_NAME.match(name):
             raise ConfigError(f"{where}: name {name!r} cannot be an output folder name "

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GisnetError
+from ..errors import ConfigError, GisnetError
 from ..obligations import STATUSES
 from .region import TownEntry
 
@@ -190,6 +190,10 @@ def run_town(entry: TownEntry, out_root: str | Path, options: Options | None = N
         from ..pipeline import run as run_pipeline
         from . import state
 
+        if not entry.folder.is_dir():
+            raise ConfigError("town folder not found", path=entry.folder)
+        if not entry.town_file.is_file():
+            raise ConfigError(f"no {entry.town_file.name} in the town folder", path=entry.folder)
         fp = state.fingerprint(entry, options.recorded())
         if not options.force:
             old = state.unchanged(root, entry.name, fp)
