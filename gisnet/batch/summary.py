@@ -106,8 +106,11 @@ def _town_table(gdf: gpd.GeoDataFrame, out: Path) -> str:
             if r.status != FAILED else []
         links = " ".join(_link(r.town, p) for p in pages) or "&mdash;"
         status = STATUS_WORDS.get(r.status, str(r.status))
-        if r.status == FAILED:
-            status += f": {html.escape(str(r.error))}"
+        if r.status == FAILED:  # the whole error in the tooltip, its start in the cell
+            err = str(r.error)
+            short = err if len(err) <= 60 else err[:57] + "..."
+            status = (f'<span title="{html.escape(err)}">{status}: '
+                      f"{html.escape(short)}</span>")
 
         def num(v: Any) -> str:
             return "&mdash;" if v is None or pd.isna(v) else f"{int(v):,}"
@@ -116,7 +119,8 @@ def _town_table(gdf: gpd.GeoDataFrame, out: Path) -> str:
                     f"<td>{num(r.parcels)}</td><td>{num(r.obligations_required)}</td>"
                     f"<td>{num(r.control_manholes)}</td><td>{num(r.pipes_over_threshold)}</td>"
                     f"<td>{links}</td></tr>")
-    return ('<div style="max-height:60vh;overflow:auto"><table class="gisnet-region">'
+    return ('<div style="max-height:60vh;max-width:42em;overflow:auto">'
+            '<table class="gisnet-region" style="border-collapse:collapse;font-size:12px">'
             + head + "".join(body) + "</table></div>")
 
 
