@@ -34,6 +34,7 @@ COMMANDS = (
     "import_swmm",
     "export_swmm",
     "check_swmm",
+    "batch",
 )
 
 
