@@ -77,7 +77,7 @@ CATEGORIZED: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
 SIMPLE_COLOURS: dict[str, str] = {
     "graph_nodes": "#555555",
     "graph_edges": "#1f5fbf",
-    "obligation_evidence": "#d95f02",
+    "obligation_evidence": "#67000d",
     "connection_zone": "#a6cee3",
     "frontage": "#b2df8a",
     "control_manholes": "#7b3294",

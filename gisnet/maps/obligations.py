@@ -13,6 +13,7 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
+from ..io.styles import SIMPLE_COLOURS
 from ..labels import STATUS_LABELS, column_label, status_label
 from .common import STATUS_COLOURS, MapContext, MapLayer, auto_props, cited, fields_for
 from .encoding import column, field_label, fmt_text
@@ -147,7 +148,8 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
             data, n = ctx.geojson(ev, props, precision=6)
             layers.append(MapLayer(
                 key="evidence", name="Evidence: nearest points", data=data, count=n,
-                style={"color": "#67000d", "weight": 2, "dashArray": "4 3"},
+                style={"color": SIMPLE_COLOURS["obligation_evidence"], "weight": 2,
+                       "dashArray": "4 3"},
                 fields=[(field_label(c), c) for c in cols], popup_title="Evidence {parcel_id}",
                 tooltip="{parcel_id} → {main_id}: {distance_ft}",
                 legend=[{"label": "parcel to nearest main", "color": "#67000d", "shape": "line",

@@ -34,6 +34,9 @@ What becomes what
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import geopandas as gpd
@@ -269,8 +272,15 @@ def write_town(model: SwmmModel, res: ImportResult, out_dir: str | Path, profile
     """
     out = ensure_out_dir(out_dir, "town folder")
     gpkg = out / GPKG_NAME
+    # written under its own name (GDAL wants a .gpkg extension) in a private folder
+    # beside it, then moved onto DIR/swmm.gpkg in one step
     with atomic_path(gpkg, "GeoPackage") as tmp:
-        tmp.unlink()  # the GeoPackage driver makes its own file
-        for role, df in res.layers.items():
-            df.to_file(tmp, layer=role, driver="GPKG", engine="pyogrio")
+        work = Path(tempfile.mkdtemp(prefix=".swmm-import-", dir=out))
+        try:
+            part = work / GPKG_NAME
+            for role, df in res.layers.items():
+                df.to_file(part, layer=role, driver="GPKG", engine="pyogrio")
+            os.replace(part, tmp)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return atomic_write_text(out / TOWN_FILE, town_file_text(model, res, profile), "town file")
