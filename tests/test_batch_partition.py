@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
-import shapely
 from pandas.testing import assert_frame_equal
 
 from gisnet.batch import analyse_partitioned, close_client, halo_ft, make_client, sort_rows
@@ -29,16 +27,7 @@ def client():
 
 
 def _comparable(name, df):
-    out = sort_rows(name, df)
-    if name == "control_paths":
-        # gisnet.tracing.paths.tail_coords decides whether a tap lying exactly on a
-        # vertex repeats that vertex from a running sum over every row of the call,
-        # so the same path can start with a zero-length segment or not depending on
-        # which taps are traced together; the lines are the same set of points
-        out = out.set_geometry(shapely.remove_repeated_points(
-            np.asarray(out.geometry.values, dtype=object), 0.0), crs=out.crs)
-        out = sort_rows(name, out)
-    return out
+    return sort_rows(name, df)
 
 
 def assert_same(part, one) -> None:

@@ -50,12 +50,10 @@ def tail_coords(idx: DownstreamIndex, edge: np.ndarray, frac: np.ndarray, taps: 
     same[1:] = own[1:] == own[:-1]
     d = np.hypot(*(xy[1:] - xy[:-1]).T)
     seg[1:] = np.where(same[1:], d, 0.0)
-    cum = np.cumsum(seg)
-    start = np.zeros(len(xy), bool)
-    start[0] = True
-    start[1:] = ~same[1:]
-    base = np.maximum.accumulate(np.where(start, cum, 0.0))
-    along = cum - base
+    # distance along each edge, summed within the edge only: a global running sum
+    # minus its value at the edge's start would round differently depending on
+    # which edges are traced together, and a tap on a vertex must not
+    along = pd.Series(seg).groupby(own, sort=False).cumsum().to_numpy()
     total = shapely.length(geoms)[own]
     f = np.where(total > 0, along / np.where(total > 0, total, 1.0), 1.0)
     keep = f > frac[own]
