@@ -18,7 +18,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import free_port
 
 PASSWORD = "s3cret-Town-Pw"
 USER = "postgres"
@@ -82,12 +82,6 @@ def need_postgres() -> Path:
     return b
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _as_postgres(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
@@ -103,7 +97,7 @@ def start_cluster() -> Cluster:
         shutil.chown(root, "postgres")
         shutil.chown(pwfile, "postgres")
     root.chmod(0o700)
-    port = _free_port()
+    port = free_port()
     run = dict(check=True, capture_output=True, text=True, timeout=120)
     subprocess.run(_as_postgres([str(b / "initdb"), "-D", str(data), "-U", USER,
                                  "--pwfile", str(pwfile), "--auth-local=trust",

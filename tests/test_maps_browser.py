@@ -333,39 +333,14 @@ def test_index_legend_lists_only_the_layers_shown(driver, sample_pages, artifact
 # --------------------------------------------------------------------------- service docs
 @pytest.mark.slow
 def test_service_docs_render_offline(driver, sample_dir, tmp_path, artifacts):
-    import os
-    import socket
-    import subprocess
-    import sys
+    import json
     import urllib.request
 
     from selenium.webdriver.support.ui import WebDriverWait
+    from servers import gisnet_serve
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gisnet", "serve", "--layers", str(sample_dir), "--out",
-         str(tmp_path), "--host", "127.0.0.1", "--port", str(port), "-q"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"gisnet serve exited {proc.returncode}: {proc.stderr.read()}")
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "gisnet serve did not answer /health"
-            time.sleep(0.3)
+    with gisnet_serve(["--layers", str(sample_dir), "--out", str(tmp_path)]) as (base, _):
         with urllib.request.urlopen(base + "/openapi.json", timeout=10) as r:
-            import json
-
             n_ops = sum(len(v) for v in json.load(r)["paths"].values())
         d = driver
         d.get_log("browser")
@@ -377,13 +352,6 @@ def test_service_docs_render_offline(driver, sample_dir, tmp_path, artifacts):
         assert [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"] == []
         time.sleep(0.5)
         d.save_screenshot(str(artifacts / "service_docs_offline.png"))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        proc.stderr.close()
 
 
 # --------------------------------------------------------------------------- Bennington

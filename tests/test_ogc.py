@@ -7,22 +7,17 @@ driver (an independent OGC API client) reading a served collection as a layer.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import warnings
 from pathlib import Path
 
 import geopandas as gpd
-import httpx
 import numpy as np
 import pyogrio
 import pytest
 import shapely
 from pyproj import CRS, Transformer
+from servers import gisnet_serve
 
 from gisnet.io import load_town
 from gisnet.service import TownState, create_app
@@ -217,10 +212,6 @@ def test_results_layer_pages_and_points_to_the_collection(client):
     assert "numberMatched" not in whole and whole["features"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow
@@ -230,23 +221,7 @@ def test_gdal_oapif_client_reads_a_collection(sample_dir, state):
     the same URL is a layer path gisnet reads (``OAPIF:http://...``)."""
     if "OAPIF" not in pyogrio.list_drivers():
         pytest.skip("this GDAL has no OAPIF driver")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gisnet", "serve", "--layers",
-                             str(sample_dir), "--port", str(port), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert proc.poll() is None, proc.stderr.read()
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.3)
+    with gisnet_serve(["--layers", str(sample_dir)]) as (base, _):
         names = [n for n, _ in pyogrio.list_layers(f"OAPIF:{base}")]
         assert "obligations" in names and "input_parcels" in names
         got = pyogrio.read_dataframe(f"OAPIF:{base}", layer="obligations")
@@ -261,11 +236,3 @@ def test_gdal_oapif_client_reads_a_collection(sample_dir, state):
 
         mains = read_layer(f"OAPIF:{base}", layer="input_mains", role="mains")
         assert len(mains) == len(state.town.layers["mains"])
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
-        proc.stderr.close()

@@ -8,11 +8,9 @@ import http.client
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import geopandas as gpd
@@ -20,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
+from servers import gisnet_serve
 
 httpx = pytest.importorskip("httpx")
 
@@ -27,12 +26,6 @@ pytestmark = pytest.mark.slow
 
 MAX_BATCH = 100
 MAX_BODY_MB = 0.25
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -59,39 +52,12 @@ def town_dir(request) -> Path:
 
 @pytest.fixture(scope="module")
 def server(town_dir, maps_dir):
-    port = _free_port()
-    cmd = [sys.executable, "-m", "gisnet", "serve", "--layers", str(town_dir),
-           "--out", str(maps_dir), "--host", "127.0.0.1", "--port", str(port),
-           "--max-batch", str(MAX_BATCH), "--max-body-mb", str(MAX_BODY_MB), "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"gisnet serve exited {proc.returncode}: {proc.stderr.read()}")
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("gisnet serve did not answer /health within 300 s")
-            time.sleep(0.3)
-        with httpx.Client(base_url=base, timeout=60) as client:
-            client.port = port  # type: ignore[attr-defined]
-            yield client
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if proc.stdout:
-            proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+    args = ["--layers", str(town_dir), "--out", str(maps_dir),
+            "--max-batch", str(MAX_BATCH), "--max-body-mb", str(MAX_BODY_MB)]
+    with gisnet_serve(args) as (base, _proc), \
+            httpx.Client(base_url=base, timeout=60) as client:
+        client.port = int(base.rsplit(":", 1)[1])  # type: ignore[attr-defined]
+        yield client
 
 
 @pytest.fixture(scope="module")

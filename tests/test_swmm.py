@@ -37,10 +37,9 @@ def _import(model: Path, out: Path) -> Path:
 
 def _model(path: Path):
     import warnings
+    from types import SimpleNamespace
 
     import swmmio
-
-    from types import SimpleNamespace
 
     # swmmio reads sections lazily and warns about the ones a model lacks: read the
     # ones the tests use here, warnings off

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,14 +50,6 @@ return {counts: counts, total: total};
 """
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture(scope="module")
 def city_maps(tmp_path_factory) -> Iterator[tuple[str, object, dict]]:
     """A synthetic city (20,000 parcels) with tiled pages, served by ``gisnet serve --maps``."""
@@ -75,7 +68,7 @@ def city_maps(tmp_path_factory) -> Iterator[tuple[str, object, dict]]:
     from gisnet.maps.pages import read_results
 
     ob = read_results(out)["obligations"]
-    port = _free_port()
+    port = free_port()
     srv = subprocess.Popen([sys.executable, "-m", "gisnet", "serve", "--maps", str(out),
                             "--port", str(port)], stdout=subprocess.PIPE, text=True,
                            cwd=ROOT)
