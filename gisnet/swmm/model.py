@@ -218,24 +218,12 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
         if not sections.get(req):
             raise _fail(path, req, None, f"section [{req}] is missing or empty: gisnet needs "
                         "the conduits, their cross-sections and the node coordinates")
-    seen: dict[str, tuple[str, int]] = {}
-    for sec in NODE_SECTIONS:
+    seen = _unique_names(path, sections, NODE_SECTIONS, "node")
+    link_sections = ("CONDUITS", *LINK_SECTIONS)
+    _unique_names(path, sections, link_sections, "link")
+    for sec in link_sections:
         for r in sections.get(sec, []):
             name = r.tokens[0]
-            if name in seen:
-                s0, l0 = seen[name]
-                raise _fail(path, sec, r.line, f"node name {name!r} is used twice "
-                            f"(first in [{s0}] line {l0})")
-            seen[name] = (sec, r.line)
-    links: dict[str, tuple[str, int]] = {}
-    for sec in ("CONDUITS", *LINK_SECTIONS):
-        for r in sections.get(sec, []):
-            name = r.tokens[0]
-            if name in links:
-                s0, l0 = links[name]
-                raise _fail(path, sec, r.line, f"link name {name!r} is used twice "
-                            f"(first in [{s0}] line {l0})")
-            links[name] = (sec, r.line)
             for tok in r.tokens[1:3]:
                 if tok not in seen:
                     raise _fail(path, sec, r.line, f"link {name!r} names node {tok!r}, "
@@ -250,6 +238,22 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
         if r.tokens[0] not in xs:
             raise _fail(path, "XSECTIONS", None, f"conduit {r.tokens[0]!r} ([CONDUITS] line "
                         f"{r.line}) has no cross-section")
+
+
+def _unique_names(path: Path, sections: dict[str, list[Row]], names_of, what: str
+                  ) -> dict[str, tuple[str, int]]:
+    """Name -> (section, line) of the rows of ``names_of`` sections; a name used twice
+    is an error naming both lines."""
+    seen: dict[str, tuple[str, int]] = {}
+    for sec in names_of:
+        for r in sections.get(sec, []):
+            name = r.tokens[0]
+            if name in seen:
+                s0, l0 = seen[name]
+                raise _fail(path, sec, r.line, f"{what} name {name!r} is used twice "
+                            f"(first in [{s0}] line {l0})")
+            seen[name] = (sec, r.line)
+    return seen
 
 
 def _options(path: Path, sections: dict[str, list[Row]]) -> dict[str, tuple[str, int]]:
