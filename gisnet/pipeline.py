@@ -30,7 +30,7 @@ from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
 from .io.postgis import is_database
-from .obligations import analyse_obligations
+from .obligations import analyse_obligations, frontage_reason, has_frontage_rule
 from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
@@ -154,6 +154,8 @@ class Results:
             out.update(self.control.totals)
         if self.capacity is not None:
             out.update(self.capacity.totals)
+        if self.unavailable:
+            out["not_computed"] = {u.analysis: u.reason for u in self.unavailable}
         out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}
         out["files"] = [str(p) for p in self.files]
         return to_jsonable(out)
@@ -294,6 +296,8 @@ def analyse(
                                lambda: analyse_obligations(town, parcels=parcels,
                                                             assume_abutting=assume_abutting),
                                n_parcels, "parcels")
+        if res.obligations is not None and not has_frontage_rule(town):
+            res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
 
     if "tracing" in todo:
         res.control = step("tracing", "finding connection points and control manholes",

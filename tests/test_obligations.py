@@ -654,7 +654,8 @@ def test_cli_writes_the_four_layers(town_files):
     assert _cli(tmp_path, paths) == 0
     gpkg = tmp_path / "out" / "gisnet-results.gpkg"
     names = {n for n, _ in pyogrio.list_layers(gpkg)}
-    assert {"obligations", "obligation_evidence", "connection_zone", "frontage"} <= names
+    assert {"obligations", "obligation_evidence", "connection_zone"} <= names
+    assert "frontage" not in names  # Poughkeepsie charges nothing by front footage
     ob = pyogrio.read_dataframe(gpkg, layer="obligations")
     assert set(ob["parcel_id"]) == {"N1", "N2", "N3", "S1", "back"}
     assert (ob.set_index("parcel_id").loc[["N1", "S1"], "status"] == "subject_to_notice").all()
@@ -954,14 +955,44 @@ def test_analyse_obligations_is_typed():
     town = make_town(parcels, [main("M1", [(-100, 0), (500, 0)])], streets=[STREET])
     res = analyse_obligations(town)
     assert isinstance(res, ObligationsResult)
-    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
-                                 "frontage"}
+    # Poughkeepsie's article charges nothing by front footage: no frontage unless asked
+    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone"}
     assert res.totals == {"not_required": 1, "subject_to_notice": 1}
+    asked = analyse_obligations(town, frontage=True)
+    assert asked.frontage["parcel_id"].tolist() == ["P1"]
     pd.testing.assert_frame_equal(res.obligations, compute_obligations(town)["obligations"])
     bare = analyse_obligations(town, parcels=["P1"], zone=False, frontage=False)
     assert bare.connection_zone is None and bare.frontage is None
     assert set(bare.layers()) == {"obligations", "obligation_evidence"}
     assert bare.totals == {"subject_to_notice": 1}
+
+
+def test_frontage_is_measured_where_the_ordinance_charges_by_front_footage():
+    """Berlin ch. 16: abutting owners "shall pay their pro rata share of such line or
+    lines before tapping therein, based on street front footage": a Berlin run
+    measures every parcel's frontage; a Poughkeepsie run (no such charge) says why
+    it has none."""
+    from gisnet.obligations import analyse_obligations, frontage_reason, has_frontage_rule
+    from gisnet.pipeline import analyse
+
+    parcels = [{"parcel_id": "P1", "geometry": box(0, 30, 100, 130)},
+               {"parcel_id": "P2", "geometry": box(0, 1000, 100, 1100)}]
+    mains = [main("M1", [(-100, 0), (500, 0)])]
+    berlin = make_town(parcels, mains, streets=[STREET], profile="berlin-nh")
+    assert has_frontage_rule(berlin)
+    f = analyse_obligations(berlin).frontage
+    assert f["parcel_id"].tolist() == ["P1"]
+    assert f["frontage_ft"].tolist() == pytest.approx([100.0])  # the lot's 100 ft side
+    assert f["section"].iloc[0] == berlin.profile.connection.frontage_section
+    assert not [u for u in analyse(berlin, only={"obligations"}).unavailable]
+
+    pok = make_town(parcels, mains, streets=[STREET])
+    assert not has_frontage_rule(pok)
+    res = analyse(pok, only={"obligations"})
+    assert res.obligations.frontage is None
+    assert [(u.analysis, u.reason) for u in res.unavailable] == \
+        [("frontage", frontage_reason(pok))]
+    assert "poughkeepsie-fourth-ward has no frontage rule" in frontage_reason(pok)
 
 
 def test_tiled_union_covers_the_same_area_as_one_union() -> None:

@@ -42,10 +42,12 @@ def test_run_writes_every_result_layer(run_out):
     names.discard("layer_styles")  # the QGIS styles of the layers (tests/test_gpkg_metadata.py)
     expected = {
         "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
-        "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
+        "connection_zone", "control_manholes", "control_paths", "sampling_plan",
         "pipes_capacity", "plants",
     }
     assert expected <= names
+    # the sample town's ordinance (Poughkeepsie) charges nothing by front footage
+    assert "frontage" not in names
 
 
 def test_run_leaves_inputs_byte_identical(run_out, sample_dir: Path):
@@ -145,10 +147,10 @@ def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
     res = analyse(_synthetic_town())
     assert isinstance(res.obligations, ObligationsResult)
     assert isinstance(res.control, ControlResult)
-    assert res.unavailable == []
+    assert [u.analysis for u in res.unavailable] == ["frontage"]
     layers = res.layers()
     assert list(layers) == ["graph_nodes", "graph_edges", "obligations", "obligation_evidence",
-                            "connection_zone", "frontage", "control_manholes", "control_paths",
+                            "connection_zone", "control_manholes", "control_paths",
                             "sampling_plan", "pipes_capacity", "plants", "quality"]
     s = res.summary()
     assert s["obligations"] == res.obligations.totals
@@ -162,8 +164,7 @@ def test_analyse_only_runs_the_needed_steps_in_order():
 
     res = analyse(_synthetic_town(), only={"obligations"})
     assert res.graph is None and res.control is None and res.capacity is None
-    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
-                                 "frontage"}
+    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone"}
     res = analyse(_synthetic_town(), only={"capacity"})
     assert res.obligations is None and res.graph is not None and res.control is not None
     assert list(res.timings_s) == ["graph", "tracing", "capacity"]
@@ -175,7 +176,7 @@ def test_analyse_says_what_it_could_not_answer():
     from gisnet.pipeline import analyse
 
     res = analyse(_synthetic_town(users=True, plants=True))
-    assert {u.analysis for u in res.unavailable} == {"sampling_plan", "plants"}
+    assert {u.analysis for u in res.unavailable} == {"sampling_plan", "plants", "frontage"}
     assert "sampling_plan" not in res.layers()
     assert "industrial_users" not in res.summary()
 
@@ -192,8 +193,8 @@ def test_analyse_not_strict_records_a_failing_analysis_and_goes_on(monkeypatch):
     with pytest.raises(TopologyError):
         analyse(_synthetic_town())
     res = analyse(_synthetic_town(), strict=False)
-    assert [(u.analysis, u.reason) for u in res.unavailable] == \
-        [("capacity", "layer 'mains': no outlet reachable")]
+    assert [(u.analysis, u.reason) for u in res.unavailable
+            if u.analysis != "frontage"] == [("capacity", "layer 'mains': no outlet reachable")]
     assert res.obligations is not None and res.control is not None
     assert res.quality is not None and "pipes_capacity" not in res.layers()
 

@@ -140,7 +140,7 @@ def test_health_and_town_over_http(server, lib):
         {k: len(v) for k, v in town.layers.items()}
     assert info["graph"]["nodes"] == G.number_of_nodes()
     assert info["graph"]["edges"] == G.number_of_edges()
-    assert info["unavailable"] == {}
+    assert list(info["unavailable"]) == ["frontage"]  # Poughkeepsie: no frontage charge
     assert info["results"]["obligations"] == len(lib["obligations"])
     assert info["quality"]["findings"] >= len(G.graph["report"])
     assert server.get("/openapi.json").json()["info"]["title"] == "gisnet"
@@ -391,8 +391,9 @@ def test_result_layers_equal_the_library_and_the_run_command(server, lib, town_d
     """GET /results/{layer} serves the layers `gisnet run` writes to the GeoPackage."""
     layers = server.get("/results").json()["layers"]
     for name in ("obligations", "control_manholes", "pipes_capacity", "plants",
-                 "sampling_plan", "quality", "graph_edges", "frontage", "connection_zone"):
+                 "sampling_plan", "quality", "graph_edges", "connection_zone"):
         assert name in layers, name
+    assert "frontage" not in layers  # the sample's ordinance has no frontage charge
     r = server.get("/results/sampling_plan")
     assert r.status_code == 200
     _assert_rows_equal(r.json()["features"], lib["sampling_plan"])

@@ -72,6 +72,8 @@ from .analysis import (
     OBLIGATION_COLUMNS,
     analyse_obligations,
     compute_obligations,
+    frontage_reason,
+    has_frontage_rule,
     select_ids,
 )
 from .building_sewers import BuildingSewers, SharedSewer, building_sewers
@@ -97,6 +99,8 @@ __all__ = [
     "Rule",
     "SharedSewer",
     "analyse_obligations",
+    "frontage_reason",
+    "has_frontage_rule",
     "building_sewers",
     "compute_obligations",
     "connection_zone",

@@ -152,12 +152,26 @@ def compute_obligations(
     return {"obligations": ob, "obligation_evidence": ev}
 
 
+def has_frontage_rule(town: Town) -> bool:
+    """Whether the town's ordinance charges by street front footage (the profile's
+    ``connection.frontage_section``): only then is the ``frontage`` layer part of a
+    run. Poughkeepsie's article has no such charge; Berlin's chapter 16 has."""
+    return town.profile.connection.frontage_section is not None
+
+
+def frontage_reason(town: Town) -> str:
+    """Why a run has no ``frontage`` layer (for the run's output)."""
+    return (f"profile {town.profile.id} has no frontage rule (connection.frontage_section): "
+            "the front footage of every parcel is measured only for an ordinance that "
+            "charges by it; `gisnet frontage --main ID --cost USD` gives one main's shares")
+
+
 def analyse_obligations(
     town: Town,
     *,
     parcels: Any = None,
     zone: bool = True,
-    frontage: bool = True,
+    frontage: bool | None = None,
     assume_abutting: bool = False,
     threads: int | None = None,
 ) -> ObligationsResult:
@@ -171,13 +185,17 @@ def analyse_obligations(
         Compute the connection zone (:func:`connection_zone`, the whole town).
     frontage
         Compute the frontage of every parcel of the town
-        (:func:`gisnet.obligations.frontage`).
+        (:func:`gisnet.obligations.frontage`); default (None): when the profile
+        has a frontage rule (``connection.frontage_section``, Berlin's pro-rata
+        share by street front footage), as :func:`has_frontage_rule` says.
 
     Returns
     -------
     gisnet.results.ObligationsResult
     """
     ob, ev = _obligations(town, parcels, assume_abutting, threads or default_threads())
+    if frontage is None:
+        frontage = has_frontage_rule(town)
     return ObligationsResult(
         obligations=ob, evidence=ev,
         connection_zone=connection_zone(town) if zone else None,
