@@ -142,6 +142,35 @@ def test_detail_tiles_hold_each_parcel_with_its_properties(tmp_path: Path):
     assert (np.abs(got - full) <= perim * 0.6 / scale).all()
 
 
+def test_rings_read_from_coordinates_equal_shapelys_oriented_rings():
+    """The tiles' rings (exterior clockwise, holes counter-clockwise, y up) are read
+    from the coordinates; shapely's orient_polygons + get_rings is the reference,
+    on polygons of either winding, with and without holes, and multi-part pieces."""
+    rng = np.random.default_rng(4)
+    polys = []
+    for i in range(300):
+        x, y = rng.uniform(0, 1000, 2)
+        shell = shapely.box(x, y, x + 50, y + 40, ccw=bool(i % 2))
+        holes = [shapely.box(x + 5 + 12 * k, y + 5, x + 10 + 12 * k, y + 10,
+                             ccw=bool(i % 3)).exterior.coords for k in range(i % 4)]
+        polys.append(shapely.Polygon(shell.exterior.coords, holes))
+    polys = np.asarray(polys, dtype=object)
+    coords, ring, owner, exterior = T._oriented_rings(polys)
+    rings, ridx = shapely.get_rings(shapely.orient_polygons(polys, exterior_cw=True),
+                                    return_index=True)
+    ref, rref = shapely.get_coordinates(rings, return_index=True)
+    np.testing.assert_array_equal(coords, ref)
+    np.testing.assert_array_equal(ring, rref)
+    np.testing.assert_array_equal(owner, ridx)
+    firsts = np.r_[0, np.flatnonzero(np.diff(owner)) + 1]
+    assert exterior.sum() == len(polys) and exterior[firsts].all()
+    multi = np.asarray([shapely.MultiPolygon([polys[0], polys[1]]), polys[2]], dtype=object)
+    parts, idx = T._parts(multi)
+    ref_parts, ref_idx = shapely.get_parts(multi, return_index=True)
+    assert shapely.equals_exact(parts, ref_parts, tolerance=0).all()
+    np.testing.assert_array_equal(idx, ref_idx)
+
+
 def test_hole_and_winding_survive(tmp_path: Path):
     gdf = _parcels()
     tiles, _ = T.layer_tiles(gdf, _props(gdf))
@@ -280,6 +309,29 @@ def test_tiled_pages_of_the_sample_town(sample_town, tmp_path: Path):
     assert "protomapsL" in html and "tiles/parcels_connected.pmtiles" in html
     assert json.dumps(TILED_NOTE)[1:-1] in html
     assert "§ 168-22" not in html.split("parcels_connected.pmtiles")[0][-50:]
+
+
+def test_archives_cut_in_worker_processes_equal_those_cut_in_one(sample_town, tmp_path: Path,
+                                                                 monkeypatch):
+    """A county's archives are cut in forked worker processes: the same bytes and the
+    same page specs as cutting them one after the other in this process."""
+    from gisnet.maps import tiled as TL
+    from gisnet.maps.pages import build_pages
+    from gisnet.pipeline import analyse
+
+    res = analyse(sample_town)
+    monkeypatch.setattr(TL, "PARALLEL_MIN_FEATURES", 0)
+    specs = {}
+    for procs in (1, 2):
+        tiler = TL.Tiler(min_features=500)
+        pages = build_pages(sample_town, res.layers(), tiler=tiler)
+        tiler.write(pages.values(), tmp_path / str(procs), processes=procs)
+        specs[procs] = {p: [lyr.data for lyr in page.layers] for p, page in pages.items()}
+    assert specs[1] == specs[2]
+    one = sorted((tmp_path / "1" / "tiles").iterdir())
+    assert len(one) > 3
+    for f in one:
+        assert f.read_bytes() == (tmp_path / "2" / "tiles" / f.name).read_bytes(), f.name
 
 
 def test_tiles_mode_auto(sample_town):

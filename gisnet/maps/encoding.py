@@ -41,6 +41,30 @@ def is_missing(v: Any) -> bool:
     return isinstance(v, str) and v.strip() == ""
 
 
+def per_value(s: pd.Series, fn: Any) -> list[Any]:
+    """``[fn(v) for v in s]`` with ``fn`` called once per distinct value (missing
+    values -> None): a county's million rows hold few distinct statuses or dates.
+    Object columns of mixed kinds (``True`` and ``1`` are equal keys to a hash table)
+    go value by value."""
+    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) not in ("string",
+                                                                              "empty"):
+        return [None if is_missing(v) else fn(v) for v in s.tolist()]
+    try:
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    except TypeError:  # unhashable values
+        return [None if is_missing(v) else fn(v) for v in s.tolist()]
+    table = np.empty(len(uniques) + 1, dtype=object)
+    table[:-1] = [None if is_missing(v) else fn(v) for v in uniques.tolist()]
+    table[-1] = None
+    return table[codes].tolist()
+
+
+def _floats_or_none(vals: np.ndarray) -> list[float | None]:
+    out = vals.astype(object)
+    out[np.isnan(vals)] = None
+    return out.tolist()
+
+
 def column(df: pd.DataFrame, name: str) -> pd.Series:
     """A column, or an all-missing one if the frame has none."""
     if name in df.columns:
@@ -81,32 +105,22 @@ def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
 
 def fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
     """Numbers rounded to ``decimals``, shown with thousands separators and a unit."""
-    vals = np.round(numbers(s), decimals)
-    return Prop([None if math.isnan(v) else float(v) for v in vals], ("n", decimals, unit))
+    return Prop(_floats_or_none(np.round(numbers(s), decimals)), ("n", decimals, unit))
 
 
 def fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
     """Ratios shown as percentages with ``decimals`` decimals."""
-    vals = np.round(numbers(s), decimals + 2)
-    return Prop([None if math.isnan(v) else float(v) for v in vals], ("p", decimals))
+    return Prop(_floats_or_none(np.round(numbers(s), decimals + 2)), ("p", decimals))
 
 
 def fmt_bool(s: pd.Series) -> list[str | None]:
     """Booleans as ``yes``/``no`` (text kept as it is, missing -> None)."""
-    out: list[str | None] = []
-    for v in s.tolist():
-        if is_missing(v):
-            out.append(None)
-        elif isinstance(v, str):
-            out.append(v)
-        else:
-            out.append("yes" if bool(v) else "no")
-    return out
+    return per_value(s, lambda v: v if isinstance(v, str) else "yes" if bool(v) else "no")
 
 
 def fmt_text(s: pd.Series) -> list[str | None]:
     """Values as text (missing -> None)."""
-    return [None if is_missing(v) else str(v) for v in s.tolist()]
+    return per_value(s, str)
 
 
 #: Column-name unit suffix -> (decimals shown, unit label).
@@ -131,17 +145,14 @@ def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
     if pd.api.types.is_bool_dtype(s.dtype):
         return fmt_bool(s)
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
-        return [None if pd.isna(v) else v.strftime("%Y-%m-%d") for v in s.tolist()]
+        return per_value(s, lambda v: v.strftime("%Y-%m-%d"))
     if pd.api.types.is_integer_dtype(s.dtype):
         return fmt_number(s, 0)
     if pd.api.types.is_numeric_dtype(s.dtype):
         return fmt_number(s, 2)
     if name in VALUE_LABELS or name in WORDED_COLUMNS or name in LIST_COLUMNS:
-        return [None if is_missing(v) else value_label(name, v) for v in s.tolist()]
-    return [
-        None if is_missing(v) else ("yes" if v is True else "no" if v is False else str(v))
-        for v in s.tolist()
-    ]
+        return per_value(s, lambda v: value_label(name, v))
+    return per_value(s, lambda v: "yes" if v is True else "no" if v is False else str(v))
 
 
 def field_label(name: str) -> str:

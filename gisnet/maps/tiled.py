@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+import multiprocessing as mp
+import os
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,10 @@ log = logging.getLogger(__name__)
 TILED_ABOVE_PARCELS = 75_000
 #: On a tiled page, layers with at least this many features come from tiles.
 TILE_MIN_FEATURES = 5_000
+#: Tile archives are cut in worker processes when they hold this many features in all.
+PARALLEL_MIN_FEATURES = 200_000
+#: At most this many worker processes cut archives.
+MAX_PROCESSES = 4
 #: Choices of ``--tiles``.
 TILE_MODES = ("auto", "always", "never")
 #: Folder of the archives, beside the pages.
@@ -97,10 +103,19 @@ class Tiler:
         self.sources[token] = _Source(gdf, dict(props or {}), n)
         return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
 
-    def write(self, pages: Iterable[Page], out_dir: Path) -> dict[str, TileStats]:
+    def write(self, pages: Iterable[Page], out_dir: Path, *,
+              processes: int | None = None) -> dict[str, TileStats]:
         """Write ``out_dir/tiles/<layer key>.pmtiles`` for each placeholder of ``pages``
-        and replace the placeholders with what the page needs to draw them."""
-        done: dict[str, dict[str, Any]] = {}
+        and replace the placeholders with what the page needs to draw them.
+
+        With several archives of :data:`PARALLEL_MIN_FEATURES` features or more in
+        all, they are cut in ``processes`` forked worker processes (default: one per
+        core, at most :data:`MAX_PROCESSES`; 1 = in this process), biggest first:
+        cutting tiles is mostly single-threaded Python and numpy work, and a county
+        has a dozen archives of up to a million features each.
+        """
+        jobs: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        todo: list[tuple[MapLayer, str]] = []
         for page in pages:
             for lyr in page.layers:
                 if not lyr.data.startswith(_MARK):
@@ -108,27 +123,65 @@ class Tiler:
                 token = json.loads(lyr.data)["tiled"]
                 if isinstance(token, dict):
                     continue  # a layer object several pages share: written already
-                if token not in done:
-                    done[token] = self._write_one(token, lyr, out_dir)
-                lyr.data = json.dumps(done[token], separators=(",", ":"))
-                lyr.count = done[token]["n"]
+                todo.append((lyr, token))
+                if token not in jobs:
+                    style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
+                                                   lyr.radius_key) if k)
+                    jobs[token] = (lyr.key, lyr.name, style_keys)
+        done = self._run(jobs, out_dir, processes)
+        for lyr, token in todo:
+            lyr.data = json.dumps(done[token], separators=(",", ":"))
+            lyr.count = done[token]["n"]
         return self.stats
 
-    def _write_one(self, token: str, lyr: MapLayer, out_dir: Path) -> dict[str, Any]:
-        src = self.sources[token]
-        rel = f"{TILES_DIR}/{lyr.key}.pmtiles"
-        style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
-                                       lyr.radius_key) if k)
-        t0 = time.perf_counter()
-        st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=lyr.name,
-                               style_keys=style_keys)
-        self.stats[lyr.key] = st
-        log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", rel, st.features,
-                 st.tiles, st.bytes / 1e6, time.perf_counter() - t0)
-        return {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
-            "url": rel, "family": st.family, "formats": st.formats,
-            "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,
-            "minZoom": OVERVIEW_MIN_ZOOM, "overviewMax": st.overview_max}, "n": st.features}
+    def _run(self, jobs: Mapping[str, tuple[str, str, tuple[str, ...]]], out_dir: Path,
+             processes: int | None) -> dict[str, dict[str, Any]]:
+        order = sorted(jobs, key=lambda t: -self.sources[t].n)
+        total = sum(self.sources[t].n for t in order)
+        n = processes if processes is not None else min(MAX_PROCESSES, os.cpu_count() or 1)
+        n = min(n, len(order))
+        results: dict[str, tuple[TileStats, dict[str, Any]]] = {}
+        if n > 1 and total >= PARALLEL_MIN_FEATURES and "fork" in mp.get_all_start_methods():
+            global _FORKED
+            _FORKED = self
+            try:
+                with ProcessPoolExecutor(n, mp_context=mp.get_context("fork")) as ex:
+                    futures = {t: ex.submit(_cut, t, *jobs[t], out_dir) for t in order}
+                    results = {t: f.result() for t, f in futures.items()}
+            finally:
+                _FORKED = None
+        else:
+            results = {t: _cut_with(self, t, *jobs[t], out_dir) for t in order}
+        done: dict[str, dict[str, Any]] = {}
+        for t in jobs:
+            st, spec = results[t]
+            self.stats[jobs[t][0]] = st
+            log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", st.path.name,
+                     st.features, st.tiles, st.bytes / 1e6, st.seconds)
+            done[t] = spec
+        return done
+
+
+#: The tiler whose layers forked workers cut (set only while they run).
+_FORKED: Tiler | None = None
+
+
+def _cut(token: str, key: str, name: str, style_keys: tuple[str, ...],
+         out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
+    """Cut one archive in a forked worker (the layers are the parent's, copied on write)."""
+    assert _FORKED is not None
+    return _cut_with(_FORKED, token, key, name, style_keys, out_dir)
+
+
+def _cut_with(tiler: Tiler, token: str, key: str, name: str, style_keys: tuple[str, ...],
+              out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
+    src = tiler.sources[token]
+    rel = f"{TILES_DIR}/{key}.pmtiles"
+    st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=name, style_keys=style_keys)
+    return st, {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
+        "url": rel, "family": st.family, "formats": st.formats,
+        "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,
+        "minZoom": OVERVIEW_MIN_ZOOM, "overviewMax": st.overview_max}, "n": st.features}
 
 
 def is_tiled(lyr: MapLayer) -> bool:

@@ -247,6 +247,58 @@ def _tile_coords(coords: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int) -> 
     return np.column_stack([x, y]).astype(np.int64)
 
 
+def _parts(geoms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``shapely.get_parts(geoms, return_index=True)`` without copying the single-part
+    geometries (most pieces: a million copies cost seconds)."""
+    multi = shapely.get_type_id(geoms) >= 4
+    if not multi.any():
+        return geoms, np.arange(len(geoms))
+    sub, sidx = shapely.get_parts(geoms[multi], return_index=True)
+    one = np.flatnonzero(~multi)
+    idx = np.concatenate([one, np.flatnonzero(multi)[sidx]])
+    order = np.argsort(idx, kind="stable")
+    return np.concatenate([geoms[one], sub])[order], idx[order]
+
+
+def _oriented_rings(polys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rings of polygons, exteriors clockwise and holes counter-clockwise (y up),
+    read straight from the coordinates (no ring or polygon is copied).
+
+    Returns ``(coords, ring_of_coord, polygon_of_ring, exterior)``: every ring's
+    coordinates (closing one included), polygon by polygon, exterior first, as
+    ``shapely.get_rings(shapely.orient_polygons(polys, exterior_cw=True))`` gives them.
+    """
+    nint = shapely.get_num_interior_rings(polys)
+    nr = 1 + nint
+    first = np.cumsum(nr) - nr
+    sizes = np.empty(int(nr.sum()), dtype=np.int64)
+    holed = nint > 0
+    sizes[first[~holed]] = shapely.get_num_coordinates(polys[~holed])
+    if holed.any():
+        rings, ri = shapely.get_rings(polys[holed], return_index=True)
+        k = np.arange(len(ri)) - (np.cumsum(nr[holed]) - nr[holed])[ri]
+        sizes[first[np.flatnonzero(holed)[ri]] + k] = shapely.get_num_coordinates(rings)
+    coords = shapely.get_coordinates(polys)
+    ring = np.repeat(np.arange(len(sizes)), sizes)
+    exterior = np.zeros(len(sizes), dtype=bool)
+    exterior[first] = True
+    if len(coords):
+        # shoelace: twice the signed area of each ring (y up: > 0 counter-clockwise)
+        x, y = coords[:, 0], coords[:, 1]
+        same = np.r_[ring[1:] == ring[:-1], False]
+        cross = np.where(same, x * np.roll(y, -1) - np.roll(x, -1) * y, 0.0)
+        area2 = np.bincount(ring, weights=cross, minlength=len(sizes))
+        flip = np.where(exterior, area2 > 0, area2 < 0)
+        if flip.any():
+            start = np.cumsum(sizes) - sizes
+            i = np.arange(len(coords))
+            r = ring
+            rev = flip[r]
+            src = np.where(rev, start[r] + (start[r] + sizes[r] - 1 - i), i)
+            coords = coords[src]
+    return coords, ring, np.repeat(np.arange(len(polys)), nr), exterior
+
+
 def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
                    family: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tile coordinates of pieces (EPSG:3857) as parts for :func:`commands`.
@@ -259,7 +311,7 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
         Parts that collapse (a line under 2 points, a ring under 3) are
         dropped; so are the holes of a dropped exterior.
     """
-    parts, pidx = shapely.get_parts(pieces, return_index=True)
+    parts, pidx = _parts(pieces)
     ptypes = shapely.get_type_id(parts)
     want = {"point": (0,), "line": (1, 2), "polygon": (3,)}[family]
     keep = np.isin(ptypes, want) & ~shapely.is_empty(parts)
@@ -267,15 +319,10 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
     if family == "polygon":
         # exterior clockwise in EPSG:3857 = counter-clockwise once y points down, the
         # positive area MVT 2.1 (4.3.4.4) asks of an exterior ring
-        parts = shapely.orient_polygons(parts, exterior_cw=True)
-        rings, ridx = shapely.get_rings(parts, return_index=True)
-        nr = np.bincount(ridx, minlength=len(parts))
-        exterior = np.zeros(len(rings), dtype=bool)
-        exterior[np.cumsum(nr) - nr] = True
+        coords, cidx, ridx, exterior = _oriented_rings(parts)
         owner = pidx[ridx]
         poly_of_ring = ridx
-        coords, cidx = shapely.get_coordinates(rings, return_index=True)
-        counts = np.bincount(cidx, minlength=len(rings))
+        counts = np.bincount(cidx, minlength=len(ridx))
         last = np.cumsum(counts) - 1
         drop_close = np.ones(len(coords), dtype=bool)
         drop_close[last[counts > 0]] = False

@@ -99,8 +99,6 @@ __all__ = [
     "Rule",
     "SharedSewer",
     "analyse_obligations",
-    "frontage_reason",
-    "has_frontage_rule",
     "building_sewers",
     "compute_obligations",
     "connection_zone",
@@ -108,7 +106,9 @@ __all__ = [
     "default_threads",
     "eligible_mask",
     "frontage",
+    "frontage_reason",
     "frontage_shares",
+    "has_frontage_rule",
     "nearest",
     "select_ids",
 ]
