@@ -237,6 +237,45 @@ def test_overview_counts_and_merged_lines():
                 {f"M{i}" for i in range(300)}
 
 
+def test_overview_tiles_keep_the_widest_lines_when_they_cannot_hold_all():
+    """A county's 300,000 mains at town zoom: an overview tile holds at most
+    max_lines lines, the widest first (then the longest); the detail tiles keep all."""
+    rng = np.random.default_rng(2)
+    n = 400
+    x = 588_000 + rng.uniform(0, 2000, n)
+    y = 4_615_000 + rng.uniform(0, 2000, n)
+    width = np.where(np.arange(n) < 40, 6.0, 1.0)  # 40 trunks
+    lines = gpd.GeoDataFrame(
+        {"_w": width}, crs=CRS,
+        geometry=shapely.linestrings(np.stack([np.column_stack([x, y]),
+                                               np.column_stack([x + 60, y + 20])], axis=1)))
+    props = {"_w": Prop(list(width), ("n", 0, "")), "main_id": [f"M{i}" for i in range(n)]}
+    tiles, info = T.layer_tiles(lines, props, style_keys=("_w",), rank_key="_w", max_lines=50)
+    left = info["overview_lines_left_out"]
+    assert left[str(T.OVERVIEW_MIN_ZOOM)] > 0  # at the lowest zoom one tile has them all
+    for (z, _, _), data in tiles.items():
+        layers = _decode(data)
+        if z == T.DETAIL_ZOOM:
+            continue
+        # merged per width: count the lines through their MoveTo parts
+        parts = {f["properties"]["_w"]: len(shapely.get_parts(shapely.geometry.shape(
+            f["geometry"]))) for f in layers["overview"]["features"]}
+        assert sum(parts.values()) <= 50
+    z0 = [d for (z, _, _), d in tiles.items() if z == T.OVERVIEW_MIN_ZOOM]
+    assert len(z0) == 1
+    kept = {f["properties"]["_w"]: len(shapely.get_parts(shapely.geometry.shape(f["geometry"])))
+            for f in _decode(z0[0])["overview"]["features"]}
+    assert kept == {6: 40, 1: 10}  # every trunk, then the longest others up to 50
+    detail = set()
+    for (z, _, _), data in tiles.items():
+        if z == T.DETAIL_ZOOM:
+            detail |= {f["properties"]["main_id"] for f in _decode(data)["features"]["features"]}
+    assert detail == {f"M{i}" for i in range(n)}
+    keep = T.strongest_per_tile(np.array([1, 1, 1, 2]), np.array([0.0, 5.0, 0.0, 0.0]),
+                                np.array([10.0, 1.0, 20.0, 1.0]), 2)
+    assert keep.tolist() == [False, True, True, True]
+
+
 def test_big_polygon_is_cut_down_zoom_by_zoom():
     """A polygon over hundreds of detail tiles: every piece inside its tile, area kept."""
     big = shapely.Point(590_000, 4_617_000).buffer(4000, quad_segs=32)

@@ -114,7 +114,7 @@ class Tiler:
         cutting tiles is mostly single-threaded Python and numpy work, and a county
         has a dozen archives of up to a million features each.
         """
-        jobs: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        jobs: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {}
         todo: list[tuple[MapLayer, str]] = []
         for page in pages:
             for lyr in page.layers:
@@ -127,14 +127,15 @@ class Tiler:
                 if token not in jobs:
                     style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
                                                    lyr.radius_key) if k)
-                    jobs[token] = (lyr.key, lyr.name, style_keys)
+                    jobs[token] = (lyr.key, lyr.name, style_keys, lyr.width_key)
         done = self._run(jobs, out_dir, processes)
         for lyr, token in todo:
             lyr.data = json.dumps(done[token], separators=(",", ":"))
             lyr.count = done[token]["n"]
         return self.stats
 
-    def _run(self, jobs: Mapping[str, tuple[str, str, tuple[str, ...]]], out_dir: Path,
+    def _run(self, jobs: Mapping[str, tuple[str, str, tuple[str, ...], str | None]],
+             out_dir: Path,
              processes: int | None) -> dict[str, dict[str, Any]]:
         order = sorted(jobs, key=lambda t: -self.sources[t].n)
         total = sum(self.sources[t].n for t in order)
@@ -166,18 +167,20 @@ class Tiler:
 _FORKED: Tiler | None = None
 
 
-def _cut(token: str, key: str, name: str, style_keys: tuple[str, ...],
+def _cut(token: str, key: str, name: str, style_keys: tuple[str, ...], rank_key: str | None,
          out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
     """Cut one archive in a forked worker (the layers are the parent's, copied on write)."""
     assert _FORKED is not None
-    return _cut_with(_FORKED, token, key, name, style_keys, out_dir)
+    return _cut_with(_FORKED, token, key, name, style_keys, rank_key, out_dir)
 
 
 def _cut_with(tiler: Tiler, token: str, key: str, name: str, style_keys: tuple[str, ...],
-              out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
+              rank_key: str | None, out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
     src = tiler.sources[token]
     rel = f"{TILES_DIR}/{key}.pmtiles"
-    st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=name, style_keys=style_keys)
+    # the widest lines (the trunks) first where an overview tile cannot hold them all
+    st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=name, style_keys=style_keys,
+                           rank_key=rank_key)
     return st, {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
         "url": rel, "family": st.family, "formats": st.formats,
         "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,

@@ -49,6 +49,8 @@ OVERVIEW_MIN_ZOOM = 10
 EXTENT = 4096
 #: Tile units kept around each tile so strokes do not stop at the tile edge.
 BUFFER = 64
+#: Lines in one overview tile at most (see :func:`layer_tiles`).
+MAX_OVERVIEW_LINES = 5_000
 #: Overview cells per tile side for polygon and point layers.
 GRID = 16
 #: Web Mercator half-width (m).
@@ -483,8 +485,27 @@ def _family(geoms: np.ndarray) -> str:
     return fams.pop()
 
 
+def strongest_per_tile(tile: np.ndarray, rank: np.ndarray, length: np.ndarray,
+                       limit: int) -> np.ndarray:
+    """Which pieces to keep so that no tile holds more than ``limit``: in each tile
+    the highest ``rank`` first, then the longest (ties: the first)."""
+    keep = np.ones(len(tile), dtype=bool)
+    if len(tile) == 0:
+        return keep
+    counts = np.bincount(np.unique(tile, return_inverse=True)[1].reshape(-1))
+    if counts.max() <= limit:
+        return keep
+    order = np.lexsort((np.arange(len(tile)), -length, -rank, tile))
+    t = tile[order]
+    first = np.r_[True, t[1:] != t[:-1]]
+    start = np.maximum.accumulate(np.where(first, np.arange(len(t)), 0))
+    keep[order] = (np.arange(len(t)) - start) < limit
+    return keep
+
+
 def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *,
-                style_keys: tuple[str, ...] = (), min_zoom: int = OVERVIEW_MIN_ZOOM,
+                style_keys: tuple[str, ...] = (), rank_key: str | None = None,
+                max_lines: int | None = None, min_zoom: int = OVERVIEW_MIN_ZOOM,
                 detail_zoom: int = DETAIL_ZOOM) -> tuple[dict[tuple[int, int, int], bytes],
                                                          dict[str, Any]]:
     """Tiles of one layer: ``{(z, x, y): uncompressed MVT bytes}`` and facts about them.
@@ -501,10 +522,19 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     style_keys
         Properties that decide how a line is drawn: the overview merges a
         tile's lines that share them.
+    rank_key, max_lines
+        Lines: an overview tile holds at most ``max_lines`` lines (default
+        :data:`MAX_OVERVIEW_LINES`), those of the highest ``rank_key`` (a
+        numeric property, e.g. the drawn width of a main: the trunks) first,
+        then the longest; the others appear at the zooms where a tile holds few
+        enough (a browser decoding a county's 300,000 mains at town zoom takes
+        seconds). Every line is in the detail tiles.
     min_zoom, detail_zoom
         Overview zooms are ``min_zoom .. detail_zoom - 1``.
     """
     from mapbox_vector_tile.Mapbox import vector_tile_pb2
+
+    max_lines = MAX_OVERVIEW_LINES if max_lines is None else max_lines
 
     props = dict(props or {})
     geoms = np.asarray(gdf.geometry.array, dtype=object)
@@ -564,10 +594,21 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             style_code = np.unique(style_code, return_inverse=True)[1].reshape(-1)
         else:
             style_code = np.zeros(len(g), dtype=np.int64)
+        rank = np.zeros(len(g))
+        if rank_key is not None and rank_key in props:
+            col = props[rank_key]
+            rank = np.nan_to_num(pd.to_numeric(pd.Series(
+                list(col.values if isinstance(col, Prop) else col), dtype=object)[rows],
+                errors="coerce").to_numpy(float), nan=-np.inf)
+        length = shapely.length(g)
+        info["overview_lines_left_out"] = {}
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
             _, _, size = _grid(z)
             gz = shapely.simplify(g, size / 512.0, preserve_topology=False)
             fi, tx, ty, pieces = assign_tiles(gz, z)
+            keep = strongest_per_tile(tx * (1 << z) + ty, rank[fi], length[fi], max_lines)
+            info["overview_lines_left_out"][str(z)] = int(len(keep) - keep.sum())
+            fi, tx, ty, pieces = fi[keep], tx[keep], ty[keep], pieces[keep]
             grp_key = (tx * (1 << z) + ty) * (int(style_code.max()) + 1) + style_code[fi]
             order = np.argsort(grp_key, kind="stable")
             fi, tx, ty, pieces, grp_key = fi[order], tx[order], ty[order], pieces[order], \
@@ -659,12 +700,13 @@ def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, i
 
 def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
                       props: Mapping[str, Any] | None = None, *, name: str = "",
-                      style_keys: tuple[str, ...] = ()) -> TileStats:
+                      style_keys: tuple[str, ...] = (),
+                      rank_key: str | None = None) -> TileStats:
     """Cut a layer into tiles (:func:`layer_tiles`) and write its PMTiles archive."""
     import time
 
     t0 = time.perf_counter()
-    tiles, info = layer_tiles(gdf, props, style_keys=style_keys)
+    tiles, info = layer_tiles(gdf, props, style_keys=style_keys, rank_key=rank_key)
     meta = {"name": name, "format": "pbf", "generator": "gisnet",
             "bounds": info["bounds"],
             "vector_layers": [{"id": "features", "minzoom": DETAIL_ZOOM,
@@ -672,7 +714,8 @@ def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
                               {"id": "overview", "minzoom": OVERVIEW_MIN_ZOOM,
                                "maxzoom": DETAIL_ZOOM - 1}],
             "gisnet": {"family": info["family"], "formats": info["formats"],
-                       "constants": info["constants"], "overview_max": info["overview_max"]}}
+                       "constants": info["constants"], "overview_max": info["overview_max"],
+                       "overview_lines_left_out": info.get("overview_lines_left_out", {})}}
     size = write_archive(path, tiles, meta)
     return TileStats(Path(path), info["features"], len(tiles), size,
                      time.perf_counter() - t0, info["family"], info["formats"],
