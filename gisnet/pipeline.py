@@ -418,8 +418,8 @@ def run(
         return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
-    rep.plan(len(STEPS) - 1 + 2 + bool(maps))  # the analyses (quality is quick), write,
-    res = analyse(town, progress=rep)            # maps, publish
+    rep.plan(len(STEPS) - 1 + 2)  # the analyses (quality is quick), write (with the maps
+    res = analyse(town, progress=rep)  # beside it), publish
     layers = res.layers()
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                              layer_names=list(layers)), town, *inputs)
@@ -442,18 +442,22 @@ def run(
             else:
                 from .maps import write_maps
 
-                # The GeoPackage is written on a thread beside the maps (GDAL and the
-                # Arrow conversion release the GIL; the maps read the same layers and
-                # change none of them): the writing costs the run almost no time.
+                # The GeoPackage is written on a thread while the pages are built (GDAL
+                # and the Arrow conversion release the GIL; the pages read the same
+                # layers and change none of them), and waited for before the tile
+                # archives are cut in forked processes (no thread may run at a fork).
                 with ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") as ex:
                     writing = ex.submit(write)
-                    t = time.perf_counter()
-                    with rep.step("maps", f"writing web maps ({what} beside them)"):
-                        write_maps(town, layers, stage, self_contained=self_contained,
-                                   tiles=tiles)
-                    res.timings_s["maps"] = time.perf_counter() - t
-                    with rep.step("write", f"finishing {what}", count=rows, unit="rows"):
+
+                    def written() -> None:
                         res.timings_s["write"] = writing.result()
+
+                    t = time.perf_counter()
+                    with rep.step("write+maps", f"writing web maps and {what}", count=rows,
+                                  unit="rows"):
+                        write_maps(town, layers, stage, self_contained=self_contained,
+                                   tiles=tiles, before_tiles=written)
+                    res.timings_s["maps"] = time.perf_counter() - t
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town), town))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,7 @@ def write_maps(
     self_contained: bool = True,
     names: Iterable[str] | None = None,
     tiles: str = "auto",
+    before_tiles: Callable[[], Any] | None = None,
 ) -> list[Path]:
     """Write the planners' web maps whose inputs exist.
 
@@ -157,6 +158,11 @@ def write_maps(
         ``auto`` (tiled above :data:`gisnet.maps.tiled.TILED_ABOVE_PARCELS`
         parcels), ``always`` or ``never``: draw the big layers from vector tiles
         written to ``out_dir/tiles/`` (see :mod:`gisnet.maps.tiled`).
+    before_tiles
+        Called once the pages are built, before the tile archives are cut in
+        forked worker processes (:meth:`gisnet.maps.tiled.Tiler.write`):
+        ``gisnet run`` waits there for the GeoPackage it writes on a thread
+        meanwhile, so that no other thread runs when the workers are forked.
 
     Returns
     -------
@@ -171,6 +177,8 @@ def write_maps(
     out = Path(out_dir)
     tiler = Tiler() if wants_tiles(town, tiles) else None
     pages = build_pages(town, results, names, tiler=tiler)
+    if before_tiles is not None:
+        before_tiles()
     if tiler is not None:
         tiler.write(pages.values(), out)
         self_contained = True  # served pages need no CDN: Leaflet and the plugin inside
