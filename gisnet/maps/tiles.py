@@ -561,13 +561,14 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     info.update(family=family, formats=cols.formats, constants=cols.constants,
                 bounds=[[round(ll.iloc[0].y, 6), round(ll.iloc[0].x, 6)],
                         [round(ll.iloc[1].y, 6), round(ll.iloc[1].x, 6)]])
-    out: dict[tuple[int, int, int], Any] = {}
+    out: dict[tuple[int, int, int], bytes] = {}
 
-    def tile_of(key: tuple[int, int, int]) -> Any:
-        t = out.get(key)
-        if t is None:
-            t = out[key] = vector_tile_pb2.tile()
-        return t
+    def emit(key: tuple[int, int, int], *layer: Any) -> None:
+        # each tile holds one layer: serialized at once, so a county's million
+        # protobuf features are never all in memory together
+        t = vector_tile_pb2.tile()
+        _add_layer(t, *layer)
+        out[key] = t.SerializeToString()
 
     # detail: every feature with its properties
     fi, tx, ty, pieces = assign_tiles(g, detail_zoom)
@@ -580,9 +581,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
         np.zeros(0, dtype=np.int64)
     ends = np.append(bounds_at[1:], len(tile_key))
     for s, e in zip(bounds_at.tolist(), ends.tolist(), strict=True):
-        _add_layer(tile_of((detail_zoom, int(tx[s]), int(ty[s]))), "features", fi[s:e], family,
-                   cmds[offs[s]:offs[e]], offs[s:e + 1] - offs[s], cols.names,
-                   cols.codes[fi[s:e]], cols.values)
+        emit((detail_zoom, int(tx[s]), int(ty[s])), "features", fi[s:e], family,
+             cmds[offs[s]:offs[e]], offs[s:e + 1] - offs[s], cols.names,
+             cols.codes[fi[s:e]], cols.values)
+    del pieces, xy, cmds, offs
     # overview
     style_idx = [cols.names.index(k) for k in style_keys if k in cols.names]
     if family == "line":
@@ -625,9 +627,9 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 np.zeros((len(first), 0), dtype=np.int64)
             keys = [cols.names[i] for i in style_idx]
             for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-                _add_layer(tile_of((z, int(tx[first[s]]), int(ty[first[s]]))), "overview",
-                           np.arange(s, e), family, cmds[offs[s]:offs[e]],
-                           offs[s:e + 1] - offs[s], keys, codes[s:e], cols.values)
+                emit((z, int(tx[first[s]]), int(ty[first[s]])), "overview",
+                     np.arange(s, e), family, cmds[offs[s]:offs[e]],
+                     offs[s:e + 1] - offs[s], keys, codes[s:e], cols.values)
     else:
         bb = shapely.bounds(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
@@ -658,10 +660,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             starts = np.flatnonzero(np.diff(tkey, prepend=-1))
             stops = np.append(starts[1:], n)
             for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-                _add_layer(tile_of((z, int(cells[s, 0]), int(cells[s, 1]))), "overview",
-                           np.arange(s, e), "polygon", cmds[offs[s]:offs[e]],
-                           offs[s:e + 1] - offs[s], ["n"], codes[s:e], values)
-    return {k: t.SerializeToString() for k, t in out.items()}, info
+                emit((z, int(cells[s, 0]), int(cells[s, 1])), "overview",
+                     np.arange(s, e), "polygon", cmds[offs[s]:offs[e]],
+                     offs[s:e + 1] - offs[s], ["n"], codes[s:e], values)
+    return out, info
 
 
 def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, int], bytes],
