@@ -59,12 +59,6 @@ def per_value(s: pd.Series, fn: Any) -> list[Any]:
     return table[codes].tolist()
 
 
-def _floats_or_none(vals: np.ndarray) -> list[float | None]:
-    out = vals.astype(object)
-    out[np.isnan(vals)] = None
-    return out.tolist()
-
-
 def column(df: pd.DataFrame, name: str) -> pd.Series:
     """A column, or an all-missing one if the frame has none."""
     if name in df.columns:
@@ -79,15 +73,23 @@ def numbers(s: pd.Series) -> np.ndarray:
 
 @dataclass
 class Prop:
-    """A numeric property: values (rounded floats or None) and how to show them.
+    """A numeric property: values (rounded floats, NaN where missing) and how to show them.
 
     ``fmt`` is ``("n", decimals, unit)`` (thousands separators, unit) or
     ``("p", decimals)`` (a ratio shown as a percentage). The page formats the
-    numbers, so the file carries ``74.5`` rather than ``"74.5 ft"``.
+    numbers, so the file carries ``74.5`` rather than ``"74.5 ft"``. ``values``
+    is a float array (a list of floats or None is taken too): a county's
+    million rows as 8 bytes each, not a million Python objects.
     """
 
-    values: list[float | None]
+    values: np.ndarray | list[float | None]
     fmt: tuple[Any, ...]
+
+    def floats(self) -> np.ndarray:
+        """The values as a float array (NaN where missing)."""
+        if isinstance(self.values, np.ndarray) and self.values.dtype.kind == "f":
+            return self.values
+        return np.array([np.nan if v is None else float(v) for v in self.values], dtype=float)
 
 
 def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
@@ -105,12 +107,12 @@ def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
 
 def fmt_number(s: pd.Series, decimals: int = 1, unit: str = "") -> Prop:
     """Numbers rounded to ``decimals``, shown with thousands separators and a unit."""
-    return Prop(_floats_or_none(np.round(numbers(s), decimals)), ("n", decimals, unit))
+    return Prop(np.round(numbers(s), decimals), ("n", decimals, unit))
 
 
 def fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
     """Ratios shown as percentages with ``decimals`` decimals."""
-    return Prop(_floats_or_none(np.round(numbers(s), decimals + 2)), ("p", decimals))
+    return Prop(np.round(numbers(s), decimals + 2), ("p", decimals))
 
 
 def fmt_bool(s: pd.Series) -> list[str | None]:
@@ -262,9 +264,12 @@ def _props_block(props: Mapping[str, Any], idx: np.ndarray) -> tuple[list[Any], 
     consts: dict[str, Any] = {}
     for name, col in props.items():
         fmt = col.fmt if isinstance(col, Prop) else None
-        raw = col.values if isinstance(col, Prop) else col
-        vals = [None if is_missing(v) else (v.item() if isinstance(v, np.generic) else v)
-                for v in np.asarray(list(raw), dtype=object)[idx]]
+        if isinstance(col, Prop):
+            f = col.floats()[idx]
+            vals = [None if math.isnan(v) else v for v in f.tolist()]
+        else:
+            vals = [None if is_missing(v) else (v.item() if isinstance(v, np.generic) else v)
+                    for v in np.asarray(list(col), dtype=object)[idx]]
         if not vals:
             continue
         distinct = set(vals)

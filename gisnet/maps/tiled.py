@@ -100,7 +100,9 @@ class Tiler:
         if n < self.min_features or len(fams) != 1:
             return None  # mixed geometry types (quality findings) stay in the page
         token = f"src{len(self.sources)}"
-        self.sources[token] = _Source(gdf, dict(props or {}), n)
+        # only the geometry is kept (the page's frame with every column can go)
+        geom = gpd.GeoDataFrame(geometry=gdf.geometry.reset_index(drop=True), crs=gdf.crs)
+        self.sources[token] = _Source(geom, dict(props or {}), n)
         return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
 
     def write(self, pages: Iterable[Page], out_dir: Path, *,

@@ -383,13 +383,18 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
     constants: dict[str, Any] = {}
     for name, col in props.items():
         fmt = col.fmt if isinstance(col, Prop) else None
-        raw = col.values if isinstance(col, Prop) else col
-        arr = np.asarray(list(raw), dtype=object)[rows]
-        kind = pd.api.types.infer_dtype(arr, skipna=True)
+        if isinstance(col, Prop):
+            arr = col.floats()[rows]
+            kind = "floating"
+        else:
+            arr = np.asarray(list(col), dtype=object)[rows]
+            kind = pd.api.types.infer_dtype(arr, skipna=True)
         numeric = fmt is not None or kind in ("floating", "integer", "mixed-integer-float",
                                               "decimal")
         if numeric:  # numbers stay numbers (a Prop's display format goes to the page)
-            arr = pd.to_numeric(pd.Series(arr, dtype=object), errors="coerce").to_numpy(float)
+            if arr.dtype.kind != "f":
+                arr = pd.to_numeric(pd.Series(arr, dtype=object),
+                                    errors="coerce").to_numpy(float)
             codes, uniques = pd.factorize(arr, use_na_sentinel=True)
             uniq = [float(u) for u in uniques]
         else:
@@ -599,9 +604,9 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
         rank = np.zeros(len(g))
         if rank_key is not None and rank_key in props:
             col = props[rank_key]
-            rank = np.nan_to_num(pd.to_numeric(pd.Series(
-                list(col.values if isinstance(col, Prop) else col), dtype=object)[rows],
-                errors="coerce").to_numpy(float), nan=-np.inf)
+            num = col.floats() if isinstance(col, Prop) else pd.to_numeric(
+                pd.Series(list(col), dtype=object), errors="coerce").to_numpy(float)
+            rank = np.nan_to_num(num[rows], nan=-np.inf)
         length = shapely.length(g)
         info["overview_lines_left_out"] = {}
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
