@@ -445,7 +445,7 @@ def run(
                 # The GeoPackage is written on a thread while the pages are built (GDAL
                 # and the Arrow conversion release the GIL; the pages read the same
                 # layers and change none of them), and waited for before the tile
-                # archives are cut in forked processes (no thread may run at a fork).
+                # archives are cut on threads of their own (memory: not both at once).
                 with ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") as ex:
                     writing = ex.submit(write)
 

@@ -350,10 +350,11 @@ def test_tiled_pages_of_the_sample_town(sample_town, tmp_path: Path):
     assert "§ 168-22" not in html.split("parcels_connected.pmtiles")[0][-50:]
 
 
-def test_archives_cut_in_worker_processes_equal_those_cut_in_one(sample_town, tmp_path: Path,
-                                                                 monkeypatch):
-    """A county's archives are cut in forked worker processes: the same bytes and the
-    same page specs as cutting them one after the other in this process."""
+def test_archives_cut_on_threads_equal_those_cut_one_after_the_other(sample_town,
+                                                                     tmp_path: Path,
+                                                                     monkeypatch):
+    """A county's archives are cut on two threads: the same bytes and the same page
+    specs as cutting them one after the other."""
     from gisnet.maps import tiled as TL
     from gisnet.maps.pages import build_pages
     from gisnet.pipeline import analyse
@@ -364,7 +365,7 @@ def test_archives_cut_in_worker_processes_equal_those_cut_in_one(sample_town, tm
     for procs in (1, 2):
         tiler = TL.Tiler(min_features=500)
         pages = build_pages(sample_town, res.layers(), tiler=tiler)
-        tiler.write(pages.values(), tmp_path / str(procs), processes=procs)
+        tiler.write(pages.values(), tmp_path / str(procs), threads=procs)
         specs[procs] = {p: [lyr.data for lyr in page.layers] for p, page in pages.items()}
     assert specs[1] == specs[2]
     one = sorted((tmp_path / "1" / "tiles").iterdir())

@@ -159,10 +159,10 @@ def write_maps(
         parcels), ``always`` or ``never``: draw the big layers from vector tiles
         written to ``out_dir/tiles/`` (see :mod:`gisnet.maps.tiled`).
     before_tiles
-        Called once the pages are built, before the tile archives are cut in
-        forked worker processes (:meth:`gisnet.maps.tiled.Tiler.write`):
-        ``gisnet run`` waits there for the GeoPackage it writes on a thread
-        meanwhile, so that no other thread runs when the workers are forked.
+        Called once the pages are built, before the tile archives are cut
+        (:meth:`gisnet.maps.tiled.Tiler.write`): ``gisnet run`` waits there for
+        the GeoPackage it writes on a thread meanwhile, so that the writer's Arrow
+        buffers and the tile threads' working sets are not in memory at once.
 
     Returns
     -------

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing as mp
 import os
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,10 +44,11 @@ log = logging.getLogger(__name__)
 TILED_ABOVE_PARCELS = 75_000
 #: On a tiled page, layers with at least this many features come from tiles.
 TILE_MIN_FEATURES = 5_000
-#: Tile archives are cut in worker processes when they hold this many features in all.
+#: Tile archives are cut on several threads when they hold this many features in all.
 PARALLEL_MIN_FEATURES = 200_000
-#: At most this many worker processes cut archives.
-MAX_PROCESSES = 4
+#: At most this many threads cut archives (each holds one archive's working set: about
+#: 1-1.8 GB for a million features).
+MAX_THREADS = 2
 #: Choices of ``--tiles``.
 TILE_MODES = ("auto", "always", "never")
 #: Folder of the archives, beside the pages.
@@ -106,15 +106,16 @@ class Tiler:
         return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
 
     def write(self, pages: Iterable[Page], out_dir: Path, *,
-              processes: int | None = None) -> dict[str, TileStats]:
+              threads: int | None = None) -> dict[str, TileStats]:
         """Write ``out_dir/tiles/<layer key>.pmtiles`` for each placeholder of ``pages``
         and replace the placeholders with what the page needs to draw them.
 
-        With several archives of :data:`PARALLEL_MIN_FEATURES` features or more in
-        all, they are cut in ``processes`` forked worker processes (default: one per
-        core, at most :data:`MAX_PROCESSES`; 1 = in this process), biggest first:
-        cutting tiles is mostly single-threaded Python and numpy work, and a county
-        has a dozen archives of up to a million features each.
+        With archives of :data:`PARALLEL_MIN_FEATURES` features or more in all, they
+        are cut on ``threads`` threads (default: one per core, at most
+        :data:`MAX_THREADS`; 1 = one after the other), biggest first. GEOS, PROJ and
+        numpy release the GIL for much of the work; threads share the town's layers,
+        where forked processes would each copy the pages they touch (at county scale
+        two workers added 3.5 GB, two threads about 2 GB: ``docs/performance.md``).
         """
         jobs: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {}
         todo: list[tuple[MapLayer, str]] = []
@@ -130,31 +131,16 @@ class Tiler:
                     style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
                                                    lyr.radius_key) if k)
                     jobs[token] = (lyr.key, lyr.name, style_keys, lyr.width_key)
-        done = self._run(jobs, out_dir, processes)
-        for lyr, token in todo:
-            lyr.data = json.dumps(done[token], separators=(",", ":"))
-            lyr.count = done[token]["n"]
-        return self.stats
-
-    def _run(self, jobs: Mapping[str, tuple[str, str, tuple[str, ...], str | None]],
-             out_dir: Path,
-             processes: int | None) -> dict[str, dict[str, Any]]:
         order = sorted(jobs, key=lambda t: -self.sources[t].n)
         total = sum(self.sources[t].n for t in order)
-        n = processes if processes is not None else min(MAX_PROCESSES, os.cpu_count() or 1)
-        n = min(n, len(order))
-        results: dict[str, tuple[TileStats, dict[str, Any]]] = {}
-        if n > 1 and total >= PARALLEL_MIN_FEATURES and "fork" in mp.get_all_start_methods():
-            global _FORKED
-            _FORKED = self
-            try:
-                with ProcessPoolExecutor(n, mp_context=mp.get_context("fork")) as ex:
-                    futures = {t: ex.submit(_cut, t, *jobs[t], out_dir) for t in order}
-                    results = {t: f.result() for t, f in futures.items()}
-            finally:
-                _FORKED = None
-        else:
-            results = {t: _cut_with(self, t, *jobs[t], out_dir) for t in order}
+        n = threads if threads is not None else min(MAX_THREADS, os.cpu_count() or 1)
+        n = max(1, min(n, len(order))) if total >= PARALLEL_MIN_FEATURES else 1
+
+        def cut(t: str) -> tuple[TileStats, dict[str, Any]]:
+            return _cut_with(self, t, *jobs[t], out_dir)
+
+        with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
+            results = dict(zip(order, ex.map(cut, order), strict=True))
         done: dict[str, dict[str, Any]] = {}
         for t in jobs:
             st, spec = results[t]
@@ -162,18 +148,10 @@ class Tiler:
             log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", st.path.name,
                      st.features, st.tiles, st.bytes / 1e6, st.seconds)
             done[t] = spec
-        return done
-
-
-#: The tiler whose layers forked workers cut (set only while they run).
-_FORKED: Tiler | None = None
-
-
-def _cut(token: str, key: str, name: str, style_keys: tuple[str, ...], rank_key: str | None,
-         out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
-    """Cut one archive in a forked worker (the layers are the parent's, copied on write)."""
-    assert _FORKED is not None
-    return _cut_with(_FORKED, token, key, name, style_keys, rank_key, out_dir)
+        for lyr, token in todo:
+            lyr.data = json.dumps(done[token], separators=(",", ":"))
+            lyr.count = done[token]["n"]
+        return self.stats
 
 
 def _cut_with(tiler: Tiler, token: str, key: str, name: str, style_keys: tuple[str, ...],
