@@ -608,13 +608,22 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 pd.Series(list(col), dtype=object), errors="coerce").to_numpy(float)
             rank = np.nan_to_num(num[rows], nan=-np.inf)
         length = shapely.length(g)
+        bb = shapely.bounds(g)
+        cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
         info["overview_lines_left_out"] = {}
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
-            _, _, size = _grid(z)
-            gz = shapely.simplify(g, size / 512.0, preserve_topology=False)
+            left, top, size = _grid(z)
+            # first by the tile holding each line's centre (before any line is
+            # simplified or cut), then by every tile a kept line reaches
+            home = np.floor((cx - left) / size).astype(np.int64) * (1 << z) \
+                + np.floor((top - cy) / size).astype(np.int64)
+            sub = np.flatnonzero(strongest_per_tile(home, rank, length, max_lines))
+            gz = shapely.simplify(g[sub], size / 512.0, preserve_topology=False)
             fi, tx, ty, pieces = assign_tiles(gz, z)
+            fi = sub[fi]
             keep = strongest_per_tile(tx * (1 << z) + ty, rank[fi], length[fi], max_lines)
-            info["overview_lines_left_out"][str(z)] = int(len(keep) - keep.sum())
+            info["overview_lines_left_out"][str(z)] = int(len(g) - len(sub) + len(keep)
+                                                          - keep.sum())
             fi, tx, ty, pieces = fi[keep], tx[keep], ty[keep], pieces[keep]
             grp_key = (tx * (1 << z) + ty) * (int(style_code.max()) + 1) + style_code[fi]
             order = np.argsort(grp_key, kind="stable")
