@@ -394,6 +394,8 @@ def test_result_layers_equal_the_library_and_the_run_command(server, lib, town_d
                  "sampling_plan", "quality", "graph_edges", "connection_zone"):
         assert name in layers, name
     assert "frontage" not in layers  # the sample's ordinance has no frontage charge
+    r = server.get("/results/frontage")
+    assert r.status_code == 503 and "has no frontage rule" in r.text, r.text
     r = server.get("/results/sampling_plan")
     assert r.status_code == 200
     _assert_rows_equal(r.json()["features"], lib["sampling_plan"])

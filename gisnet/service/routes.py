@@ -350,6 +350,8 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
              response_class=Response, openapi_extra={"parameters": _LAYER_PARAMS})
     async def result_layer(request: Request) -> Response:
         name = request.path_params["layer"]
+        if name in state.unavailable:
+            state.table(name)  # a layer this town has no answer for: 503 with the reason
         if name == "parcels" or name not in state.tables:
             raise UnknownIdError("layer", f"result layer {name!r} not found (see GET /results)",
                                  layer=name)
