@@ -398,13 +398,21 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
             codes, uniques = pd.factorize(arr, use_na_sentinel=True)
             uniq = [float(u) for u in uniques]
         else:
-            ser = pd.Series(arr, dtype=object)
-            miss = (ser.isna() | ser.str.strip().eq("").fillna(False)).to_numpy(dtype=bool) \
-                if kind in ("string", "empty") else np.array([is_missing(v) for v in arr],
-                                                            dtype=bool)
-            arr = np.where(miss, None, arr).astype(object)
-            codes, uniques = pd.factorize(pd.Series(arr, dtype=object).astype(object),
-                                          use_na_sentinel=True)
+            if kind in ("string", "empty"):
+                # distinct values first, then blanks among them: a million ids are
+                # hashed once instead of stripped one by one
+                codes, uniques = pd.factorize(pd.Series(arr, dtype=object),
+                                              use_na_sentinel=True)
+                blank = np.array([is_missing(u) for u in uniques], dtype=bool)
+                if blank.any():
+                    new = np.where(blank, -1, np.cumsum(~blank) - 1)
+                    codes = np.where(codes >= 0, new[np.maximum(codes, 0)], -1)
+                    uniques = np.asarray(uniques, dtype=object)[~blank]
+            else:
+                miss = np.array([is_missing(v) for v in arr], dtype=bool)
+                arr = np.where(miss, None, arr).astype(object)
+                codes, uniques = pd.factorize(pd.Series(arr, dtype=object).astype(object),
+                                              use_na_sentinel=True)
             uniq = [str(u) for u in uniques]
         if len(uniq) == 0:
             continue
