@@ -245,3 +245,17 @@ def test_run_publishes_a_manifest_of_every_file(run_out, sample_dir: Path):
         (sample_dir / "gisnet.toml").read_bytes()).hexdigest()
     assert check_manifest(out) == []
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [".gisnet-lock"]
+
+
+def test_run_says_once_what_it_did_not_compute(tmp_path: Path, capsys):
+    """No silent defaults: the sample's ordinance (Poughkeepsie) has no frontage charge,
+    and the run's summary says so, in words and in --json."""
+    assert main(["run", "--sample", "--no-maps", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "not computed" in ln]
+    assert len(lines) == 1
+    assert lines[0].strip().startswith("not computed: frontage: profile poughkeepsie-fourth-ward "
+                                       "has no frontage rule")
+    assert main(["run", "--sample", "--no-maps", "--json", "--out", str(tmp_path / "b")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert list(summary["not_computed"]) == ["frontage"]
