@@ -16,7 +16,6 @@ cluster).
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..threads import available_cores
 from .region import Region, TownEntry
 from .task import DONE, FAILED, UNCHANGED, Options, empty_row, run_town
 
@@ -67,8 +67,34 @@ class BatchResult:
 
 def default_workers() -> int:
     """One worker process per core."""
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else (os.cpu_count() or 1))
+    return available_cores()
+
+
+def threads_per_task(client: Any) -> int | None:
+    """Threads each town may use for gisnet's parallel steps
+    (:attr:`Options.threads <gisnet.batch.task.Options>`): on every machine of the
+    cluster its cores divided by the task threads of the workers on it, the
+    smallest over the machines, at least 1 (None when no worker answers).
+
+    Two one-thread workers on two cores get 1 each: a town alone in
+    ``gisnet run`` uses both cores for its nearest searches, but two towns side
+    by side that each did so would share two cores four ways.
+    """
+    try:
+        workers = client.scheduler_info()["workers"]
+        cores = client.run(available_cores)
+    except Exception:  # pragma: no cover - the towns then use the default
+        log.debug("could not ask the workers for their cores", exc_info=True)
+        return None
+    slots: dict[str, int] = {}
+    host_cores: dict[str, int] = {}
+    for addr, w in workers.items():
+        host = str(w.get("host") or addr.rsplit(":", 1)[0])
+        slots[host] = slots.get(host, 0) + max(1, int(w.get("nthreads") or 1))
+        host_cores[host] = max(host_cores.get(host, 0), int(cores.get(addr, 1)))
+    if not slots:
+        return None
+    return max(1, min(host_cores[h] // slots[h] for h in slots))
 
 
 def make_client(*, workers: int | None = None, scheduler: str | None = None,
@@ -147,6 +173,8 @@ def run_region(region: Region, out_root: str | Path, *, options: Options | None 
 
     from .summary import write_summary
 
+    from dataclasses import replace
+
     options = options or Options()
     out = Path(out_root)
     if out.exists() and not out.is_dir():
@@ -163,6 +191,8 @@ def run_region(region: Region, out_root: str | Path, *, options: Options | None 
     try:
         dashboard = getattr(client, "dashboard_link", None)
         say("start", {"dashboard": dashboard, "workers": _n_workers(client)}, counts)
+        if options.threads is None:
+            options = replace(options, threads=threads_per_task(client))
         futures = {}
         for entry in region.towns:
             # pure=False: a re-run in one session is a new task (the inputs may have changed);
