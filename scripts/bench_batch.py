@@ -91,15 +91,34 @@ def overhead(a: argparse.Namespace) -> int:
     batch_s = time.perf_counter() - s
     total = sum(single.values())
     ideal = total / a.workers
+    tasks, busy = _task_times(work / "batch" / "region-summary.csv")
     print(json.dumps({
         "bench": "batch_overhead", "towns": len(towns), "workers": a.workers,
         "maps": not a.no_maps, "single_sum_s": round(total, 1),
         "single_s": {k: round(v, 1) for k, v in single.items()},
         "batch_s": round(batch_s, 1), "ideal_s": round(ideal, 1),
+        "task_s": tasks, "worker_busy_s": busy,
         "ratio_to_ideal": round(batch_s / ideal, 3), "budget": 1.15,
         "batch_exit": proc.returncode, "machine": platform.platform(),
         "cpus": os.cpu_count()}), flush=True)
     return 0
+
+
+def _task_times(csv: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Each town's time inside its batch task (``time_total_s``: start-up excluded)
+    and the seconds each worker was busy with towns, from the region summary."""
+    import csv as csvmod
+
+    if not csv.is_file():
+        return {}, {}
+    tasks: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    with csv.open(encoding="utf-8") as f:
+        for row in csvmod.DictReader(f):
+            secs = float(row["time_total_s"] or 0)
+            tasks[row["town"]] = round(secs, 1)
+            busy[row["worker"]] = round(busy.get(row["worker"], 0.0) + secs, 1)
+    return tasks, busy
 
 
 class _Sampler:
