@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..errors import ConfigError
 from ..report import Report
 
 log = logging.getLogger(__name__)
@@ -316,6 +317,11 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
         ``obligations``, ``obligation_evidence``, ``control_manholes`` and
         ``control_paths``: the rows :func:`gisnet.pipeline.analyse` gives.
 
+    Raises
+    ------
+    ConfigError
+        The cluster has no workers.
+
     Notes
     -----
     What a worker holds: the network (scattered once: the graph, its downstream
@@ -341,7 +347,10 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     bare = replace(town, layers=network, report=Report())
     # the network once per worker: built into one context on one worker, then copied
     # to the others (a task then needs only its partition moved to where it runs)
-    first = sorted(client.scheduler_info()["workers"])[:1] or None
+    workers = client.scheduler_info()["workers"]
+    if not workers:
+        raise ConfigError("the Dask cluster has no workers to run the partitions on")
+    first = sorted(workers)[:1]
     [G_f, bare_f] = client.scatter([G, bare], workers=first, hash=False)
     ctx_f = client.submit(_Context.build, bare_f, G_f, pure=False)
     client.replicate([ctx_f])
@@ -359,7 +368,7 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
         return {"core": core, "halos": [halo] if len(halo) else [], "side": side, "own": own}
 
     # one slot per worker thread; a partition is built and sent when a slot is free
-    free = [a for a, w in sorted(client.scheduler_info()["workers"].items())
+    free = [a for a, w in sorted(workers.items())
             for _ in range(max(1, int(w.get("nthreads") or 1)))]
     todo = [i for i in range(k) if (part == i).any()]
     sizes = [int((part == i).sum()) for i in range(k)]
