@@ -84,3 +84,18 @@ def test_hilbert_partitions_are_equal_runs_of_neighbours() -> None:
         x0, y0, x1, y1 = parcels[:-1][part[:-1] == i].total_bounds
         assert (x1 - x0, y1 - y0) == (16, 16)
     assert sorted(hilbert_partitions(parcels.iloc[:3], 8)) == [0, 1, 2]  # no more than rows
+
+
+def test_worker_graph_keeps_the_network_and_drops_the_rest() -> None:
+    from gisnet.batch.partition import WORKER_EDGE_ATTRS, worker_graph
+    from gisnet.graph import build_sewer_graph
+
+    G = build_sewer_graph(load_town(SAMPLE))
+    H = worker_graph(G)
+    assert list(H.nodes) == list(G.nodes)
+    assert list(H.edges(keys=True)) == list(G.edges(keys=True))
+    assert all(set(d) <= set(WORKER_EDGE_ATTRS) and d["main_id"] == G.edges[u, v, k]["main_id"]
+               for u, v, k, d in H.edges(keys=True, data=True))
+    assert all(not d for _, d in H.nodes(data=True))
+    assert "report" in G.graph and "report" not in H.graph
+    assert H.graph["crs"] == G.graph["crs"]

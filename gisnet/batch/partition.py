@@ -121,11 +121,6 @@ def sort_rows(name: str, df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[order].reset_index(drop=True)
 
 
-# ---------------------------------------------------------------------------
-# on the workers
-# ---------------------------------------------------------------------------
-
-
 def _ids(df: gpd.GeoDataFrame) -> np.ndarray:
     return df["parcel_id"].astype(str).to_numpy()
 
@@ -140,6 +135,11 @@ def _clip(df: gpd.GeoDataFrame, box: Sequence[float]) -> gpd.GeoDataFrame:
         return df
     hit = df.sindex.query(shapely.box(*box), predicate="intersects")
     return df.iloc[np.sort(hit)]
+
+
+# ---------------------------------------------------------------------------
+# on the workers
+# ---------------------------------------------------------------------------
 
 
 #: What the parcel-level steps read from the graph's edges once its downstream index
