@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -172,8 +172,6 @@ def run_region(region: Region, out_root: str | Path, *, options: Options | None 
     from distributed import as_completed
 
     from .summary import write_summary
-
-    from dataclasses import replace
 
     options = options or Options()
     out = Path(out_root)
