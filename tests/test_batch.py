@@ -212,6 +212,13 @@ def test_towns_side_by_side_share_the_cores(client) -> None:
     assert threads_per_task(client) == max(1, available_cores() // 2)
 
 
+def test_local_workers_keep_glibc_trimming(client) -> None:
+    """gisnet's local cluster leaves out the nanny's fixed malloc trim threshold."""
+    from gisnet.batch.runner import TRIM_ENV
+
+    assert set(client.run(os.environ.get, TRIM_ENV).values()) == {None}
+
+
 def test_a_task_that_dies_is_a_failed_row() -> None:
     from distributed.scheduler import KilledWorker
 
