@@ -186,14 +186,11 @@ def partition(a: argparse.Namespace) -> int:
         return proc.returncode
     one = json.loads(proc.stdout.strip().splitlines()[-1])
     one_s = time.perf_counter() - s
-    from distributed import Client, LocalCluster
-
+    from gisnet.batch import close_client, make_client
     from gisnet.batch.partition import analyse_partitioned
     from gisnet.io import load_town
 
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, dashboard_address=":0",
-                           memory_limit=0)
-    client = Client(cluster)
+    client = make_client(workers=a.workers)  # as gisnet batch starts its local cluster
     pids = list(client.run(os.getpid).values())
     town = load_town(a.town)
     with _Sampler(lambda: pids) as sampler:
@@ -210,8 +207,7 @@ def partition(a: argparse.Namespace) -> int:
         "worker_peak_mb": sorted(round(v / 2**20) for v in sampler.peak.values()),
         "client_peak_mb": round(client_rss / 2**20), "partitioned_s": round(part_s, 1),
         "identical": same}), flush=True)
-    client.close()
-    cluster.close()
+    close_client(client)
     return 0
 
 
