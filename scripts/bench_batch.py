@@ -78,28 +78,70 @@ def overhead(a: argparse.Namespace) -> int:
     shutil.rmtree(work, ignore_errors=True)
     single: dict[str, float] = {}
     extra = ["--no-maps"] if a.no_maps else []
+    cpu0 = _cpu()
     for t in towns:
         s = time.perf_counter()
         subprocess.run([sys.executable, "-m", "gisnet", "run", "--layers", str(t), "--out",
                         str(work / "single" / t.name), "-q", *extra], check=True, env=_env())
         single[t.name] = time.perf_counter() - s
         print(f"gisnet run {t.name}: {single[t.name]:.1f} s", flush=True)
+    cpu1 = _cpu()
     s = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "gisnet", "batch", str(region), "--out",
                            str(work / "batch"), "--workers", str(a.workers), "-q", "--force",
                            *extra], env=_env())
     batch_s = time.perf_counter() - s
+    cpu2 = _cpu()
     total = sum(single.values())
     ideal = total / a.workers
+    tasks, busy = _task_times(work / "batch" / "region-summary.csv")
     print(json.dumps({
         "bench": "batch_overhead", "towns": len(towns), "workers": a.workers,
         "maps": not a.no_maps, "single_sum_s": round(total, 1),
         "single_s": {k: round(v, 1) for k, v in single.items()},
         "batch_s": round(batch_s, 1), "ideal_s": round(ideal, 1),
+        "task_s": tasks, "worker_busy_s": busy,
+        # CPU seconds of the machine (all processes) and of this benchmark's own processes
+        # in each phase: the difference is other work sharing the cores
+        "single_cpu_s": _cpu_delta(cpu0, cpu1), "batch_cpu_s": _cpu_delta(cpu1, cpu2),
         "ratio_to_ideal": round(batch_s / ideal, 3), "budget": 1.15,
         "batch_exit": proc.returncode, "machine": platform.platform(),
         "cpus": os.cpu_count()}), flush=True)
     return 0
+
+
+def _cpu() -> tuple[float, float, float]:
+    """CPU seconds so far: of the whole machine (every process, from /proc/stat), of
+    this process's finished children and their descendants, and stolen by the host."""
+    import psutil
+
+    t = psutil.cpu_times()
+    machine = t.user + t.system + getattr(t, "nice", 0.0) + getattr(t, "irq", 0.0) \
+        + getattr(t, "softirq", 0.0)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return machine, ru.ru_utime + ru.ru_stime, getattr(t, "steal", 0.0)
+
+
+def _cpu_delta(a: tuple[float, ...], b: tuple[float, ...]) -> dict[str, float]:
+    return {"machine": round(b[0] - a[0], 1), "ours": round(b[1] - a[1], 1),
+            "steal": round(b[2] - a[2], 1)}
+
+
+def _task_times(csv: Path) -> tuple[dict[str, float], dict[str, float]]:
+    """Each town's time inside its batch task (``time_total_s``: start-up excluded)
+    and the seconds each worker was busy with towns, from the region summary."""
+    import csv as csvmod
+
+    if not csv.is_file():
+        return {}, {}
+    tasks: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    with csv.open(encoding="utf-8") as f:
+        for row in csvmod.DictReader(f):
+            secs = float(row["time_total_s"] or 0)
+            tasks[row["town"]] = round(secs, 1)
+            busy[row["worker"]] = round(busy.get(row["worker"], 0.0) + secs, 1)
+    return tasks, busy
 
 
 class _Sampler:
@@ -144,14 +186,11 @@ def partition(a: argparse.Namespace) -> int:
         return proc.returncode
     one = json.loads(proc.stdout.strip().splitlines()[-1])
     one_s = time.perf_counter() - s
-    from distributed import Client, LocalCluster
-
+    from gisnet.batch import close_client, make_client
     from gisnet.batch.partition import analyse_partitioned
     from gisnet.io import load_town
 
-    cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, dashboard_address=":0",
-                           memory_limit=0)
-    client = Client(cluster)
+    client = make_client(workers=a.workers)  # as gisnet batch starts its local cluster
     pids = list(client.run(os.getpid).values())
     town = load_town(a.town)
     with _Sampler(lambda: pids) as sampler:
@@ -168,8 +207,7 @@ def partition(a: argparse.Namespace) -> int:
         "worker_peak_mb": sorted(round(v / 2**20) for v in sampler.peak.values()),
         "client_peak_mb": round(client_rss / 2**20), "partitioned_s": round(part_s, 1),
         "identical": same}), flush=True)
-    client.close()
-    cluster.close()
+    close_client(client)
     return 0
 
 

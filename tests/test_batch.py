@@ -204,6 +204,21 @@ def test_a_broken_town_is_reported_and_the_others_finish(tmp_path: Path, client)
 
 
 @pytest.mark.slow
+def test_towns_side_by_side_share_the_cores(client) -> None:
+    """Two one-thread workers on one machine: each town gets half its cores."""
+    from gisnet.batch.runner import threads_per_task
+    from gisnet.threads import available_cores
+
+    assert threads_per_task(client) == max(1, available_cores() // 2)
+
+
+def test_local_workers_keep_glibc_trimming(client) -> None:
+    """gisnet's local cluster leaves out the nanny's fixed malloc trim threshold."""
+    from gisnet.batch.runner import TRIM_ENV
+
+    assert set(client.run(os.environ.get, TRIM_ENV).values()) == {None}
+
+
 def test_a_task_that_dies_is_a_failed_row() -> None:
     from distributed.scheduler import KilledWorker
 

@@ -62,3 +62,40 @@ def test_generated_town_building_measure(client, tmp_path: Path) -> None:
     part = analyse_partitioned(load_town(folder), client=client, partitions=6)
     assert sum(part.partitions) == len(town.layers["parcels"])
     assert_same(part, one)
+
+
+def test_hilbert_partitions_are_equal_runs_of_neighbours() -> None:
+    """Equal counts (within one); each partition a compact block of the grid, not
+    strips across it; a parcel with no geometry goes to partition 0."""
+    import geopandas as gpd
+    import numpy as np
+    import shapely
+
+    from gisnet.batch.partition import hilbert_partitions
+
+    cells = [shapely.box(x, y, x + 1, y + 1) for y in range(32) for x in range(32)]
+    parcels = gpd.GeoDataFrame({"parcel_id": [str(i) for i in range(1025)]},
+                               geometry=[*cells, None], crs="EPSG:2260")
+    part = hilbert_partitions(parcels, 4)
+    assert part[-1] == 0
+    counts = np.bincount(part[:-1], minlength=4)
+    assert counts.max() - counts.min() <= 1 and counts.sum() == 1024
+    for i in range(4):  # a Hilbert curve over a 32 x 32 grid: each quarter is a 16 x 16 square
+        x0, y0, x1, y1 = parcels[:-1][part[:-1] == i].total_bounds
+        assert (x1 - x0, y1 - y0) == (16, 16)
+    assert sorted(hilbert_partitions(parcels.iloc[:3], 8)) == [0, 1, 2]  # no more than rows
+
+
+def test_worker_graph_keeps_the_network_and_drops_the_rest() -> None:
+    from gisnet.batch.partition import WORKER_EDGE_ATTRS, worker_graph
+    from gisnet.graph import build_sewer_graph
+
+    G = build_sewer_graph(load_town(SAMPLE))
+    H = worker_graph(G)
+    assert list(H.nodes) == list(G.nodes)
+    assert list(H.edges(keys=True)) == list(G.edges(keys=True))
+    assert all(set(d) <= set(WORKER_EDGE_ATTRS) and d["main_id"] == G.edges[u, v, k]["main_id"]
+               for u, v, k, d in H.edges(keys=True, data=True))
+    assert all(not d for _, d in H.nodes(data=True))
+    assert "report" in G.graph and "report" not in H.graph
+    assert H.graph["crs"] == G.graph["crs"]

@@ -3,17 +3,19 @@
 :func:`analyse_partitioned` runs the steps that go parcel by parcel — the
 nearest eligible main, the connection obligations (with their evidence) and
 the connection points with their control manholes — on a Dask cluster, with
-the parcels cut into ``partitions`` spatial partitions by
-``dask_geopandas`` (``spatial_shuffle(by="hilbert")``: parcels close on the
-map share a partition). The answers are the one-process answers
+the parcels cut into ``partitions`` spatial partitions in Hilbert order
+(:func:`hilbert_partitions`, the order of dask-geopandas'
+``spatial_shuffle(by="hilbert")``: parcels close on the map share a
+partition). The answers are the one-process answers
 (:func:`gisnet.pipeline.analyse`), row for row once sorted (:func:`sort_rows`).
 
 How each partition gets what it needs
 -------------------------------------
 * **The network stays whole.** The sewer graph (``build_sewer_graph``), its
   downstream index (:class:`gisnet.tracing.DownstreamIndex`) and the town's
-  network layers (mains, manholes, plants, district) are scattered once to
-  the workers; each partition task on a worker reads the same copy. The
+  network layers (mains, manholes, plants, district) are scattered once and
+  copied to every worker, each holding one copy that its partition tasks
+  read. The
   nearest main of a parcel is therefore found among *all* mains, so it never
   depends on where the partition was cut.
 * **Parcel-side layers travel with a halo.** Each partition's bounding box is
@@ -24,6 +26,11 @@ How each partition gets what it needs
   abutting test and the building sewers look at), and the buildings,
   laterals, streets and users within ``2 H``. Everything a rule looks at
   around a core parcel lies within ``H`` of it.
+* **A worker holds one partition at a time.** The client cuts the partitions
+  (it has the town loaded) and sends a partition's layers straight to a
+  worker when that worker is free for it; they are released once its rows
+  are back. (Cutting them with dask-geopandas' shuffle on the workers put
+  every partition and its copies in the workers' memory at once.)
 * **Each row is answered once.** Obligations are computed for the core
   parcels only (``compute_obligations(parcels=ids)``); connection points for
   the core parcels and the buildings and users that belong to them (by
@@ -46,6 +53,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..errors import ConfigError
 from ..report import Report
 
 log = logging.getLogger(__name__)
@@ -113,11 +121,6 @@ def sort_rows(name: str, df: pd.DataFrame) -> pd.DataFrame:
     return df.loc[order].reset_index(drop=True)
 
 
-# ---------------------------------------------------------------------------
-# on the workers
-# ---------------------------------------------------------------------------
-
-
 def _ids(df: gpd.GeoDataFrame) -> np.ndarray:
     return df["parcel_id"].astype(str).to_numpy()
 
@@ -134,14 +137,49 @@ def _clip(df: gpd.GeoDataFrame, box: Sequence[float]) -> gpd.GeoDataFrame:
     return df.iloc[np.sort(hit)]
 
 
+# ---------------------------------------------------------------------------
+# on the workers
+# ---------------------------------------------------------------------------
+
+
+#: What the parcel-level steps read from the graph's edges once its downstream index
+#: is built (the words for a main a lateral cannot tap); a worker's graph keeps only these.
+WORKER_EDGE_ATTRS = ("kind", "active", "gravity", "status", "main_id")
+
+
+def worker_graph(G: Any) -> Any:
+    """The graph as a partition task needs it once the downstream index is built:
+    every node, edge and key, in the same order, edges with only
+    :data:`WORKER_EDGE_ATTRS`, nodes with none, ``G.graph`` without its quality
+    report. (At a county's 300,000 mains the full attribute dictionaries are the
+    larger part of the network a worker holds.)"""
+    import networkx as nx
+
+    H = nx.MultiDiGraph()
+    H.graph.update({k: v for k, v in G.graph.items() if k != "report"})
+    H.add_nodes_from(G.nodes)
+    H.add_edges_from((u, v, k, {a: d[a] for a in WORKER_EDGE_ATTRS if a in d})
+                     for u, v, k, d in G.edges(keys=True, data=True))
+    return H
+
+
 @dataclass
 class _Context:
-    """What every partition task reads, scattered once: the town's network
-    layers (parcel-side layers empty: each task gets its own) and the downstream
-    index with its graph."""
+    """What every partition task reads, copied once to each worker: the town's
+    network layers (parcel-side layers empty: each task gets its own) and the
+    downstream index with its (:func:`worker_graph`) graph."""
 
     town: Any
     index: Any
+
+    @classmethod
+    def build(cls, town: Any, G: Any) -> _Context:
+        """The index of ``G``, then ``G`` replaced in it by its :func:`worker_graph`."""
+        from ..tracing import DownstreamIndex
+
+        index = DownstreamIndex(G)
+        index.G = worker_graph(G)
+        return cls(town, index)
 
     @property
     def graph(self) -> Any:
@@ -229,6 +267,32 @@ def owners(town: Any, parcel_part: pd.Series) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------
 
 
+def hilbert_partitions(parcels: gpd.GeoDataFrame, partitions: int) -> np.ndarray:
+    """The partition of each parcel: the parcels in Hilbert order of their boxes'
+    centres (``GeoSeries.hilbert_distance`` over the layer's bounds, level 16,
+    as dask-geopandas' ``spatial_shuffle(by="hilbert")`` sorts them) cut into
+    ``partitions`` runs of equal length (ties in order of the rows). A parcel
+    without a geometry is in partition 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, one per row of ``parcels``.
+    """
+    n = len(parcels)
+    part = np.zeros(n, dtype=np.int64)
+    k = max(1, min(int(partitions), n))
+    geoms = parcels.geometry
+    has = (~(geoms.isna() | geoms.is_empty)).to_numpy()
+    if not has.any():
+        return part
+    code = geoms[has].hilbert_distance(total_bounds=geoms[has].total_bounds, level=16)
+    rows = np.flatnonzero(has)[np.argsort(code.to_numpy(), kind="stable")]
+    for i, run in enumerate(np.array_split(rows, k)):
+        part[run] = i
+    return part
+
+
 def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any = None,
                         control_paths: bool = True) -> PartitionedResult:
     """The parcel-level layers of a town, computed in spatial partitions on Dask.
@@ -240,7 +304,8 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     client
         A ``distributed.Client``.
     partitions
-        Number of spatial partitions of the parcels (Hilbert order).
+        Number of spatial partitions of the parcels (Hilbert order,
+        :func:`hilbert_partitions`).
     graph
         The town's sewer graph (built here when None).
     control_paths
@@ -251,60 +316,94 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     PartitionedResult
         ``obligations``, ``obligation_evidence``, ``control_manholes`` and
         ``control_paths``: the rows :func:`gisnet.pipeline.analyse` gives.
+
+    Raises
+    ------
+    ConfigError
+        The cluster has no workers.
+
+    Notes
+    -----
+    What a worker holds: the network (scattered once: the graph, its downstream
+    index, the network layers) and, only while it runs one partition, that
+    partition's parcels with their halo and its parcel-side layers. The client
+    sends a partition when a worker is free for it, so no worker holds the
+    parcels of partitions it is not running.
     """
-    import dask
-    import dask_geopandas
+    from distributed import as_completed
 
     from ..graph import build_sewer_graph
-    from ..tracing import DownstreamIndex
 
     G = build_sewer_graph(town) if graph is None else graph
     parcels = town.layers["parcels"].reset_index(drop=True)
     h_u = halo_ft(town) / float(town.ft_per_unit)
-    n = max(1, min(int(partitions), max(1, len(parcels))))
-    with dask.config.set({"dataframe.convert-string": False}):  # keep the columns' types
-        ddf = dask_geopandas.from_geopandas(parcels, npartitions=n)
-        ddf = ddf.spatial_shuffle(by="hilbert", npartitions=n)
-    parts = client.compute(ddf.to_delayed())
-    ids = client.gather([client.submit(_ids, p, pure=False) for p in parts])
-    parcel_part = pd.Series(np.repeat(np.arange(len(ids)), [len(x) for x in ids]),
-                            index=np.concatenate(ids) if ids else [])
+    part = hilbert_partitions(parcels, partitions)
+    k = int(part.max()) + 1 if len(part) else 1
+    parcel_part = pd.Series(part, index=_ids(parcels))
     owner = owners(town, parcel_part)
-    rest = {k: (v.iloc[:0] if k == "parcels" or k in CLIPPED_ROLES else v)
-            for k, v in town.layers.items()}
-    bare = replace(town, layers=rest, report=Report())
-    G_f = client.scatter(G)
-    idx_f = client.submit(DownstreamIndex.of, G_f, pure=False)
-    ctx_f = client.submit(_Context, client.scatter(bare, broadcast=True), idx_f, pure=False)
-    del parcel_part, ids
-    boxes = client.gather([client.submit(_bounds, p, pure=False) for p in parts])
-    wide = [b + np.array([-2 * h_u, -2 * h_u, 2 * h_u, 2 * h_u]) for b in boxes]
-    tasks = []
-    for i, p in enumerate(parts):
-        if not np.all(np.isfinite(boxes[i])):
-            continue
-        halos = [client.submit(_clip, q, wide[i], pure=False) for j, q in enumerate(parts)
-                 if j != i and np.all(np.isfinite(boxes[j])) and _overlap(boxes[j], wide[i])]
-        side = {r: _clip(town.layers[r], wide[i]).reset_index(drop=True)
+    del parcel_part
+    network = {r: v for r, v in town.layers.items()
+               if r != "parcels" and r not in CLIPPED_ROLES}
+    bare = replace(town, layers=network, report=Report())
+    # the network once per worker: built into one context on one worker, then copied
+    # to the others (a task then needs only its partition moved to where it runs)
+    workers = client.scheduler_info()["workers"]
+    if not workers:
+        raise ConfigError("the Dask cluster has no workers to run the partitions on")
+    first = sorted(workers)[:1]
+    [G_f, bare_f] = client.scatter([G, bare], workers=first, hash=False)
+    ctx_f = client.submit(_Context.build, bare_f, G_f, pure=False)
+    client.replicate([ctx_f])
+    del G_f, bare_f
+
+    def payload(i: int) -> dict[str, Any]:
+        core = parcels[part == i]
+        box = _bounds(core) + np.array([-2 * h_u, -2 * h_u, 2 * h_u, 2 * h_u])
+        near = _clip(parcels, box)
+        halo = near[part[near.index.to_numpy()] != i]
+        side = {r: _clip(town.layers[r], box).reset_index(drop=True)
                 for r in CLIPPED_ROLES if town.layer(r) is not None}
-        own = {r: town.layers[r][where == i].reset_index(drop=True)
-               for r, where in owner.items()}
-        side_f, own_f = client.scatter([side, own], hash=False)  # (a dict would be keys)
-        tasks.append(client.submit(_partition_task, p, halos, ctx_f, side_f, own_f,
-                                   control_paths, pure=False))
-    sizes = client.gather([client.submit(len, p, pure=False) for p in parts])
-    del parts
-    out = client.gather(tasks)
+        own = {r: town.layers[r][rows == i].reset_index(drop=True)
+               for r, rows in owner.items()}
+        return {"core": core, "halos": [halo] if len(halo) else [], "side": side, "own": own}
+
+    # one slot per worker thread; a partition is built and sent when a slot is free
+    free = [a for a, w in sorted(workers.items())
+            for _ in range(max(1, int(w.get("nthreads") or 1)))]
+    todo = [i for i in range(k) if (part == i).any()]
+    sizes = [int((part == i).sum()) for i in range(k)]
+    out: dict[int, dict[str, pd.DataFrame]] = {}
+    running: dict[Any, tuple[int, Any, str]] = {}
+    done = as_completed()
+
+    def start(i: int, where: str) -> None:
+        [data] = client.scatter([payload(i)], workers=[where], hash=False)  # (a dict: keys)
+        f = client.submit(_run_partition, data, ctx_f, control_paths, workers=[where],
+                          allow_other_workers=True, pure=False)
+        running[f] = (i, data, where)
+        done.add(f)
+
+    while todo and free:
+        start(todo.pop(0), free.pop(0))
+    for f in done:
+        i, data, where = running.pop(f)
+        out[i] = f.result()
+        f.release()
+        data.release()
+        if todo:
+            start(todo.pop(0), where)
+    ctx_f.release()
+    parts = [out[i] for i in sorted(out)]
     return PartitionedResult(
-        obligations=_concat([o["obligations"] for o in out]),
-        obligation_evidence=_concat([o["obligation_evidence"] for o in out]),
-        control_manholes=_concat([o["control_manholes"] for o in out]),
-        control_paths=_concat([o["control_paths"] for o in out]) if control_paths else None,
-        partitions=[int(s) for s in sizes], halo_ft=halo_ft(town))
+        obligations=_concat([o["obligations"] for o in parts]),
+        obligation_evidence=_concat([o["obligation_evidence"] for o in parts]),
+        control_manholes=_concat([o["control_manholes"] for o in parts]),
+        control_paths=_concat([o["control_paths"] for o in parts]) if control_paths else None,
+        partitions=sizes, halo_ft=halo_ft(town))
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3])
+def _run_partition(data: dict[str, Any], ctx: _Context, paths: bool) -> dict[str, pd.DataFrame]:
+    return _partition_task(data["core"], data["halos"], ctx, data["side"], data["own"], paths)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

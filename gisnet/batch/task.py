@@ -50,12 +50,19 @@ class Options:
         Extra table formats (as ``gisnet run --tables``).
     force
         Run towns even when unchanged.
+    threads
+        Threads each town's parallel steps may use (:func:`gisnet.threads.thread_limit`);
+        None: :func:`gisnet.threads.default_threads`. :func:`~gisnet.batch.run_region`
+        sets it to the cores of a machine divided by the task slots on it, so that
+        towns running side by side do not crowd each other out. Results never
+        depend on it.
     """
 
     maps: bool = True
     self_contained: bool = False
     tables: tuple[str, ...] = ()
     force: bool = False
+    threads: int | None = None
 
     def recorded(self) -> dict[str, Any]:
         """The options that change a town's outputs (part of its fingerprint)."""
@@ -188,6 +195,7 @@ def run_town(entry: TownEntry, out_root: str | Path, options: Options | None = N
     try:
         from ..io import load_town
         from ..pipeline import run as run_pipeline
+        from ..threads import thread_limit
         from . import state
 
         if not entry.folder.is_dir():
@@ -201,13 +209,14 @@ def run_town(entry: TownEntry, out_root: str | Path, options: Options | None = N
                 return {**old, "status": UNCHANGED, "worker": row["worker"],
                         "geometry": _geometry_of(old.get("geometry"))}
         ov = entry.overrides
-        t = time.perf_counter()
-        town = load_town(entry.folder, profile=ov.get("profile"), crs=ov.get("crs"),
-                         snap_tolerance_ft=ov.get("snap_tolerance_ft"),
-                         engine=ov.get("engine", "pyogrio"))
-        load_s = time.perf_counter() - t
-        res = run_pipeline(town, out, maps=options.maps, self_contained=options.self_contained,
-                           tables=options.tables)
+        with thread_limit(options.threads):
+            t = time.perf_counter()
+            town = load_town(entry.folder, profile=ov.get("profile"), crs=ov.get("crs"),
+                             snap_tolerance_ft=ov.get("snap_tolerance_ft"),
+                             engine=ov.get("engine", "pyogrio"))
+            load_s = time.perf_counter() - t
+            res = run_pipeline(town, out, maps=options.maps,
+                               self_contained=options.self_contained, tables=options.tables)
         res.timings_s["load"] = load_s
         res.timings_s["total"] = time.perf_counter() - t0
         row = {**summary_row(entry, res, out), "worker": row["worker"]}

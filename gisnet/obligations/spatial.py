@@ -1,12 +1,12 @@
 """Threaded STRtree helpers: nearest targets, pairwise shapely functions, joins.
 
 shapely 2 releases the GIL in its vectorised functions, so large inputs are
-split into chunks and run on a few threads (:func:`default_threads`).
+split into chunks and run on a few threads (:func:`default_threads`, from
+:mod:`gisnet.threads`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from shapely import STRtree
+
+from ..threads import default_threads
 
 #: Inputs shorter than this run on one thread (splitting costs more than it saves).
 MIN_THREADED = 20_000
@@ -35,11 +37,6 @@ class Clock:
 
     def __str__(self) -> str:
         return ", ".join(f"{k} {v:.2f} s" for k, v in self.laps.items())
-
-
-def default_threads() -> int:
-    """Threads used for the nearest-main search (2 on a 2-core machine)."""
-    return max(1, min(4, os.cpu_count() or 1))
 
 
 def chunked(n: int, threads: int, func: Callable[[int, int], Any]) -> list[Any]:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..threads import default_threads
 from .index import DownstreamIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,19 +112,21 @@ def _project(index: DownstreamIndex, points: np.ndarray, candidates: np.ndarray 
     return edge, frac, taps, offset
 
 
-#: Above this many points the nearest-main query is split over two threads
-#: (shapely releases the GIL; measured about 2x on 2 cores).
+#: Above this many points the nearest-main query is split over
+#: :func:`gisnet.threads.default_threads` threads (shapely releases the GIL;
+#: measured about 2x on 2 cores).
 THREADED_QUERY_MIN = 100_000
 
 
 def _query_nearest(tree: shapely.STRtree, pts: np.ndarray):
     """``tree.query_nearest(pts, all_matches=True, return_distance=True)``,
-    in two threads for large inputs. Returns ((query idx, tree idx), dist)."""
-    if len(pts) < THREADED_QUERY_MIN:
+    on several threads for large inputs. Returns ((query idx, tree idx), dist)."""
+    threads = default_threads()
+    if len(pts) < THREADED_QUERY_MIN or threads < 2:
         return tree.query_nearest(pts, all_matches=True, return_distance=True)
-    half = len(pts) // 2
-    chunks = [(0, pts[:half]), (half, pts[half:])]
-    with ThreadPoolExecutor(max_workers=2) as ex:
+    cuts = np.linspace(0, len(pts), threads + 1).astype(np.int64)
+    chunks = [(int(lo), pts[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
+    with ThreadPoolExecutor(max_workers=threads) as ex:
         parts = list(ex.map(
             lambda c: tree.query_nearest(c[1], all_matches=True, return_distance=True), chunks))
     qi = np.concatenate([p[0][0] + off for p, (off, _) in zip(parts, chunks, strict=True)])

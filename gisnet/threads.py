@@ -1,0 +1,73 @@
+"""How many threads gisnet's own parallel steps use.
+
+The nearest-main searches, the connection zone's tiled union, the street
+frontage intersections and the connection points' nearest query split their
+work over :func:`default_threads` threads (shapely releases the GIL). In one
+process that is the machine's cores (at most :data:`MAX_THREADS`); where
+several gisnet processes share the cores — the workers of ``gisnet batch`` on
+one machine — each should use only its share, or they crowd each other out.
+
+The limit is, in order: the innermost :func:`thread_limit` in effect (what a
+batch task sets), else the environment variable :data:`THREADS_ENV`
+(``GISNET_THREADS=1``), else the cores this process may run on. Results never
+depend on it, only the speed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+__all__ = ["MAX_THREADS", "THREADS_ENV", "available_cores", "default_threads", "thread_limit"]
+
+#: At most this many threads for one step (the measured gain stops at about 4).
+MAX_THREADS = 4
+#: Environment variable capping gisnet's threads (a positive integer).
+THREADS_ENV = "GISNET_THREADS"
+
+_limit: ContextVar[int | None] = ContextVar("gisnet_thread_limit", default=None)
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """Threads for one of gisnet's parallel steps (2 on a 2-core machine).
+
+    :func:`thread_limit` when in effect, else ``GISNET_THREADS`` when set to a
+    positive integer, else :func:`available_cores`; never more than
+    :data:`MAX_THREADS`.
+    """
+    n = _limit.get()
+    if n is None:
+        env = os.environ.get(THREADS_ENV, "").strip()
+        n = int(env) if env.isdigit() and int(env) > 0 else available_cores()
+    return max(1, min(MAX_THREADS, n))
+
+
+@contextmanager
+def thread_limit(n: int | None) -> Iterator[None]:
+    """Within the block, :func:`default_threads` is ``n`` (None: no change).
+
+    Examples
+    --------
+    >>> with thread_limit(1):
+    ...     default_threads()
+    1
+    """
+    if n is None:
+        yield
+        return
+    if n < 1:
+        raise ValueError(f"a thread limit must be at least 1, not {n}")
+    token = _limit.set(int(n))
+    try:
+        yield
+    finally:
+        _limit.reset(token)
