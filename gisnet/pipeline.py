@@ -45,6 +45,7 @@ from .results import (
 )
 from .sampling import analyse_control
 from .serialize import to_jsonable
+from .threads import default_threads
 from .town import Town
 
 log = logging.getLogger(__name__)
@@ -446,11 +447,15 @@ def run(
                 # and the Arrow conversion release the GIL; the pages read the same
                 # layers and change none of them), and waited for before the tile
                 # archives are cut on threads of their own (memory: not both at once).
-                with ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") as ex:
-                    writing = ex.submit(write)
+                # With one thread to use (a batch worker's share), it is written then.
+                ex = ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") \
+                    if default_threads() > 1 else None
+                try:
+                    writing = ex.submit(write) if ex is not None else None
 
                     def written() -> None:
-                        res.timings_s["write"] = writing.result()
+                        res.timings_s["write"] = writing.result() if writing is not None \
+                            else write()
 
                     t = time.perf_counter()
                     with rep.step("write+maps", f"writing web maps and {what}", count=rows,
@@ -458,6 +463,9 @@ def run(
                         write_maps(town, layers, stage, self_contained=self_contained,
                                    tiles=tiles, before_tiles=written)
                     res.timings_s["maps"] = time.perf_counter() - t
+                finally:
+                    if ex is not None:
+                        ex.shutdown(wait=True)
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town), town))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import geopandas as gpd
 
 from ..errors import ConfigError
+from ..threads import default_threads
 from .common import MapLayer, Page
 from .tiles import DETAIL_ZOOM, OVERVIEW_MIN_ZOOM, TileStats, write_layer_tiles
 
@@ -111,8 +111,9 @@ class Tiler:
         and replace the placeholders with what the page needs to draw them.
 
         With archives of :data:`PARALLEL_MIN_FEATURES` features or more in all, they
-        are cut on ``threads`` threads (default: one per core, at most
-        :data:`MAX_THREADS`; 1 = one after the other), biggest first. GEOS, PROJ and
+        are cut on ``threads`` threads (default: gisnet's thread share,
+        :func:`gisnet.threads.default_threads`, at most :data:`MAX_THREADS`; 1 = one
+        after the other), biggest first. GEOS, PROJ and
         numpy release the GIL for much of the work; threads share the town's layers,
         where forked processes would each copy the pages they touch (at county scale
         two workers added 3.5 GB, two threads about 2 GB: ``docs/performance.md``).
@@ -133,7 +134,7 @@ class Tiler:
                     jobs[token] = (lyr.key, lyr.name, style_keys, lyr.width_key)
         order = sorted(jobs, key=lambda t: -self.sources[t].n)
         total = sum(self.sources[t].n for t in order)
-        n = threads if threads is not None else min(MAX_THREADS, os.cpu_count() or 1)
+        n = threads if threads is not None else min(MAX_THREADS, default_threads())
         n = max(1, min(n, len(order))) if total >= PARALLEL_MIN_FEATURES else 1
 
         def cut(t: str) -> tuple[TileStats, dict[str, Any]]:
