@@ -443,11 +443,11 @@ def run(
             else:
                 from .maps import write_maps
 
-                # The GeoPackage is written on a thread while the pages are built (GDAL
-                # and the Arrow conversion release the GIL; the pages read the same
-                # layers and change none of them), and waited for before the tile
-                # archives are cut on threads of their own (memory: not both at once).
-                # With one thread to use (a batch worker's share), it is written then.
+                # The GeoPackage is written on a thread while the pages are built and
+                # their tiles cut (GDAL and the Arrow conversion release the GIL; the
+                # maps read the same layers and change none of them). With one thread
+                # to use (a batch worker's share), it is written after the pages are
+                # built, before the tiles.
                 ex = ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") \
                     if default_threads() > 1 else None
                 try:
@@ -461,7 +461,10 @@ def run(
                     with rep.step("write+maps", f"writing web maps and {what}", count=rows,
                                   unit="rows"):
                         write_maps(town, layers, stage, self_contained=self_contained,
-                                   tiles=tiles, before_tiles=written)
+                                   tiles=tiles,
+                                   before_tiles=written if writing is None else None)
+                        if writing is not None:
+                            written()
                     res.timings_s["maps"] = time.perf_counter() - t
                 finally:
                     if ex is not None:

@@ -160,9 +160,8 @@ def write_maps(
         written to ``out_dir/tiles/`` (see :mod:`gisnet.maps.tiled`).
     before_tiles
         Called once the pages are built, before the tile archives are cut
-        (:meth:`gisnet.maps.tiled.Tiler.write`): ``gisnet run`` waits there for
-        the GeoPackage it writes on a thread meanwhile, so that the writer's Arrow
-        buffers and the tile threads' working sets are not in memory at once.
+        (:meth:`gisnet.maps.tiled.Tiler.write`): with one thread to use,
+        ``gisnet run`` writes its GeoPackage there.
 
     Returns
     -------
