@@ -41,20 +41,25 @@ def is_missing(v: Any) -> bool:
     return isinstance(v, str) and v.strip() == ""
 
 
-def per_value(s: pd.Series, fn: Any) -> list[Any]:
+def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> list[Any]:
     """``[fn(v) for v in s]`` with ``fn`` called once per distinct value (missing
     values -> None): a county's million rows hold few distinct statuses or dates.
     Object columns of mixed kinds (``True`` and ``1`` are equal keys to a hash table)
-    go value by value."""
-    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) not in ("string",
-                                                                              "empty"):
+    go value by value. ``text_as_is``: ``fn`` gives text back unchanged, so a text
+    column (a million distinct ids) needs only its blanks found."""
+    kind = pd.api.types.infer_dtype(s, skipna=True)
+    if s.dtype == object and kind not in ("string", "empty"):
         return [None if is_missing(v) else fn(v) for v in s.tolist()]
     try:
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
     except TypeError:  # unhashable values
         return [None if is_missing(v) else fn(v) for v in s.tolist()]
     table = np.empty(len(uniques) + 1, dtype=object)
-    table[:-1] = [None if is_missing(v) else fn(v) for v in uniques.tolist()]
+    if text_as_is and kind == "string":
+        u = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        table[:-1] = u.where(u.str.strip().ne(""), None).to_numpy(dtype=object)
+    else:
+        table[:-1] = [None if is_missing(v) else fn(v) for v in uniques.tolist()]
     table[-1] = None
     return table[codes].tolist()
 
@@ -122,7 +127,7 @@ def fmt_bool(s: pd.Series) -> list[str | None]:
 
 def fmt_text(s: pd.Series) -> list[str | None]:
     """Values as text (missing -> None)."""
-    return per_value(s, str)
+    return per_value(s, str, text_as_is=True)
 
 
 #: Column-name unit suffix -> (decimals shown, unit label).
@@ -154,7 +159,8 @@ def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
         return fmt_number(s, 2)
     if name in VALUE_LABELS or name in WORDED_COLUMNS or name in LIST_COLUMNS:
         return per_value(s, lambda v: value_label(name, v))
-    return per_value(s, lambda v: "yes" if v is True else "no" if v is False else str(v))
+    return per_value(s, lambda v: "yes" if v is True else "no" if v is False else str(v),
+                     text_as_is=True)
 
 
 def field_label(name: str) -> str:

@@ -9,6 +9,7 @@ service) is decided by :func:`gisnet.rules.is_public` and
 from __future__ import annotations
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 
 from .. import rules
@@ -31,9 +32,9 @@ from .encoding import (
     fmt_bool,
     fmt_number,
     fmt_text,
-    is_missing,
     is_true,
     numbers,
+    per_value,
 )
 
 
@@ -69,10 +70,12 @@ def mains_layer(ctx: MapContext) -> MapLayer | None:
             mains = ctx.layer("mains")
         if mains is None:
             return None
-        kind = column(mains, "kind").astype(object).where(column(mains, "kind").notna(), "unknown")
-        kind = [k if k in KIND_COLOURS else "unknown" for k in kind.astype(str)]
+        raw = column(mains, "kind").astype(object)
+        kind_a = np.where(raw.isin(list(KIND_COLOURS)).to_numpy(dtype=bool),
+                          raw.to_numpy(dtype=object), "unknown")
         excluded = ~(rules.is_public(mains) & rules.is_active(mains))
-        cls = ["excluded" if e else k for k, e in zip(kind, excluded, strict=True)]
+        cls = np.where(np.asarray(excluded, dtype=bool), "excluded", kind_a).tolist()
+        kind = kind_a.tolist()
         d = numbers(column(mains, "diameter_in"))
         length = column(mains, "length_ft")
         if length.isna().all():
@@ -89,8 +92,8 @@ def mains_layer(ctx: MapContext) -> MapLayer | None:
             "slope": fmt_number(column(mains, "slope"), 4, "ft/ft"),
             "from": fmt_text(column(mains, "from_node")),
             "to": fmt_text(column(mains, "to_node")),
-            "direction": [None if is_missing(v) else value_label("direction_source", v)
-                          for v in column(mains, "direction_source")],
+            "direction": per_value(column(mains, "direction_source"),
+                                   lambda v: value_label("direction_source", v)),
             "owner": fmt_text(column(mains, "owner")),
             "status": fmt_text(column(mains, "status")),
             "public": fmt_bool(column(mains, "public")),
