@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label, write_tables
 from .io.postgis import is_database
-from .obligations import analyse_obligations, frontage_reason, has_frontage_rule
+from .obligations import analyse_obligations, frontage_reason
 from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
@@ -298,7 +299,7 @@ def analyse(
                                lambda: analyse_obligations(town, parcels=parcels,
                                                             assume_abutting=assume_abutting),
                                n_parcels, "parcels")
-        if res.obligations is not None and not has_frontage_rule(town):
+        if res.obligations is not None and res.obligations.frontage is None:
             res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
 
     if "tracing" in todo:
@@ -448,27 +449,22 @@ def run(
                 # maps read the same layers and change none of them). With one thread
                 # to use (a batch worker's share), it is written after the pages are
                 # built, before the tiles.
-                ex = ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") \
-                    if default_threads() > 1 else None
-                try:
+                beside = default_threads() > 1
+                with ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") if beside \
+                        else nullcontext() as ex:
                     writing = ex.submit(write) if ex is not None else None
 
                     def written() -> None:
-                        res.timings_s["write"] = writing.result() if writing is not None \
-                            else write()
+                        res.timings_s["write"] = writing.result() if writing else write()
 
                     t = time.perf_counter()
                     with rep.step("write+maps", f"writing web maps and {what}", count=rows,
                                   unit="rows"):
                         write_maps(town, layers, stage, self_contained=self_contained,
-                                   tiles=tiles,
-                                   before_tiles=written if writing is None else None)
-                        if writing is not None:
+                                   tiles=tiles, before_tiles=None if writing else written)
+                        if writing:
                             written()
                     res.timings_s["maps"] = time.perf_counter() - t
-                finally:
-                    if ex is not None:
-                        ex.shutdown(wait=True)
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town), town))

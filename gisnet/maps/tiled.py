@@ -113,8 +113,8 @@ class Tiler:
         With archives of :data:`PARALLEL_MIN_FEATURES` features or more in all, they
         are cut on ``threads`` threads (default: gisnet's thread share,
         :func:`gisnet.threads.default_threads`, at most :data:`MAX_THREADS`; 1 = one
-        after the other), biggest first. GEOS, PROJ and
-        numpy release the GIL for much of the work; threads share the town's layers,
+        after the other), biggest first. GEOS, PROJ and numpy release the GIL for
+        much of the work; threads share the town's layers,
         where forked processes would each copy the pages they touch (at county scale
         two workers added 3.5 GB, two threads about 2 GB: ``docs/performance.md``).
         """
@@ -138,7 +138,7 @@ class Tiler:
         n = max(1, min(n, len(order))) if total >= PARALLEL_MIN_FEATURES else 1
 
         def cut(t: str) -> tuple[TileStats, dict[str, Any]]:
-            return _cut_with(self, t, *jobs[t], out_dir)
+            return self._cut(t, *jobs[t], out_dir)
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
             results = dict(zip(order, ex.map(cut, order), strict=True))
@@ -154,18 +154,18 @@ class Tiler:
             lyr.count = done[token]["n"]
         return self.stats
 
-
-def _cut_with(tiler: Tiler, token: str, key: str, name: str, style_keys: tuple[str, ...],
-              rank_key: str | None, out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
-    src = tiler.sources[token]
-    rel = f"{TILES_DIR}/{key}.pmtiles"
-    # the widest lines (the trunks) first where an overview tile cannot hold them all
-    st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=name, style_keys=style_keys,
-                           rank_key=rank_key)
-    return st, {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
-        "url": rel, "family": st.family, "formats": st.formats,
-        "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,
-        "minZoom": OVERVIEW_MIN_ZOOM, "overviewMax": st.overview_max}, "n": st.features}
+    def _cut(self, token: str, key: str, name: str, style_keys: tuple[str, ...],
+             rank_key: str | None, out_dir: Path) -> tuple[TileStats, dict[str, Any]]:
+        """Cut one archive; its stats and what the page needs to draw it."""
+        src = self.sources[token]
+        rel = f"{TILES_DIR}/{key}.pmtiles"
+        # the widest lines (the trunks) first where an overview tile cannot hold them all
+        st = write_layer_tiles(out_dir / rel, src.gdf, src.props, name=name,
+                               style_keys=style_keys, rank_key=rank_key)
+        return st, {"tiled": {  # "tiled" first: is_tiled() reads the start of the text
+            "url": rel, "family": st.family, "formats": st.formats,
+            "constants": st.constants, "bounds": st.bounds, "detailZoom": DETAIL_ZOOM,
+            "minZoom": OVERVIEW_MIN_ZOOM, "overviewMax": st.overview_max}, "n": st.features}
 
 
 def is_tiled(lyr: MapLayer) -> bool:
