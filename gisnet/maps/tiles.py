@@ -27,6 +27,7 @@ costs about 4 µs.
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -360,10 +361,16 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
 @dataclass
 class _Columns:
     names: list[str]
-    codes: np.ndarray  # (n, ncols) global value id, -1 = missing
-    values: list[Any]  # global value table
+    codes: np.ndarray  # (n, ncols) value id (position in table), -1 = missing
+    table: _ValueTable  # every column's distinct values, column after column
     formats: dict[str, list[Any]] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
+
+
+def _blank_text(uniques: np.ndarray) -> np.ndarray:
+    """Which distinct texts are blank (empty or only whitespace, as ``is_missing``)."""
+    return np.fromiter((not u or u.isspace() for u in uniques), dtype=bool,
+                       count=len(uniques))
 
 
 def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
@@ -378,7 +385,8 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
 
     names: list[str] = []
     cols: list[np.ndarray] = []
-    values: list[Any] = []
+    tables: list[_ValueTable] = []
+    nvalues = 0
     formats: dict[str, list[Any]] = {}
     constants: dict[str, Any] = {}
     for name, col in props.items():
@@ -396,85 +404,312 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
                 arr = pd.to_numeric(pd.Series(arr, dtype=object),
                                     errors="coerce").to_numpy(float)
             codes, uniques = pd.factorize(arr, use_na_sentinel=True)
-            uniq = [float(u) for u in uniques]
+            uniques = np.asarray(uniques, dtype=float)
         else:
             if kind in ("string", "empty"):
                 # distinct values first, then blanks among them: a million ids are
                 # hashed once instead of stripped one by one
                 codes, uniques = pd.factorize(pd.Series(arr, dtype=object),
                                               use_na_sentinel=True)
-                blank = np.array([is_missing(u) for u in uniques], dtype=bool)
+                uniques = np.asarray(uniques, dtype=object)
+                blank = _blank_text(uniques)
                 if blank.any():
                     new = np.where(blank, -1, np.cumsum(~blank) - 1)
                     codes = np.where(codes >= 0, new[np.maximum(codes, 0)], -1)
-                    uniques = np.asarray(uniques, dtype=object)[~blank]
+                    uniques = uniques[~blank]
             else:
                 miss = np.array([is_missing(v) for v in arr], dtype=bool)
                 arr = np.where(miss, None, arr).astype(object)
                 codes, uniques = pd.factorize(pd.Series(arr, dtype=object).astype(object),
                                               use_na_sentinel=True)
-            uniq = [str(u) for u in uniques]
-        if len(uniq) == 0:
+                uniques = np.array([str(u) for u in uniques], dtype=object)
+        if len(uniques) == 0:
             continue
-        if len(uniq) == 1 and (codes >= 0).all():
-            constants[name] = format_value(uniq[0], fmt)
+        if len(uniques) == 1 and (codes >= 0).all():
+            one = float(uniques[0]) if numeric else str(uniques[0])
+            constants[name] = format_value(one, fmt)
             continue
         names.append(name)
-        cols.append(np.where(codes >= 0, codes + len(values), -1))
-        values.extend(uniq)
+        cols.append(np.where(codes >= 0, codes + nvalues, -1))
+        tables.append(_number_table(uniques) if numeric else _text_table(list(uniques)))
+        nvalues += len(uniques)
         if fmt is not None:
             formats[name] = list(fmt)
     codes = np.column_stack(cols) if cols else np.zeros((len(rows), 0), dtype=np.int64)
-    return _Columns(names, codes.astype(np.int64), values, formats, constants)
+    return _Columns(names, codes.astype(np.int64), _concat_tables(tables), formats, constants)
+
+
+# ---------------------------------------------------------------------------------------------
+# protobuf encoding of whole zoom levels (MVT 2.1, vector_tile.proto), vectorised
+# ---------------------------------------------------------------------------------------------
+#: Features encoded together (bounds the working arrays: a few tens of MB).
+_CHUNK_FEATURES = 65_536
+#: Text values encoded together.
+_CHUNK_VALUES = 131_072
+_MAX_VARINT_BYTES = 10
+
+
+def _varint_sizes(v: np.ndarray) -> np.ndarray:
+    """Bytes of each unsigned value as a protobuf varint."""
+    v = np.asarray(v, dtype=np.uint64)
+    n = np.ones(len(v), dtype=np.int64)
+    for k in range(1, _MAX_VARINT_BYTES):
+        more = v >= np.uint64(1 << (7 * k)) if 7 * k < 64 else np.zeros(len(v), dtype=bool)
+        if not more.any():
+            break
+        n += more
+    return n
+
+
+def _varints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unsigned values as consecutive protobuf varints: (bytes, start of each value)."""
+    v = np.asarray(v, dtype=np.uint64)
+    size = _varint_sizes(v)
+    start = np.cumsum(size) - size
+    out = np.empty(int(size.sum()), dtype=np.uint8)
+    for k in range(int(size.max()) if len(v) else 0):
+        sel = size > k if k else slice(None)
+        part = (v[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        cont = (size[sel] > k + 1).astype(np.uint64) << np.uint64(7)
+        out[start[sel] + k] = (part | cont).astype(np.uint8)
+    return out, start
+
+
+def _varint(n: int) -> bytes:
+    """One unsigned value as a protobuf varint."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(tag: int, payload: bytes) -> bytes:
+    return bytes([tag]) + _varint(len(payload)) + payload
+
+
+@dataclass
+class _ValueTable:
+    """Every value of a layer as a ``Layer.values`` field (tag 4, a ``Value`` message):
+    bytes ``buf[start[i]:start[i] + size[i]]`` for value ``i``."""
+
+    buf: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+
+
+def _message_fields(msg_size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray]:
+    """Room for ``values`` fields (tag 4, length-delimited) around messages of
+    ``msg_size`` bytes: (buffer with tags and lengths written, field start, field size,
+    where each message begins)."""
+    msg_size = msg_size.astype(np.uint64)
+    head = _varint_sizes(msg_size)
+    size = 1 + head + msg_size.astype(np.int64)
+    start = np.cumsum(size) - size
+    buf = np.zeros(int(size.sum()), dtype=np.uint8)
+    buf[start] = 0x22
+    hb, _ = _varints(msg_size)
+    buf[_spread(start + 1, head)] = hb
+    return buf, start, size, start + 1 + head
+
+
+def _text_table(texts: list[str]) -> _ValueTable:
+    """Text values as ``Value.string_value`` (field 1)."""
+    if len(texts) > _CHUNK_VALUES:  # bounds the index arrays (8 bytes per text byte)
+        return _concat_tables([_text_table(texts[i:i + _CHUNK_VALUES])
+                               for i in range(0, len(texts), _CHUNK_VALUES)])
+    joined = "".join(texts)
+    raw = joined.encode("utf-8")
+    if len(raw) == len(joined):  # ASCII: a byte per character
+        tlen = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    else:
+        tlen = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64,
+                           count=len(texts))
+    lsize = _varint_sizes(tlen)
+    buf, start, size, body = _message_fields(1 + lsize + tlen)
+    buf[body] = 0x0A
+    lb, _ = _varints(tlen)
+    buf[_spread(body + 1, lsize)] = lb
+    buf[_spread(body + 1 + lsize, tlen)] = np.frombuffer(raw, dtype=np.uint8)
+    return _ValueTable(buf, start, size)
+
+
+def _number_table(nums: np.ndarray) -> _ValueTable:
+    """Numbers as ``Value.sint_value`` (field 6, zigzag varint) when whole and below
+    2**53, else ``Value.double_value`` (field 3, 8 bytes little-endian)."""
+    num = np.asarray(nums, dtype=float)
+    whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0 ** 53)
+    zz = _zigzag64(np.where(whole, num, 0).astype(np.int64))
+    zsize = _varint_sizes(zz)
+    buf, start, size, body = _message_fields(np.where(whole, 1 + zsize, 9))
+    w, d = np.flatnonzero(whole), np.flatnonzero(~whole)
+    buf[body[w]] = 0x30
+    zb, _ = _varints(zz[w])
+    buf[_spread(body[w] + 1, zsize[w])] = zb
+    buf[body[d]] = 0x19
+    buf[_spread(body[d] + 1, np.full(len(d), 8))] = num[d].astype("<f8").view(np.uint8)
+    return _ValueTable(buf, start, size)
+
+
+def _concat_tables(tables: list[_ValueTable]) -> _ValueTable:
+    if not tables:
+        return _ValueTable(np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64),
+                           np.zeros(0, dtype=np.int64))
+    shift = np.cumsum([0] + [len(t.buf) for t in tables[:-1]])
+    return _ValueTable(np.concatenate([t.buf for t in tables]),
+                       np.concatenate([t.start + s for t, s in zip(tables, shift, strict=True)]),
+                       np.concatenate([t.size for t in tables]))
+
+
+def value_table(values: list[Any]) -> _ValueTable:
+    """Encode ``values`` (text, or numbers: whole ones as ``sint_value``, others as
+    ``double_value``) once for all the tiles of a layer."""
+    is_text = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values))
+    ti, ni = np.flatnonzero(is_text), np.flatnonzero(~is_text)
+    t = _concat_tables([_text_table([values[i] for i in ti.tolist()]),
+                        _number_table(np.array([float(values[i]) for i in ni.tolist()]))])
+    order = np.argsort(np.concatenate([ti, ni]), kind="stable")  # back to the given order
+    return _ValueTable(t.buf, t.start[order], t.size[order])
+
+
+def _spread(start: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Positions ``start[i], start[i] + 1, ..., start[i] + size[i] - 1`` for every i."""
+    total = int(size.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.cumsum(size) - size
+    return np.arange(total) - np.repeat(first - start, size)
+
+
+def _zigzag64(v: np.ndarray) -> np.ndarray:
+    v = v.astype(np.int64)
+    return ((v << 1) ^ (v >> 63)).astype(np.uint64)
+
+
+def encode_tiles(name: str, tile: np.ndarray, fid: np.ndarray, family: str, cmds: np.ndarray,
+                 offsets: np.ndarray, keys: list[str], codes: np.ndarray,
+                 table: _ValueTable) -> list[tuple[int, bytes]]:
+    """Mapbox Vector Tiles of one layer at one zoom, all tiles at once.
+
+    Parameters
+    ----------
+    name
+        The layer's name in each tile.
+    tile
+        Each feature's tile (any integer id, non-decreasing: a tile's features
+        are consecutive).
+    fid
+        Each feature's id.
+    family
+        ``point``, ``line`` or ``polygon`` (the features' ``type``).
+    cmds, offsets
+        Geometry commands of the features, feature ``i`` in
+        ``cmds[offsets[i]:offsets[i + 1]]`` (:func:`commands`); features with
+        none are left out.
+    keys, codes
+        Property names and each feature's value per name (rows of ``codes``,
+        positions in ``table``; -1 = no value).
+    table
+        The values (:func:`value_table`).
+
+    Returns
+    -------
+    list of (tile, bytes)
+        One uncompressed tile per tile id that holds a feature: a ``Tile`` with
+        one ``Layer`` (version 2, :data:`EXTENT`) whose ``values`` are those its
+        features use, in the order of ``table``; the bytes a protobuf library
+        gives for the same message (fields in number order).
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lens = np.diff(offsets)
+    keep = lens > 0
+    tile, fid = np.asarray(tile, dtype=np.int64)[keep], np.asarray(fid, dtype=np.int64)[keep]
+    codes = np.asarray(codes, dtype=np.int64).reshape(len(keep), -1)[keep]
+    if not keep.all():
+        cmds = cmds[_spread(offsets[:-1][keep], lens[keep])]
+    lens = lens[keep]
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    gtype = _FAMILY_TYPES[family]
+    name_part = _field(0x0A, name.encode("utf-8"))  # Layer.name (1)
+    keys_part = b"".join(_field(0x1A, k.encode("utf-8")) for k in keys)  # Layer.keys (3)
+    tail = b"\x28" + _varint(EXTENT) + b"\x78\x02"  # extent (5), version (15)
+    nv = max(len(table.size), 1)
+    out: list[tuple[int, bytes]] = []
+    firsts = np.flatnonzero(np.diff(tile, prepend=-1)) if len(tile) else np.zeros(0, np.int64)
+    bounds = [0]
+    while bounds[-1] < len(tile):  # chunks of whole tiles
+        nxt = int(np.searchsorted(firsts, bounds[-1] + _CHUNK_FEATURES, side="left"))
+        end = int(firsts[nxt]) if nxt < len(firsts) else len(tile)
+        bounds.append(end)
+    for f0, f1 in itertools.pairwise(bounds):
+        n = f1 - f0
+        tl = tile[f0:f1]
+        first = np.diff(tl, prepend=-1) != 0
+        tidx = np.cumsum(first) - 1
+        ntile = int(tidx[-1]) + 1
+        tfirst = np.flatnonzero(first)
+        feat = np.arange(n)
+        # tags: (key, value) pairs, values numbered per tile in the order of the table
+        c = codes[f0:f1]
+        has = c >= 0
+        ntag = 2 * has.sum(axis=1)
+        efeat, ecol = np.nonzero(has)
+        pair = tidx[efeat] * nv + c[has]
+        upair, inv = np.unique(pair, return_inverse=True)
+        utile, ucode = upair // nv, upair % nv
+        local = np.arange(len(upair)) - np.searchsorted(utile, utile, side="left")
+        tags = np.empty(2 * len(efeat), dtype=np.uint64)
+        tags[0::2] = ecol
+        tags[1::2] = local[inv.reshape(-1)]
+        tag_bytes = np.bincount(np.repeat(feat, ntag), weights=_varint_sizes(tags),
+                                minlength=n).astype(np.int64)
+        cm = np.asarray(cmds[offsets[f0]:offsets[f1]], dtype=np.uint64)
+        ln = lens[f0:f1]
+        geom_bytes = np.bincount(np.repeat(feat, ln), weights=_varint_sizes(cm),
+                                 minlength=n).astype(np.int64)
+        ids = fid[f0:f1].astype(np.uint64)
+        tagged = ntag > 0
+        body = (1 + _varint_sizes(ids)
+                + np.where(tagged, 1 + _varint_sizes(tag_bytes.astype(np.uint64)) + tag_bytes, 0)
+                + 2 + 1 + _varint_sizes(geom_bytes.astype(np.uint64)) + geom_bytes)
+        # varints of each feature field: 0x12 body | 0x08 id | [0x12 tag_bytes tags...]
+        # | 0x18 type | 0x22 geom_bytes cmds...
+        ntok = 8 + np.where(tagged, 2 + ntag, 0) + ln
+        ts = np.cumsum(ntok) - ntok
+        tok = np.empty(int(ntok.sum()), dtype=np.uint64)
+        tok[ts], tok[ts + 1], tok[ts + 2], tok[ts + 3] = 0x12, body, 0x08, ids
+        p = ts + 4
+        t = np.flatnonzero(tagged)
+        tok[p[t]], tok[p[t] + 1] = 0x12, tag_bytes[t]
+        tok[_spread(p[t] + 2, ntag[t])] = tags
+        p = p + np.where(tagged, 2 + ntag, 0)
+        tok[p], tok[p + 1], tok[p + 2], tok[p + 3] = 0x18, gtype, 0x22, geom_bytes
+        tok[_spread(p + 4, ln)] = cm
+        fbuf, tstart = _varints(tok)
+        fstart = tstart[ts]
+        fbytes = fbuf.tobytes()
+        fb = np.append(fstart[tfirst], len(fbuf)).tolist()
+        # each tile's values
+        vsize = table.size[ucode]
+        vbuf = table.buf[_spread(table.start[ucode], vsize)].tobytes()
+        vb = np.concatenate([[0], np.cumsum(np.bincount(utile, weights=vsize,
+                                                        minlength=ntile))]).astype(np.int64)
+        vb = vb.tolist()
+        fixed = len(name_part) + len(keys_part) + len(tail)
+        for i, tid in enumerate(tl[tfirst].tolist()):
+            feats = fbytes[fb[i]:fb[i + 1]]
+            vals = vbuf[vb[i]:vb[i + 1]]
+            size = fixed + len(feats) + len(vals)
+            out.append((tid, b"\x1a" + _varint(size) + name_part + feats + keys_part + vals
+                        + tail))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # tiles and archive
 # ---------------------------------------------------------------------------------------------
-def _add_layer(tile: Any, name: str, feature_ids: np.ndarray, family: str, cmds: np.ndarray,
-               offsets: np.ndarray, keys: list[str], codes: np.ndarray,
-               values: list[Any]) -> None:
-    """One MVT layer of ``tile`` (a ``vector_tile_pb2.tile``): features, keys, values."""
-    layer = tile.layers.add()
-    layer.version = 2
-    layer.name = name
-    layer.extent = EXTENT
-    layer.keys.extend(keys)
-    used = np.unique(codes[codes >= 0]) if codes.size else np.zeros(0, dtype=np.int64)
-    for v in used.tolist():
-        val = layer.values.add()
-        gv = values[v]
-        if isinstance(gv, str):
-            val.string_value = gv
-        elif float(gv).is_integer() and abs(gv) < 2**53:
-            val.sint_value = int(gv)
-        else:
-            val.double_value = float(gv)
-    ncols = codes.shape[1] if codes.ndim == 2 else 0
-    if ncols:
-        local = np.searchsorted(used, codes)
-        tags = np.empty((len(codes), 2 * ncols), dtype=np.int64)
-        tags[:, 0::2] = np.arange(ncols)
-        tags[:, 1::2] = local
-        has = np.repeat(codes >= 0, 2, axis=1)
-        flat = tags[has]
-        tcount = has.sum(axis=1)
-        toff = np.concatenate([[0], np.cumsum(tcount)]).tolist()
-        flat_l = flat.tolist()
-    gtype = _FAMILY_TYPES[family]
-    cmds_l = cmds.tolist()
-    off = offsets.tolist()
-    add = layer.features.add
-    for i, fid in enumerate(feature_ids.tolist()):
-        a, b = off[i], off[i + 1]
-        if a == b:
-            continue
-        if ncols:
-            add(id=fid, type=gtype, tags=flat_l[toff[i]:toff[i + 1]], geometry=cmds_l[a:b])
-        else:
-            add(id=fid, type=gtype, geometry=cmds_l[a:b])
-
-
 @dataclass
 class TileStats:
     """What :func:`write_layer_tiles` wrote."""
@@ -545,8 +780,6 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     min_zoom, detail_zoom
         Overview zooms are ``min_zoom .. detail_zoom - 1``.
     """
-    from mapbox_vector_tile.Mapbox import vector_tile_pb2
-
     max_lines = MAX_OVERVIEW_LINES if max_lines is None else max_lines
 
     props = dict(props or {})
@@ -575,13 +808,12 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 bounds=[[round(ll.iloc[0].y, 6), round(ll.iloc[0].x, 6)],
                         [round(ll.iloc[1].y, 6), round(ll.iloc[1].x, 6)]])
     out: dict[tuple[int, int, int], bytes] = {}
+    table = cols.table
 
-    def emit(key: tuple[int, int, int], *layer: Any) -> None:
-        # each tile holds one layer: serialized at once, so a county's million
-        # protobuf features are never all in memory together
-        t = vector_tile_pb2.tile()
-        _add_layer(t, *layer)
-        out[key] = t.SerializeToString()
+    def emit(z: int, tile: np.ndarray, *layer: Any) -> None:
+        mask = (1 << z) - 1
+        for key, data in encode_tiles(layer[0], tile, *layer[1:]):
+            out[(z, key >> z, key & mask)] = data
 
     # detail: every feature with its properties
     fi, tx, ty, pieces = assign_tiles(g, detail_zoom)
@@ -589,14 +821,8 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
     xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
     cmds, offs = commands(xy, psizes, ppiece, family, len(pieces))
-    tile_key = tx * (1 << detail_zoom) + ty
-    bounds_at = np.flatnonzero(np.diff(tile_key, prepend=-1)) if len(tile_key) else \
-        np.zeros(0, dtype=np.int64)
-    ends = np.append(bounds_at[1:], len(tile_key))
-    for s, e in zip(bounds_at.tolist(), ends.tolist(), strict=True):
-        emit((detail_zoom, int(tx[s]), int(ty[s])), "features", fi[s:e], family,
-             cmds[offs[s]:offs[e]], offs[s:e + 1] - offs[s], cols.names,
-             cols.codes[fi[s:e]], cols.values)
+    emit(detail_zoom, tx * (1 << detail_zoom) + ty, "features", fi, family, cmds, offs,
+         cols.names, cols.codes[fi], table)
     del pieces, xy, cmds, offs
     # overview
     style_idx = [cols.names.index(k) for k in style_keys if k in cols.names]
@@ -642,16 +868,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             ngroups = int(grp.max()) + 1 if len(grp) else 0
             cmds, offs = commands(xy, psizes, grp[ppiece], family, ngroups)
             first = np.flatnonzero(np.diff(grp, prepend=-1))
-            gtile = (tx[first] * (1 << z) + ty[first])
-            starts = np.flatnonzero(np.diff(gtile, prepend=-1))
-            stops = np.append(starts[1:], len(first))
             codes = cols.codes[fi[first]][:, style_idx] if style_idx else \
                 np.zeros((len(first), 0), dtype=np.int64)
-            keys = [cols.names[i] for i in style_idx]
-            for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-                emit((z, int(tx[first[s]]), int(ty[first[s]])), "overview",
-                     np.arange(s, e), family, cmds[offs[s]:offs[e]],
-                     offs[s:e + 1] - offs[s], keys, codes[s:e], cols.values)
+            emit(z, tx[first] * (1 << z) + ty[first], "overview", np.arange(len(first)),
+                 family, cmds, offs, [cols.names[i] for i in style_idx], codes, table)
     else:
         bb = shapely.bounds(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
@@ -676,15 +896,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                           axis=1).reshape(-1, 2)
             n = len(cells)
             cmds, offs = commands(sq, np.full(n, 4), np.arange(n), "polygon", n)
-            values = [float(c) for c in counts]
-            codes = np.arange(n).reshape(-1, 1)
-            tkey = cells[:, 0] * (1 << z) + cells[:, 1]
-            starts = np.flatnonzero(np.diff(tkey, prepend=-1))
-            stops = np.append(starts[1:], n)
-            for s, e in zip(starts.tolist(), stops.tolist(), strict=True):
-                emit((z, int(cells[s, 0]), int(cells[s, 1])), "overview",
-                     np.arange(s, e), "polygon", cmds[offs[s]:offs[e]],
-                     offs[s:e + 1] - offs[s], ["n"], codes[s:e], values)
+            ucount, code = np.unique(counts, return_inverse=True)
+            emit(z, cells[:, 0] * (1 << z) + cells[:, 1], "overview", np.arange(n), "polygon",
+                 cmds, offs, ["n"], code.reshape(-1, 1),
+                 value_table([float(c) for c in ucount]))
     return out, info
 
 
