@@ -467,11 +467,18 @@ def _varints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     size = _varint_sizes(v)
     start = np.cumsum(size) - size
     out = np.empty(int(size.sum()), dtype=np.uint8)
-    for k in range(int(size.max()) if len(v) else 0):
-        sel = size > k if k else slice(None)
-        part = (v[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
-        cont = (size[sel] > k + 1).astype(np.uint64) << np.uint64(7)
-        out[start[sel] + k] = (part | cont).astype(np.uint8)
+    more = size > 1
+    out[start] = ((v & np.uint64(0x7F)) | (more.astype(np.uint64) << np.uint64(7))).astype(
+        np.uint8)
+    idx = np.flatnonzero(more)  # the values with bytes left, narrowed byte by byte
+    rest = v[idx] >> np.uint64(7)
+    k = 1
+    while len(idx):
+        more = size[idx] > k + 1
+        out[start[idx] + k] = ((rest & np.uint64(0x7F))
+                               | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8)
+        idx, rest = idx[more], rest[more] >> np.uint64(7)
+        k += 1
     return out, start
 
 
