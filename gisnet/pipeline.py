@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 #: terminal, lines otherwise), a callable given each step's message, or None.
 Progress = ProgressLike
 
+#: :func:`run` writes the GeoPackage of a town of this many parcels or more in a child
+#: process while the analyses go on (when it has a second core to do it on).
+GPKG_CHILD_MIN_PARCELS = 100_000
 #: The steps of :func:`analyse`, in the order they run.
 STEPS = ("graph", "obligations", "tracing", "capacity", "quality")
 
@@ -227,6 +230,7 @@ def analyse(
     control_paths: bool = True,
     strict: bool = True,
     progress: Progress | None = None,
+    on_layers: Callable[[Mapping[str, pd.DataFrame]], None] | None = None,
 ) -> Results:
     """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
@@ -253,6 +257,11 @@ def analyse(
     progress
         A :class:`gisnet.progress.Reporter`, or a callable given a short message
         before each step.
+    on_layers
+        Called with ``res.layers()`` after each step (graph, obligations, tracing,
+        capacity): ``gisnet run`` starts writing the GeoPackage while the next
+        analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
+        do not change afterwards.
 
     Returns
     -------
@@ -294,6 +303,12 @@ def analyse(
         timings["graph"] = time.perf_counter() - t
     G = res.graph
 
+    def done() -> None:
+        if on_layers is not None:
+            on_layers(res.layers())
+
+    done()
+
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
                                lambda: analyse_obligations(town, parcels=parcels,
@@ -301,6 +316,7 @@ def analyse(
                                n_parcels, "parcels")
         if res.obligations is not None and res.obligations.frontage is None:
             res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
+        done()
 
     if "tracing" in todo:
         res.control = step("tracing", "finding connection points and control manholes",
@@ -310,6 +326,7 @@ def analyse(
             res.unavailable.append(Unavailable(
                 "sampling_plan", "the town has no industrial users (no users layer, or it "
                                  "is empty)"))
+        done()
 
     if "capacity" in todo:
         c = res.control
@@ -323,6 +340,7 @@ def analyse(
             res.unavailable.append(Unavailable(
                 "plants", "the town has no plants layer: plant flows are not checked "
                           "against design flows"))
+        done()
 
     if "quality" in todo:
         extra = town.report
@@ -406,14 +424,15 @@ def run(
     ConfigError
         An output path is an input (both named), or the folder cannot be written.
     """
-    from .io import make_manifest as manifest_of
     from .io import (
+        RESULTS_FILE,
+        GpkgWriter,
         new_run_id,
         publish,
         refuse_inputs_as_outputs,
         staging_area,
-        write_gpkg,
     )
+    from .io import make_manifest as manifest_of
 
     rep = as_reporter(progress)
     if is_database(out_dir):
@@ -421,19 +440,33 @@ def run(
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
     rep.plan(len(STEPS) - 1 + 2)  # the analyses (quality is quick), write (with the maps
-    res = analyse(town, progress=rep)  # beside it), publish
-    layers = res.layers()
-    refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
-                                             layer_names=list(layers)), town, *inputs)
-    run_id = new_run_id()
-    rows = sum(len(df) for df in layers.values())
+    run_id = new_run_id()  # beside it), publish
+    # With a second core, a big town's GeoPackage is written by a child process while
+    # the analyses go on, each analysis's layers as soon as it ends (pyogrio holds the
+    # GIL while GDAL writes: a thread would stop the analyses); the maps are drawn
+    # meanwhile. With one thread to use (a batch worker's share), it is written after
+    # the analyses (before the pages' tiles when there are maps).
+    parcels = town.layers.get("parcels")
+    early = default_threads() > 1 and parcels is not None \
+        and len(parcels) >= GPKG_CHILD_MIN_PARCELS
     try:
-        with staging_area(out, run_id) as stage:
+        with ExitStack() as stack:
+            if early:
+                stage = stack.enter_context(staging_area(out, run_id))
+                gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
+            res = analyse(town, progress=rep, on_layers=gpkg.add if early else None)
+            layers = res.layers()
+            refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
+                                                     layer_names=list(layers)), town, *inputs)
+            if not early:  # nothing is written before the analyses have run
+                stage = stack.enter_context(staging_area(out, run_id))
+                gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE))
+            rows = sum(len(df) for df in layers.values())
             what = "the GeoPackage" + (f" and {', '.join(tables)} tables" if tables else "")
 
             def write() -> float:
                 t = time.perf_counter()
-                write_gpkg(stage / "gisnet-results.gpkg", layers)
+                gpkg.close(layers)
                 if tables:
                     write_tables(stage, layers, tables)
                 return time.perf_counter() - t
@@ -444,11 +477,8 @@ def run(
             else:
                 from .maps import write_maps
 
-                # The GeoPackage is written on a thread while the pages are built and
-                # their tiles cut (GDAL and the Arrow conversion release the GIL; the
-                # maps read the same layers and change none of them). With one thread
-                # to use (a batch worker's share), it is written after the pages are
-                # built, before the tiles.
+                # The GeoPackage is finished on a thread while the pages are built
+                # and their tiles cut (the maps read the same layers and change none).
                 beside = default_threads() > 1
                 with ThreadPoolExecutor(1, thread_name_prefix="gisnet-write") if beside \
                         else nullcontext() as ex:

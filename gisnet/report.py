@@ -84,6 +84,19 @@ class Report:
         log.log(level[severity], "%s", message)
         return f
 
+    def add_once(self, kind: str, severity: str, message: str, *, layer: str | None = None,
+                 feature_id: object | None = None,
+                 geometry: BaseGeometry | None = None) -> Finding:
+        """:meth:`add`, unless the same finding (kind, layer, feature, message) is there
+        already: an analysis run again on the same loaded town (the HTTP service, a
+        second ``analyse``) reports what it finds once."""
+        fid = None if feature_id is None else str(feature_id)
+        for f in self.of_kind(kind):
+            if f.layer == layer and f.feature_id == fid and f.message == message:
+                return f
+        return self.add(kind, severity, message, layer=layer, feature_id=feature_id,
+                        geometry=geometry)
+
     def extend(self, findings: Iterable[Finding]) -> None:
         self.findings.extend(findings)
 

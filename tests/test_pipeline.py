@@ -159,6 +159,19 @@ def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
     json.dumps(s, allow_nan=False)  # plain JSON data
 
 
+def test_analysing_a_town_again_reports_each_finding_once(sample_dir: Path):
+    """The service analyses a loaded town on each request: the findings of the tracing
+    (laterals off every main, buildings with no connection point) are not repeated."""
+    from gisnet.io import load_town
+    from gisnet.pipeline import analyse
+
+    town = load_town(sample_dir)
+    first = analyse(town).quality
+    again = analyse(town).quality
+    assert {"lateral_off_main", "no_connection_point"} <= set(first["kind"])
+    assert again["kind"].value_counts().to_dict() == first["kind"].value_counts().to_dict()
+
+
 def test_analyse_only_runs_the_needed_steps_in_order():
     from gisnet.pipeline import analyse
 

@@ -270,22 +270,122 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
     return target
 
 
-def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+def write_gpkg(path: str | Path, layers: Mapping[str, pd.DataFrame], *,
+               process: bool = False) -> Path:
     """Write ``layers`` into a new GeoPackage ``path`` (in a staging folder: the
     file is private until published, so it is written in place), layers in
-    name order so the file does not depend on the order they were computed in."""
-    path = Path(path)
-    path.unlink(missing_ok=True)
-    with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
-        warnings.simplefilter("always")
-        for name in sorted(layers):
-            write_layer(path, name, layers[name])
+    name order; ``process``: GDAL writes them in a child process
+    (:class:`GpkgWriter`)."""
+    with GpkgWriter(path, process=process) as w:
+        return w.close(layers)
+
+
+class GpkgWriter:
+    """A new GeoPackage written layer by layer, as the layers become ready.
+
+    :meth:`add` writes the layers it has not written yet (in name order);
+    :meth:`close` writes the rest and the GeoPackage's metadata (layer
+    descriptions, :func:`gisnet.io.metadata.describe_gpkg`; QGIS styles,
+    :func:`gisnet.io.styles.write_styles`). The file's layers are in the order
+    they were added: ``gisnet run`` adds each analysis's layers when it ends,
+    always in the same order.
+
+    With ``process=True``, GDAL writes the layers in a child process
+    (:mod:`gisnet.io.gpkg_child`) while the caller goes on: pyogrio holds the GIL
+    while GDAL writes, so a thread writing the GeoPackage would stop the analyses
+    and the maps. A thread of this process turns each layer into an Arrow table
+    (:func:`to_arrow`: ``pyarrow.Table.from_pandas``, which keeps the pandas
+    dtypes, and the geometry as WKB); the child rebuilds the frame and writes it
+    with :func:`write_layer`, so the file holds what this process would write.
+    A layer Arrow cannot hold is written by that thread, in its turn. Frames
+    given to :meth:`add` must not change afterwards.
+    """
+
+    def __init__(self, path: str | Path, *, process: bool = False):
+        self.path = Path(path)
+        self.path.unlink(missing_ok=True)
+        self.written: list[str] = []
+        self._caught: list[warnings.WarningMessage] = []
+        self._child = None
+        if process:
+            from .gpkg_child import ChildWriter
+
+            self._child = ChildWriter(self.path, to_arrow, self._write_here)
+
+    def _write_here(self, name: str, df: pd.DataFrame) -> None:
+        with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
+            warnings.simplefilter("always")
+            write_layer(self.path, name, df)
+        self._caught.extend(caught)
+
+    def add(self, layers: Mapping[str, pd.DataFrame]) -> None:
+        """Write (or queue for the child) the layers of ``layers`` not written yet."""
+        for name in sorted(set(layers) - set(self.written)):
+            self.written.append(name)
+            if self._child is not None:
+                self._child.put(name, layers[name])
+            else:
+                self._write_here(name, layers[name])
+                kill_point("gpkg")
+
+    def close(self, layers: Mapping[str, pd.DataFrame]) -> Path:
+        """Write the rest of ``layers`` (every result layer), wait for the child, and
+        write the metadata of every layer."""
+        self.add(layers)
+        messages = []
+        if self._child is not None:
+            child, self._child = self._child, None
+            messages = child.finish()
             kill_point("gpkg")
-    describe_gpkg(path, layers)
-    write_styles(path, layers)
-    for w in caught:
-        log.warning("%s: %s", path, str(w.message).strip())
-    return path
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            describe_gpkg(self.path, layers)
+            write_styles(self.path, layers)
+        for m in messages + [str(w.message).strip() for w in self._caught + caught]:
+            log.warning("%s: %s", self.path, m)
+        return self.path
+
+    def __enter__(self) -> GpkgWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._child is not None:  # not closed: the run failed
+            self._child.abort()
+            self._child = None
+
+
+def to_arrow(df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
+    """``df`` as an Arrow table (the geometry as WKB) and (geometry column, CRS), or
+    None when a column will not go into Arrow."""
+    import pyarrow as pa
+
+    geom = None
+    if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
+        gname = df.geometry.name
+        geom = (gname, df.crs)
+        df = pd.DataFrame(df, copy=False).assign(
+            **{gname: shapely.to_wkb(np.asarray(df[gname].array, dtype=object))})
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False), geom
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def write_from_arrow(path: str, name: str, table: Any,
+                     geom: tuple[str, Any] | None) -> list[str]:
+    """The frame of :func:`to_arrow` back, written by :func:`write_layer` (in the
+    writer child, :mod:`gisnet.io.gpkg_child`); returns GDAL's warnings."""
+    df = table.to_pandas()
+    del table
+    if geom is not None:
+        gname, crs = geom
+        df[gname] = gpd.GeoSeries(shapely.from_wkb(df[gname].to_numpy(dtype=object)),
+                                  index=df.index, crs=crs)
+        df = gpd.GeoDataFrame(df, geometry=gname, crs=crs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_layer(Path(path), name, df)
+    return [str(w.message).strip() for w in caught]
 
 
 def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:

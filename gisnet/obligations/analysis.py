@@ -357,11 +357,8 @@ def _once(town: Town, kind: str, severity: str, message: str, layer: str | None,
           feature_id: str | None = None, geometry: Any = None) -> None:
     """Add a finding to the town's report unless the same one is there already (the
     obligations may be computed more than once for a town)."""
-    for f in town.report.of_kind(kind):
-        if f.feature_id == feature_id and f.message == message:
-            return
-    town.report.add(kind, severity, message, layer=layer, feature_id=feature_id,
-                    geometry=geometry)
+    town.report.add_once(kind, severity, message, layer=layer, feature_id=feature_id,
+                         geometry=geometry)
 
 
 def _building_sewers(town: Town) -> BuildingSewers:

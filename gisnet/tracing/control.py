@@ -261,7 +261,7 @@ def control_manholes(
     )
     nomh = (edge >= 0) & pd.isna(mh_id)
     if nomh.any() and town is not None:
-        town.report.add(
+        town.report.add_once(
             "no_control_manhole", "warning",
             f"{int(nomh.sum())} connection point(s) reach no public active manhole downstream",
             layer="mains",

@@ -422,7 +422,7 @@ def connection_points(
     laterals = town.layer("laterals")
     pts, off_main = locate_taps(idx, feats, laterals)
     if off_main:
-        town.report.add(
+        town.report.add_once(
             "lateral_off_main", "warning",
             f"{len(off_main)} lateral(s) end on no public sanitary main and no private main "
             f"(within {idx.snap_tolerance_ft:g} ft; e.g. drawn to a storm or inactive main, or "
@@ -438,7 +438,7 @@ def connection_points(
     out = gpd.GeoDataFrame(pts, geometry="geometry", crs=idx.crs)
     none = (out["source"] == "unresolved").to_numpy()
     if none.any():
-        town.report.add(
+        town.report.add_once(
             "no_connection_point", "warning",
             f"{int(none.sum())} building(s)/parcel(s)/user(s) could not be given a connection "
             "point (a lateral ending on no usable main, no geometry, or no eligible public "

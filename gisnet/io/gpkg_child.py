@@ -1,0 +1,159 @@
+"""The GeoPackage's layers written by a child process (see :class:`gisnet.io.writing.GpkgWriter`).
+
+pyogrio holds the GIL while GDAL writes a layer (16 of the 22 s a county's 1.4 GB
+GeoPackage takes), so a thread writing the GeoPackage stops the analyses and the
+maps of the same run. The child is ``python -m gisnet.io.gpkg_child``, started with
+:mod:`subprocess` rather than :mod:`multiprocessing` (a spawned child imports the
+caller's main module again: a script without a ``__main__`` guard would run twice).
+
+A thread of the parent turns each layer into an Arrow table
+(:func:`gisnet.io.writing.to_arrow`) and sends it on the child's standard input as
+one pickled message ``(path, layer name, table, (geometry column, CRS) or None)``;
+the child writes it (:func:`gisnet.io.writing.write_from_arrow`) and answers on its
+standard output ``("ok", GDAL's warnings)`` or ``("error", exception)``. ``None``,
+or the end of its input (the parent died), ends the child.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+class ChildWriter:
+    """The parent's end: :meth:`put` layers (written in that order by the child, one
+    at a time, while the caller goes on), then :meth:`finish`.
+
+    Parameters
+    ----------
+    path
+        The GeoPackage.
+    convert
+        Frame -> ``(table, geometry)`` for the child, or None for a layer the
+        child cannot take (written by ``fallback`` here, in its turn).
+    fallback
+        ``fallback(name, frame)`` writes one layer in this process.
+    """
+
+    def __init__(self, path: Path, convert: Callable[[Any], Any],
+                 fallback: Callable[[str, Any], None]):
+        self.path = path
+        self.convert, self.fallback = convert, fallback
+        self.messages: list[str] = []
+        self.error: BaseException | None = None
+        self._todo: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self.proc = subprocess.Popen([sys.executable, "-m", "gisnet.io.gpkg_child"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._thread = threading.Thread(target=self._feed, name="gisnet-gpkg", daemon=True)
+        self._thread.start()
+
+    def put(self, name: str, df: Any) -> None:
+        """Queue a layer (the frame must not change until :meth:`finish`)."""
+        self._todo.put((name, df))
+
+    def _gone(self) -> ConfigError:
+        return ConfigError("the GeoPackage writer process ended without finishing (exit "
+                           f"status {self.proc.poll()}; killed, or out of memory?)",
+                           path=self.path)
+
+    def _feed(self) -> None:
+        while True:
+            item = self._todo.get()
+            if item is None:
+                return
+            if self.error is not None:
+                continue  # after a failure: drain the queue, write nothing more
+            name, df = item
+            del item
+            try:
+                arrow = self.convert(df)
+                if arrow is None:  # here, in its turn (the child has written the others)
+                    self.fallback(name, df)
+                    continue
+                del df
+                try:
+                    pickle.dump((str(self.path), name, *arrow), self.proc.stdin, protocol=5)
+                    self.proc.stdin.flush()
+                    del arrow
+                    status, value = pickle.load(self.proc.stdout)
+                except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                    raise self._gone() from exc
+                if status == "error":
+                    raise value
+                self.messages.extend(value)
+            except BaseException as exc:  # kept, raised by finish()
+                self.error = exc
+
+    def finish(self) -> list[str]:
+        """Wait for every queued layer; GDAL's warnings. Raises what the child raised."""
+        self._todo.put(None)
+        self._thread.join()
+        self._stop()
+        if self.error is not None:
+            raise self.error
+        return self.messages
+
+    def _stop(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                pickle.dump(None, self.proc.stdin)
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+    def abort(self) -> None:
+        """Stop the child now (the run failed): nothing more is written."""
+        self.error = self.error or ConfigError("aborted", path=self.path)
+        self.proc.kill()
+        self._todo.put(None)
+        self._thread.join()
+        self._stop()
+
+
+def main() -> int:
+    """The child's loop: a layer in, written, its answer out."""
+    from .writing import write_from_arrow
+
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # standard output carries the answers only
+    while True:
+        try:
+            msg = pickle.load(inp)
+        except EOFError:
+            return 0
+        if msg is None:
+            return 0
+        path, name, table, geom = msg
+        del msg
+        try:
+            answer: tuple[str, Any] = ("ok", write_from_arrow(path, name, table, geom))
+        except Exception as exc:  # sent to the parent, raised there
+            answer = ("error", exc)
+        del table
+        try:
+            data = pickle.dumps(answer)
+        except Exception as exc:  # an exception that does not pickle
+            data = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        out.write(data)
+        out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

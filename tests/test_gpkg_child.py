@@ -1,0 +1,135 @@
+"""The GeoPackage written by a child process while the analyses go on
+(gisnet.io.GpkgWriter with process=True, gisnet.io.gpkg_child, gisnet.pipeline.run).
+
+The child's file is compared with the one this process writes, layer by layer, as
+pyogrio reads them back (field types, geometry type, CRS, every value).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyogrio
+import pytest
+import shapely
+
+from gisnet.errors import ConfigError
+from gisnet.io import GpkgWriter, load_town, write_gpkg
+from gisnet.io import gpkg_child as child_mod
+
+
+@pytest.fixture(scope="module")
+def sample_layers(sample_dir: Path) -> dict:
+    from gisnet.pipeline import analyse
+
+    return dict(analyse(load_town(sample_dir)).layers())
+
+
+def _awkward() -> dict:
+    """Dtypes a result layer can hold, and one column Arrow cannot take."""
+    n = 6
+    crs = "EPSG:2260"
+    pts = [shapely.Point(i, i) for i in range(n - 2)] + [None, shapely.Point()]
+    frame = gpd.GeoDataFrame({
+        "id": [f"X{i}" for i in range(n)],
+        "count": pd.array([1, None, 3, 4, None, 6], dtype="Int64"),
+        "flag": pd.array([True, None, False, True, False, None], dtype="boolean"),
+        "all_missing": pd.array([None] * n, dtype="Int64"),
+        "text": ["a", None, "", "é ü ß", "b", None],
+        "length_ft": [1.25, np.nan, 3.0, 4.5, 5.0, 6.75],
+        "when": [dt.date(2026, 1, i + 1) for i in range(n)],
+        "plain_bool": [True, False, True, False, True, False],
+    }, geometry=pts, crs=crs)
+    odd = frame[["id"]].assign(mixed=[1, "two", 3.5, None, {"k": 1}, [1, 2]])
+    table = pd.DataFrame({"key": ["a", "b"], "value": [1.5, None]})  # no geometry
+    return {"awkward": frame, "odd_objects": gpd.GeoDataFrame(odd, geometry=frame.geometry),
+            "plain_table": table}
+
+
+def _same_files(a: Path, b: Path) -> list[str]:
+    names = [str(r[0]) for r in pyogrio.list_layers(a)]
+    assert names == [str(r[0]) for r in pyogrio.list_layers(b)]
+    for name in names:
+        ia, ib = pyogrio.read_info(a, layer=name), pyogrio.read_info(b, layer=name)
+        for key in ("fields", "dtypes", "geometry_type", "crs", "features"):
+            assert str(ia[key]) == str(ib[key]), (name, key)
+        pd.testing.assert_frame_equal(pyogrio.read_dataframe(a, layer=name),
+                                      pyogrio.read_dataframe(b, layer=name))
+    return names
+
+
+def test_child_writes_the_geopackage_this_process_writes(sample_layers, tmp_path: Path):
+    layers = {**sample_layers, **_awkward()}
+    here = write_gpkg(tmp_path / "here.gpkg", layers)
+    there = write_gpkg(tmp_path / "child.gpkg", layers, process=True)
+    names = _same_files(here, there)
+    assert {"obligations", "control_paths", "awkward", "odd_objects", "plain_table",
+            "layer_styles"} <= set(names)
+
+
+def test_layers_added_as_the_analyses_end_are_written_in_that_order(sample_layers,
+                                                                    tmp_path: Path):
+    first = {k: sample_layers[k] for k in ("graph_nodes", "graph_edges")}
+    w = GpkgWriter(tmp_path / "r.gpkg", process=True)
+    with w:
+        w.add(first)
+        w.add(sample_layers)  # the graph's layers are not written twice
+        w.close(sample_layers)
+    names = [str(r[0]) for r in pyogrio.list_layers(tmp_path / "r.gpkg")]
+    assert names[:2] == ["graph_edges", "graph_nodes"]
+    assert sorted(n for n in names if n != "layer_styles") == sorted(sample_layers)
+
+
+def test_an_error_in_the_child_is_raised_here(sample_layers, tmp_path: Path):
+    path = tmp_path / "missing-folder" / "r.gpkg"
+    with pytest.raises(pyogrio.errors.DataSourceError), GpkgWriter(path, process=True) as w:
+        w.close({"graph_nodes": sample_layers["graph_nodes"]})
+
+
+def test_a_killed_child_is_a_clear_error_and_an_abort_stops_it(sample_layers, tmp_path: Path):
+    w = GpkgWriter(tmp_path / "r.gpkg", process=True)
+    proc = w._child.proc
+    proc.kill()
+    proc.wait()
+    with pytest.raises(ConfigError, match="writer process ended without finishing"), w:
+        w.close(sample_layers)
+    w = GpkgWriter(tmp_path / "s.gpkg", process=True)
+    proc = w._child.proc
+    with pytest.raises(RuntimeError, match="analysis failed"), w:
+        w.add({"graph_nodes": sample_layers["graph_nodes"]})
+        raise RuntimeError("analysis failed")
+    assert proc.poll() is not None  # the run failed: the child is gone
+
+
+def test_run_writes_a_big_towns_geopackage_while_the_analyses_go_on(sample_dir: Path,
+                                                                      tmp_path: Path,
+                                                                      monkeypatch):
+    """The same GeoPackage, written by the child as each analysis ends."""
+    import gisnet.pipeline as pipeline
+
+    pipeline.run(load_town(sample_dir), tmp_path / "after", maps=False, progress=None)
+    started = []
+    real = child_mod.ChildWriter.__init__
+
+    def spy(self, *a, **k):
+        started.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(child_mod.ChildWriter, "__init__", spy)
+    monkeypatch.setattr(pipeline, "GPKG_CHILD_MIN_PARCELS", 0)
+    monkeypatch.setenv("GISNET_THREADS", "2")
+    res = pipeline.run(load_town(sample_dir), tmp_path / "early", maps=False, progress=None)
+    assert started == [1]
+    a, b = tmp_path / "after" / "gisnet-results.gpkg", tmp_path / "early" / "gisnet-results.gpkg"
+    names_a = sorted(str(r[0]) for r in pyogrio.list_layers(a))
+    names_b = [str(r[0]) for r in pyogrio.list_layers(b)]
+    assert names_a == sorted(names_b)
+    assert names_b[:2] == ["graph_edges", "graph_nodes"]  # the order the analyses end in
+    for name in names_a:
+        pd.testing.assert_frame_equal(pyogrio.read_dataframe(a, layer=name),
+                                      pyogrio.read_dataframe(b, layer=name))
+    assert "write" in res.timings_s
