@@ -40,13 +40,14 @@ class ChildWriter:
     path
         The GeoPackage.
     convert
-        Frame -> ``(table, geometry)`` for the child, or None for a layer the
-        child cannot take (written by ``fallback`` here, in its turn).
+        ``convert(name, frame)`` -> ``(table, geometry)`` for the child, or None
+        for a layer the child cannot take (written by ``fallback`` here, in its
+        turn).
     fallback
         ``fallback(name, frame)`` writes one layer in this process.
     """
 
-    def __init__(self, path: Path, convert: Callable[[Any], Any],
+    def __init__(self, path: Path, convert: Callable[[str, Any], Any],
                  fallback: Callable[[str, Any], None]):
         self.path = path
         self.convert, self.fallback = convert, fallback
@@ -77,7 +78,7 @@ class ChildWriter:
             name, df = item
             del item
             try:
-                arrow = self.convert(df)
+                arrow = self.convert(name, df)
                 if arrow is None:  # here, in its turn (the child has written the others)
                     self.fallback(name, df)
                     continue

@@ -354,11 +354,13 @@ class GpkgWriter:
             self._child = None
 
 
-def to_arrow(df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
-    """``df`` as an Arrow table (the geometry as WKB) and (geometry column, CRS), or
-    None when a column will not go into Arrow."""
+def to_arrow(name: str, df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
+    """Layer ``name`` as the GeoPackage holds it (:func:`file_form`, :func:`gpkg_ready`)
+    in an Arrow table (the geometry as WKB) and (geometry column, CRS), or None when
+    a column will not go into Arrow."""
     import pyarrow as pa
 
+    df = gpkg_ready(file_form(name, df))
     geom = None
     if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
         gname = df.geometry.name
@@ -373,13 +375,14 @@ def to_arrow(df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
 
 def write_from_arrow(path: str, name: str, table: Any,
                      geom: tuple[str, Any] | None) -> list[str]:
-    """The frame of :func:`to_arrow` back, written by :func:`write_layer` (in the
-    writer child, :mod:`gisnet.io.gpkg_child`); returns GDAL's warnings."""
-    df = table.to_pandas()
+    """The frame of :func:`to_arrow` back (columns backed by the Arrow table, not
+    copied into Python objects), written by :func:`write_layer` (in the writer
+    child, :mod:`gisnet.io.gpkg_child`); returns GDAL's warnings."""
+    df = table.to_pandas(types_mapper=pd.ArrowDtype)
     del table
     if geom is not None:
         gname, crs = geom
-        df[gname] = gpd.GeoSeries(shapely.from_wkb(df[gname].to_numpy(dtype=object)),
+        df[gname] = gpd.GeoSeries(shapely.from_wkb(df[gname].to_numpy(dtype=object, na_value=None)),
                                   index=df.index, crs=crs)
         df = gpd.GeoDataFrame(df, geometry=gname, crs=crs)
     with warnings.catch_warnings(record=True) as caught:
