@@ -20,6 +20,7 @@ import pytest
 import shapely
 from pmtiles.reader import MmapSource, Reader, all_tiles
 
+from gisnet.maps import mvt
 from gisnet.maps import tiles as T
 from gisnet.maps.encoding import Prop
 
@@ -124,8 +125,8 @@ def test_tile_encoder_gives_the_bytes_of_the_protobuf_library(family, monkeypatc
     coordinates), text (accented, long), whole, negative, fractional and huge numbers,
     missing values, features without geometry, tiles split across encoding chunks."""
     rng = np.random.default_rng(11)
-    monkeypatch.setattr(T, "_CHUNK_FEATURES", 37)
-    monkeypatch.setattr(T, "_CHUNK_VALUES", 3)
+    monkeypatch.setattr(mvt, "_CHUNK_FEATURES", 37)
+    monkeypatch.setattr(mvt, "_CHUNK_VALUES", 3)
     n = 400
     tile = np.sort(rng.integers(0, 25, n)) * 7919
     fids = rng.integers(0, 2**40, n)
@@ -140,8 +141,8 @@ def test_tile_encoder_gives_the_bytes_of_the_protobuf_library(family, monkeypatc
               float(2**53), float(2**53 + 2**11), 123456789.0, "ß"]
     keys = ["parcel_id", "status", "distance_ft"]
     codes = rng.integers(-1, len(values), (n, len(keys)))
-    out = T.encode_tiles("features", tile, fids, family, cmds, offsets, keys, codes,
-                         T.value_table(values))
+    out = mvt.encode_tiles("features", tile, fids, family, cmds, offsets, keys, codes,
+                         mvt.value_table(values))
     tiles = sorted(set(tile[sizes > 0].tolist()))
     assert [t for t, _ in out] == tiles
     for t, data in out:
@@ -151,8 +152,8 @@ def test_tile_encoder_gives_the_bytes_of_the_protobuf_library(family, monkeypatc
                              sub_off, keys, codes[sel], values)
         assert data == ref, t
     # and without properties
-    out = T.encode_tiles("overview", tile, fids, family, cmds, offsets, [],
-                         np.zeros((n, 0), dtype=np.int64), T.value_table([]))
+    out = mvt.encode_tiles("overview", tile, fids, family, cmds, offsets, [],
+                         np.zeros((n, 0), dtype=np.int64), mvt.value_table([]))
     t, data = out[0]
     sel = np.flatnonzero(tile == t)
     assert data == _protobuf_tile("overview", family, fids[sel], cmds[offsets[sel[0]]:],

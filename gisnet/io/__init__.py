@@ -37,6 +37,7 @@ The stages, one module each:
 from __future__ import annotations
 
 from .canonical import canonical_layer, empty_layer
+from .gpkg import GpkgWriter, write_gpkg
 from .ids import unique_ids
 from .loading import load_town
 from .notes import MAX_IDS_IN_MESSAGE
@@ -59,7 +60,6 @@ from .writing import (
     RESULTS_FILE,
     TABLE_FORMATS,
     WORKBOOK_FILE,
-    GpkgWriter,
     atomic_path,
     atomic_write_text,
     ensure_out_dir,
@@ -67,7 +67,6 @@ from .writing import (
     kill_point,
     refuse_input_as_output,
     refuse_inputs_as_outputs,
-    write_gpkg,
     write_results,
     write_tables,
 )

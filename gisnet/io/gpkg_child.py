@@ -1,4 +1,4 @@
-"""The GeoPackage's layers written by a child process (see :class:`gisnet.io.writing.GpkgWriter`).
+"""The GeoPackage's layers written by a child process (see :class:`gisnet.io.gpkg.GpkgWriter`).
 
 pyogrio holds the GIL while GDAL writes a layer (16 of the 22 s a county's 1.4 GB
 GeoPackage takes), so a thread writing the GeoPackage stops the analyses and the
@@ -7,9 +7,9 @@ maps of the same run. The child is ``python -m gisnet.io.gpkg_child``, started w
 caller's main module again: a script without a ``__main__`` guard would run twice).
 
 A thread of the parent turns each layer into an Arrow table
-(:func:`gisnet.io.writing.to_arrow`) and sends it on the child's standard input as
+(:func:`to_arrow`) and sends it on the child's standard input as
 one pickled message ``(path, layer name, table, (geometry column, CRS) or None)``;
-the child writes it (:func:`gisnet.io.writing.write_from_arrow`) and answers on its
+the child writes it (:func:`write_from_arrow`) and answers on its
 standard output ``("ok", GDAL's warnings)`` or ``("error", exception)``. ``None``,
 or the end of its input (the parent died), ends the child.
 """
@@ -22,11 +22,18 @@ import queue
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
 from ..errors import ConfigError
+from .writing import file_form, gpkg_ready, write_layer
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +135,45 @@ class ChildWriter:
         self._stop()
 
 
+def to_arrow(name: str, df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
+    """Layer ``name`` as the GeoPackage holds it (:func:`file_form`, :func:`gpkg_ready`)
+    in an Arrow table (the geometry as WKB) and (geometry column, CRS), or None when
+    a column will not go into Arrow."""
+    import pyarrow as pa
+
+    df = gpkg_ready(file_form(name, df))
+    geom = None
+    if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
+        gname = df.geometry.name
+        geom = (gname, df.crs)
+        df = pd.DataFrame(df, copy=False).assign(
+            **{gname: shapely.to_wkb(np.asarray(df[gname].array, dtype=object))})
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False), geom
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
+
+
+def write_from_arrow(path: str, name: str, table: Any,
+                     geom: tuple[str, Any] | None) -> list[str]:
+    """The frame of :func:`to_arrow` back (columns backed by the Arrow table, not
+    copied into Python objects), written by :func:`write_layer` (in the writer
+    child, :mod:`gisnet.io.gpkg_child`); returns GDAL's warnings."""
+    df = table.to_pandas(types_mapper=pd.ArrowDtype)
+    del table
+    if geom is not None:
+        gname, crs = geom
+        df[gname] = gpd.GeoSeries(shapely.from_wkb(df[gname].to_numpy(dtype=object, na_value=None)),
+                                  index=df.index, crs=crs)
+        df = gpd.GeoDataFrame(df, geometry=gname, crs=crs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_layer(Path(path), name, df)
+    return [str(w.message).strip() for w in caught]
+
+
 def main() -> int:
     """The child's loop: a layer in, written, its answer out."""
-    from .writing import write_from_arrow
-
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # standard output carries the answers only
     while True:
