@@ -194,8 +194,11 @@ def main() -> int:
             data = pickle.dumps(answer)
         except Exception as exc:  # an exception that does not pickle
             data = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-        out.write(data)
-        out.flush()
+        try:
+            out.write(data)
+            out.flush()
+        except (BrokenPipeError, OSError):  # the parent is gone: nothing left to do
+            return 1
 
 
 if __name__ == "__main__":
