@@ -439,8 +439,9 @@ def run(
         return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
-    rep.plan(len(STEPS) - 1 + 2)  # the analyses (quality is quick), write (with the maps
-    run_id = new_run_id()  # beside it), publish
+    # the analyses (quality is quick), write (with the maps beside it), publish
+    rep.plan(len(STEPS) - 1 + 2)
+    run_id = new_run_id()
     # With a second core, a big town's GeoPackage is written by a child process while
     # the analyses go on, each analysis's layers as soon as it ends (pyogrio holds the
     # GIL while GDAL writes: a thread would stop the analyses); the maps are drawn

@@ -49,8 +49,8 @@ class GpkgWriter:
     (:func:`to_arrow`: ``pyarrow.Table.from_pandas``, which keeps the pandas
     dtypes, and the geometry as WKB); the child rebuilds the frame and writes it
     with :func:`write_layer`, so the file holds what this process would write.
-    A layer Arrow cannot hold is written by that thread, in its turn. Frames
-    given to :meth:`add` must not change afterwards.
+    A layer Arrow cannot hold is written by this process once the child has
+    finished. Frames given to :meth:`add` must not change afterwards.
     """
 
     def __init__(self, path: str | Path, *, process: bool = False):
@@ -62,7 +62,7 @@ class GpkgWriter:
         if process:
             from .gpkg_child import ChildWriter, to_arrow
 
-            self._child = ChildWriter(self.path, to_arrow, self._write_here)
+            self._child = ChildWriter(self.path, to_arrow)
 
     def _write_here(self, name: str, df: pd.DataFrame) -> None:
         with warnings.catch_warnings(record=True) as caught:  # GDAL's, to the log
@@ -88,6 +88,8 @@ class GpkgWriter:
         if self._child is not None:
             child, self._child = self._child, None
             messages = child.finish()
+            for name, df in child.left:  # what Arrow cannot hold, written here
+                self._write_here(name, df)
             kill_point("gpkg")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

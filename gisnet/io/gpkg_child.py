@@ -48,16 +48,14 @@ class ChildWriter:
         The GeoPackage.
     convert
         ``convert(name, frame)`` -> ``(table, geometry)`` for the child, or None
-        for a layer the child cannot take (written by ``fallback`` here, in its
-        turn).
-    fallback
-        ``fallback(name, frame)`` writes one layer in this process.
+        for a layer the child cannot take: those are left in :attr:`left` for the
+        caller to write once the child has finished.
     """
 
-    def __init__(self, path: Path, convert: Callable[[str, Any], Any],
-                 fallback: Callable[[str, Any], None]):
+    def __init__(self, path: Path, convert: Callable[[str, Any], Any]):
         self.path = path
-        self.convert, self.fallback = convert, fallback
+        self.convert = convert
+        self.left: list[tuple[str, Any]] = []
         self.messages: list[str] = []
         self.error: BaseException | None = None
         self._todo: queue.Queue[tuple[str, Any] | None] = queue.Queue()
@@ -86,8 +84,8 @@ class ChildWriter:
             del item
             try:
                 arrow = self.convert(name, df)
-                if arrow is None:  # here, in its turn (the child has written the others)
-                    self.fallback(name, df)
+                if arrow is None:
+                    self.left.append((name, df))
                     continue
                 del df
                 try:
