@@ -174,6 +174,9 @@ def main() -> int:
     """The child's loop: a layer in, written, its answer out."""
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # standard output carries the answers only
+    # GDAL's warnings go back to the parent's log (write_from_arrow); nothing else
+    # of this process reaches the user's terminal
+    warnings.simplefilter("ignore")
     while True:
         try:
             msg = pickle.load(inp)
