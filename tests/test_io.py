@@ -731,3 +731,42 @@ def test_a_tight_cluster_does_not_make_a_feature_miles_away_far():
     pts = [shapely.Point(600_000 + 20 * i, 1_000_000) for i in range(25)]
     pts.append(shapely.Point(600_000 + 2 * 5280, 1_000_000))
     assert not far_features(np.array(pts, dtype=object), "EPSG:2260")[0].any()
+
+
+def test_layer_files_read_on_threads_keep_their_warnings_and_first_error(tmp_path, caplog):
+    """read_all: the files read at once on two threads give what one after the other
+    gives; each GDAL warning is logged with the role and file of its own read; the
+    first read to fail, in order, is the error."""
+    from gisnet.io.reading import read_all
+
+    paths = {}
+    for role, n in (("parcels", 3), ("mains", 5)):
+        p = tmp_path / f"{role}.gpkg"
+        gdf = gpd.GeoDataFrame({"k": list(range(n))},
+                               geometry=[shapely.Point(i, i) for i in range(n)],
+                               crs="EPSG:2260")
+        gdf.to_file(p, layer="first", engine="pyogrio")
+        gdf.head(1).to_file(p, layer="second", engine="pyogrio")  # two layers: a warning
+        paths[role] = p
+
+    def reads(extra=()):
+        return [(role, p, (lambda p=p, role=role: read_layer(p, role=role)))
+                for role, p in [*paths.items(), *extra]]
+
+    with caplog.at_level(logging.WARNING, logger="gisnet"):
+        together = read_all(reads(), 2)
+    warned = [r.getMessage() for r in caplog.records if "More than one layer" in r.getMessage()]
+    one_by_one = [fn() for _, _, fn in reads()]
+    for a, b in zip(together, one_by_one, strict=True):
+        assert_geodataframe_equal(a, b)
+    assert [len(g) for g in together] == [3, 5]
+    assert sorted(m.split(": ")[0] for m in warned) == ["mains", "parcels"]
+    for m in warned:
+        role, shown = m.split(": ")[:2]
+        assert shown == str(paths[role]) and f"{role}.gpkg" in m.split(": ", 2)[2]
+    missing = [("streets", tmp_path / "none.shp", lambda: read_layer(
+        tmp_path / "none.shp", role="streets")), ("users", tmp_path / "also.shp",
+        lambda: read_layer(tmp_path / "also.shp", role="users"))]
+    with pytest.raises(LayerError) as err:
+        read_all(reads(()) + missing, 2)
+    assert err.value.layer == "streets"

@@ -24,7 +24,7 @@ built-in profiles (:func:`gisnet.town.resolve_profile`): there is no default.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from .. import schema
 from ..errors import ConfigError, CRSError, LayerError
 from ..report import Report
 from ..rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
+from ..threads import default_threads
 from ..town import Town, TownSettings, resolve_profile
 from ..townfile import LayerSpec, TownFile, find_town_file, is_virtual_source, read_town_file
 from ..units import feet_per_unit
@@ -44,7 +45,15 @@ from .canonical import canonical_layer, empty_layer
 from .extent import layer_far_from_town
 from .notes import ids_text
 from .postgis import redact
-from .reading import CRS_ASSUMED_ATTR, ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
+from .reading import (
+    CRS_ASSUMED_ATTR,
+    ENGINES,
+    LayerInfo,
+    crs_label,
+    read_all,
+    read_layer,
+    read_plant_flows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -290,10 +299,18 @@ def read_layers(tf: TownFile, engine: str, report: Report
     """
     raw: dict[str, gpd.GeoDataFrame] = {}
     infos: dict[str, LayerInfo] = {}
-    for role, spec in tf.layers.items():
+
+    def reader(role: str, spec: LayerSpec) -> Callable[[], gpd.GeoDataFrame]:
         assumed = spec.crs if spec.crs is not None else tf.crs
-        g = read_layer(spec.path, layer=spec.layer, where=spec.where, engine=engine,
-                       crs=assumed, role=role)
+        return lambda: read_layer(spec.path, layer=spec.layer, where=spec.where,
+                                  engine=engine, crs=assumed, role=role)
+
+    # the files are read on gisnet's threads (pyogrio's reads leave the GIL), the
+    # layers then checked one by one in the town file's order
+    layers = list(tf.layers.items())
+    frames = read_all([(role, redact(spec.path), reader(role, spec)) for role, spec in layers],
+                      default_threads() if engine == "pyogrio" else 1)
+    for (role, spec), g in zip(layers, frames, strict=True):
         if len(g) == 0:
             what = f"no features match where = {spec.where!r}" if spec.where else "no features"
             raise LayerError(f"empty layer: {what}", path=redact(spec.path), layer=role)
