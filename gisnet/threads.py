@@ -16,14 +16,23 @@ depend on it, only the speed.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import pairwise
+from typing import Any
 
-__all__ = ["MAX_THREADS", "THREADS_ENV", "available_cores", "default_threads", "thread_limit"]
+import numpy as np
+
+__all__ = ["MAX_THREADS", "MIN_THREADED", "THREADS_ENV", "available_cores", "chunked",
+           "default_threads", "thread_limit"]
 
 #: At most this many threads for one step (the measured gain stops at about 4).
 MAX_THREADS = 4
+#: Inputs shorter than this run on one thread in :func:`chunked` (splitting costs more
+#: than it saves).
+MIN_THREADED = 20_000
 #: Environment variable capping gisnet's threads (a positive integer).
 THREADS_ENV = "GISNET_THREADS"
 
@@ -71,3 +80,18 @@ def thread_limit(n: int | None) -> Iterator[None]:
         yield
     finally:
         _limit.reset(token)
+
+
+def chunked(n: int, threads: int, func: Callable[[int, int], Any], *,
+            min_n: int = MIN_THREADED) -> list[Any]:
+    """Run ``func(lo, hi)`` over ``range(n)`` in chunks, on ``threads`` threads; the
+    results in the order of the chunks (one chunk when ``threads`` is 1 or ``n`` is
+    under ``min_n``)."""
+    if n == 0:
+        return []
+    if threads <= 1 or n < min_n:
+        return [func(0, n)]
+    bounds = np.linspace(0, n, threads * 4 + 1).astype(int)
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        futs = [ex.submit(func, int(lo), int(hi)) for lo, hi in pairwise(bounds) if hi > lo]
+        return [f.result() for f in futs]

@@ -370,8 +370,8 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     # one slot per worker thread; a partition is built and sent when a slot is free
     free = [a for a, w in sorted(workers.items())
             for _ in range(max(1, int(w.get("nthreads") or 1)))]
-    todo = [i for i in range(k) if (part == i).any()]
-    sizes = [int((part == i).sum()) for i in range(k)]
+    sizes = np.bincount(part, minlength=k).tolist()
+    todo = [i for i in range(k) if sizes[i]]
     out: dict[int, dict[str, pd.DataFrame]] = {}
     running: dict[Any, tuple[int, Any, str]] = {}
     done = as_completed()

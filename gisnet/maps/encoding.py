@@ -41,6 +41,12 @@ def is_missing(v: Any) -> bool:
     return isinstance(v, str) and v.strip() == ""
 
 
+def blank_texts(texts: Sequence[str]) -> np.ndarray:
+    """Which of ``texts`` (distinct texts, none missing) are blank: empty or only
+    whitespace, as :func:`is_missing` says of text."""
+    return np.fromiter((not t or t.isspace() for t in texts), dtype=bool, count=len(texts))
+
+
 def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> list[Any]:
     """``[fn(v) for v in s]`` with ``fn`` called once per distinct value (missing
     values -> None): a county's million rows hold few distinct statuses or dates.
@@ -56,8 +62,8 @@ def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> list[Any]:
         return [None if is_missing(v) else fn(v) for v in s.tolist()]
     table = np.empty(len(uniques) + 1, dtype=object)
     if text_as_is and kind == "string":
-        u = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
-        table[:-1] = u.where(u.str.strip().ne(""), None).to_numpy(dtype=object)
+        u = np.asarray(uniques, dtype=object)
+        table[:-1] = np.where(blank_texts(u), None, u)
     else:
         table[:-1] = [None if is_missing(v) else fn(v) for v in uniques.tolist()]
     table[-1] = None

@@ -128,7 +128,7 @@ def number_table(nums: np.ndarray) -> ValueTable:
     2**53, else ``Value.double_value`` (field 3, 8 bytes little-endian)."""
     num = np.asarray(nums, dtype=float)
     whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0 ** 53)
-    zz = _zigzag64(np.where(whole, num, 0).astype(np.int64))
+    zz = zigzag(np.where(whole, num, 0).astype(np.int64))
     zsize = _varint_sizes(zz)
     buf, start, size, body = _message_fields(np.where(whole, 1 + zsize, 9))
     w, d = np.flatnonzero(whole), np.flatnonzero(~whole)
@@ -170,8 +170,9 @@ def _spread(start: np.ndarray, size: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(first - start, size)
 
 
-def _zigzag64(v: np.ndarray) -> np.ndarray:
-    v = v.astype(np.int64)
+def zigzag(v: np.ndarray) -> np.ndarray:
+    """Signed integers zigzag-encoded (protobuf ``sint``, MVT parameter integers)."""
+    v = np.asarray(v).astype(np.int64)
     return ((v << 1) ^ (v >> 63)).astype(np.uint64)
 
 
@@ -295,4 +296,4 @@ def encode_tiles(name: str, tile: np.ndarray, fid: np.ndarray, family: str, cmds
 
 
 __all__ = ["EXTENT", "FAMILY_TYPES", "ValueTable", "concat_tables", "encode_tiles",
-           "number_table", "text_table", "value_table"]
+           "number_table", "text_table", "value_table", "zigzag"]

@@ -45,7 +45,7 @@ import pandas as pd
 import shapely
 
 from ..io import atomic_path
-from .encoding import Prop, is_missing
+from .encoding import Prop, blank_texts, is_missing
 from .mvt import (
     EXTENT,
     ValueTable,
@@ -54,6 +54,7 @@ from .mvt import (
     number_table,
     text_table,
     value_table,
+    zigzag,
 )
 
 #: Zoom of the tiles that hold every feature (about 0.3 m a tile unit).
@@ -181,11 +182,6 @@ def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16) -> tuple[np.n
 # ---------------------------------------------------------------------------------------------
 # geometry commands (MVT 2.1, section 4.3), vectorised
 # ---------------------------------------------------------------------------------------------
-def _zigzag(v: np.ndarray) -> np.ndarray:
-    v = v.astype(np.int64)
-    return ((v << 1) ^ (v >> 63)).astype(np.uint32)
-
-
 def commands(xy: np.ndarray, part_sizes: np.ndarray, part_feature: np.ndarray, family: str,
              n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """MVT geometry commands of many features at once.
@@ -224,7 +220,7 @@ def commands(xy: np.ndarray, part_sizes: np.ndarray, part_feature: np.ndarray, f
     feat_first[1:] = pfeat[1:] != pfeat[:-1]
     reset = first_coord[feat_first]  # the cursor starts at (0, 0) in each feature
     d[reset] = xy[reset]
-    zz = _zigzag(d)
+    zz = zigzag(d).astype(np.uint32)  # tile coordinate deltas fit 32 bits
     if family == "point":
         # one MoveTo per feature with all its points
         fsizes = np.bincount(pfeat, weights=sizes, minlength=n_features).astype(np.int64)
@@ -378,12 +374,6 @@ class _Columns:
     constants: dict[str, Any] = field(default_factory=dict)
 
 
-def _blank_text(uniques: np.ndarray) -> np.ndarray:
-    """Which distinct texts are blank (empty or only whitespace, as ``is_missing``)."""
-    return np.fromiter((not u or u.isspace() for u in uniques), dtype=bool,
-                       count=len(uniques))
-
-
 def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
     """Columns of ``props`` (rows ``rows``) as value ids; one-valued columns apart.
 
@@ -423,7 +413,7 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
                 codes, uniques = pd.factorize(pd.Series(arr, dtype=object),
                                               use_na_sentinel=True)
                 uniques = np.asarray(uniques, dtype=object)
-                blank = _blank_text(uniques)
+                blank = blank_texts(uniques)
                 if blank.any():
                     new = np.where(blank, -1, np.cumsum(~blank) - 1)
                     codes = np.where(codes >= 0, new[np.maximum(codes, 0)], -1)

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from itertools import pairwise
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from shapely import STRtree
 
-from ..threads import default_threads
-
-#: Inputs shorter than this run on one thread (splitting costs more than it saves).
-MIN_THREADED = 20_000
+from ..threads import chunked, default_threads
 
 
 class Clock:
@@ -37,19 +31,6 @@ class Clock:
 
     def __str__(self) -> str:
         return ", ".join(f"{k} {v:.2f} s" for k, v in self.laps.items())
-
-
-def chunked(n: int, threads: int, func: Callable[[int, int], Any]) -> list[Any]:
-    """Run ``func(lo, hi)`` over ``range(n)`` in chunks, on ``threads`` threads."""
-    if n == 0:
-        return []
-    if threads <= 1 or n < MIN_THREADED:
-        return [func(0, n)]
-    nchunks = threads * 4
-    bounds = np.linspace(0, n, nchunks + 1).astype(int)
-    with ThreadPoolExecutor(max_workers=threads) as ex:
-        futs = [ex.submit(func, int(lo), int(hi)) for lo, hi in pairwise(bounds) if hi > lo]
-        return [f.result() for f in futs]
 
 
 def nearest(

@@ -22,7 +22,6 @@ CRS, lengths in feet.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
@@ -31,7 +30,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from ..threads import default_threads
+from ..threads import chunked, default_threads
 from .index import DownstreamIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,17 +120,14 @@ THREADED_QUERY_MIN = 100_000
 def _query_nearest(tree: shapely.STRtree, pts: np.ndarray):
     """``tree.query_nearest(pts, all_matches=True, return_distance=True)``,
     on several threads for large inputs. Returns ((query idx, tree idx), dist)."""
-    threads = default_threads()
-    if len(pts) < THREADED_QUERY_MIN or threads < 2:
-        return tree.query_nearest(pts, all_matches=True, return_distance=True)
-    cuts = np.linspace(0, len(pts), threads + 1).astype(np.int64)
-    chunks = [(int(lo), pts[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
-    with ThreadPoolExecutor(max_workers=threads) as ex:
-        parts = list(ex.map(
-            lambda c: tree.query_nearest(c[1], all_matches=True, return_distance=True), chunks))
-    qi = np.concatenate([p[0][0] + off for p, (off, _) in zip(parts, chunks, strict=True)])
-    ti = np.concatenate([p[0][1] for p in parts])
-    dist = np.concatenate([p[1] for p in parts])
+    parts = chunked(len(pts), default_threads(), lambda lo, hi: (lo, tree.query_nearest(
+        pts[lo:hi], all_matches=True, return_distance=True)), min_n=THREADED_QUERY_MIN)
+    if len(parts) <= 1:
+        return parts[0][1] if parts else tree.query_nearest(pts, all_matches=True,
+                                                             return_distance=True)
+    qi = np.concatenate([(pairs[0] + lo) for lo, (pairs, _) in parts])
+    ti = np.concatenate([pairs[1] for _, (pairs, _) in parts])
+    dist = np.concatenate([d for _, (_, d) in parts])
     return (qi, ti), dist
 
 
