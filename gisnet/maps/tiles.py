@@ -541,11 +541,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 bounds=[[round(ll.iloc[0].y, 6), round(ll.iloc[0].x, 6)],
                         [round(ll.iloc[1].y, 6), round(ll.iloc[1].x, 6)]])
     out: dict[tuple[int, int, int], bytes] = {}
-    table = cols.table
 
-    def emit(z: int, tile: np.ndarray, *layer: Any) -> None:
-        mask = (1 << z) - 1
-        for key, data in encode_tiles(layer[0], tile, *layer[1:]):
+    def emit(z: int, name: str, tile: np.ndarray, *layer: Any) -> None:
+        mask = (1 << z) - 1  # tile ids are x * 2**z + y
+        for key, data in encode_tiles(name, tile, *layer):
             out[(z, key >> z, key & mask)] = data
 
     # detail: every feature with its properties
@@ -554,8 +553,8 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
     xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
     cmds, offs = commands(xy, psizes, ppiece, family, len(pieces))
-    emit(detail_zoom, tx * (1 << detail_zoom) + ty, "features", fi, family, cmds, offs,
-         cols.names, cols.codes[fi], table)
+    emit(detail_zoom, "features", tx * (1 << detail_zoom) + ty, fi, family, cmds, offs,
+         cols.names, cols.codes[fi], cols.table)
     del pieces, xy, cmds, offs
     # overview
     style_idx = [cols.names.index(k) for k in style_keys if k in cols.names]
@@ -603,8 +602,8 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             first = np.flatnonzero(np.diff(grp, prepend=-1))
             codes = cols.codes[fi[first]][:, style_idx] if style_idx else \
                 np.zeros((len(first), 0), dtype=np.int64)
-            emit(z, tx[first] * (1 << z) + ty[first], "overview", np.arange(len(first)),
-                 family, cmds, offs, [cols.names[i] for i in style_idx], codes, table)
+            emit(z, "overview", tx[first] * (1 << z) + ty[first], np.arange(len(first)),
+                 family, cmds, offs, [cols.names[i] for i in style_idx], codes, cols.table)
     else:
         bb = shapely.bounds(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
@@ -630,9 +629,8 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             n = len(cells)
             cmds, offs = commands(sq, np.full(n, 4), np.arange(n), "polygon", n)
             ucount, code = np.unique(counts, return_inverse=True)
-            emit(z, cells[:, 0] * (1 << z) + cells[:, 1], "overview", np.arange(n), "polygon",
-                 cmds, offs, ["n"], code.reshape(-1, 1),
-                 value_table([float(c) for c in ucount]))
+            emit(z, "overview", cells[:, 0] * (1 << z) + cells[:, 1], np.arange(n), "polygon",
+                 cmds, offs, ["n"], code.reshape(-1, 1), number_table(ucount))
     return out, info
 
 
