@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import schema
 from .errors import ConfigError, LayerError
-from .profile import DEFAULT_PROFILE, builtin_profiles
+from .profile import builtin_profiles
 from .rules import DEFAULT_PLANT_TOLERANCE_FT
 from .townfile import NORMALISED, TOWN_FILE, match_columns
 
@@ -71,6 +71,10 @@ _VALUE_RULES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
 }
 _VALUE_RULES[("manholes", "status")] = _VALUE_RULES[("mains", "status")]
 _VALUE_RULES[("manholes", "owner")] = _VALUE_RULES[("mains", "owner")]
+
+#: The profile written into a new town file (marked ``# guess``) when ``gisnet init``
+#: is given none: the town must confirm it before the file is used.
+PROPOSED_PROFILE = "poughkeepsie-fourth-ward"
 
 
 @dataclass
@@ -151,9 +155,7 @@ def sources(folder: Path) -> list[Path]:
     """The layer sources in a folder (not recursive), sorted by name."""
     out = []
     for p in sorted(folder.iterdir()):
-        if p.is_dir() and p.suffix.lower() == ".gdb":
-            out.append(p)
-        elif p.is_file() and p.suffix.lower() in SUFFIXES:
+        if (p.is_dir() and p.suffix.lower() == ".gdb") or (p.is_file() and p.suffix.lower() in SUFFIXES):
             out.append(p)
     return out
 
@@ -326,7 +328,7 @@ def propose(folder: str | Path, profile: str | None = None) -> Proposal:
     for f in best.values():
         _guess_columns(f)
     guessed = profile is None
-    prof = profile if profile is not None else DEFAULT_PROFILE
+    prof = profile if profile is not None else PROPOSED_PROFILE
     return Proposal(Path(folder), found, prof, guessed)
 
 

@@ -30,9 +30,10 @@ import pandas as pd
 from .capacity import compute_capacity
 from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
-from .io import crs_label, write_tables
+from .io import crs_label
 from .io.postgis import is_database
 from .obligations import analyse_obligations, frontage_reason
+from .output import write_tables
 from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
@@ -44,7 +45,7 @@ from .results import (
     rows_text,
     short_repr,
 )
-from .sampling import analyse_control
+from .control import analyse_control
 from .serialize import to_jsonable
 from .threads import default_threads
 from .town import Town
@@ -59,14 +60,14 @@ Progress = ProgressLike
 #: process while the analyses go on (when it has a second core to do it on).
 GPKG_CHILD_MIN_PARCELS = 100_000
 #: The steps of :func:`analyse`, in the order they run.
-STEPS = ("graph", "obligations", "tracing", "capacity", "quality")
+STEPS = ("graph", "obligations", "control", "capacity", "quality")
 
 #: The steps each step needs before it.
 NEEDS: dict[str, tuple[str, ...]] = {
     "graph": (),
     "obligations": (),
-    "tracing": ("graph",),
-    "capacity": ("graph", "tracing"),
+    "control": ("graph",),
+    "capacity": ("graph", "control"),
     "quality": ("graph",),
 }
 
@@ -258,7 +259,7 @@ def analyse(
         A :class:`gisnet.progress.Reporter`, or a callable given a short message
         before each step.
     on_layers
-        Called with ``res.layers()`` after each step (graph, obligations, tracing,
+        Called with ``res.layers()`` after each step (graph, obligations, control,
         capacity): ``gisnet run`` starts writing the GeoPackage while the next
         analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
         do not change afterwards.
@@ -318,8 +319,8 @@ def analyse(
             res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
         done()
 
-    if "tracing" in todo:
-        res.control = step("tracing", "finding connection points and control manholes",
+    if "control" in todo:
+        res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(town, G, paths=control_paths),
                            n_parcels, "parcels")
         if res.control is not None and res.control.sampling_plan is None:
@@ -357,7 +358,7 @@ def planned_outputs(out_dir: str | Path, *, tables: Collection[str] = (), maps: 
     """Every path :func:`run` may write in ``out_dir``: the GeoPackage, the
     manifest, the staging and ``tables`` folders, each table file of
     ``layer_names`` and each page."""
-    from .io import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS, WORKBOOK_FILE
+    from .output import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS, WORKBOOK_FILE
 
     out = Path(out_dir)
     paths = [out, out / RESULTS_FILE, out / MANIFEST_FILE]
@@ -392,7 +393,7 @@ def run(
     anything is written (:func:`gisnet.io.refuse_inputs_as_outputs`). The
     GeoPackage, the tables and the pages are written into a staging folder in
     ``out_dir`` and published in one step with the manifest
-    ``gisnet-manifest.json`` (:mod:`gisnet.io.publish`): a run that dies leaves
+    ``gisnet-manifest.json`` (:mod:`gisnet.output.publish`): a run that dies leaves
     the previous outputs whole, and the next run removes its leftovers.
 
     Parameters
@@ -424,7 +425,7 @@ def run(
     ConfigError
         An output path is an input (both named), or the folder cannot be written.
     """
-    from .io import (
+    from .output import (
         RESULTS_FILE,
         GpkgWriter,
         new_run_id,
@@ -432,7 +433,7 @@ def run(
         refuse_inputs_as_outputs,
         staging_area,
     )
-    from .io import make_manifest as manifest_of
+    from .output import make_manifest as manifest_of
 
     rep = as_reporter(progress)
     if is_database(out_dir):
@@ -506,12 +507,12 @@ def run(
 
 def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: bool,
                        rep: Any) -> Results:
-    """:func:`run` with a PostGIS output (:func:`gisnet.io.postgis.write_postgis`):
+    """:func:`run` with a PostGIS output (:func:`gisnet.output.postgis.write_postgis`):
     every result layer as a table, in one transaction; no pages or table files."""
     from . import __version__
     from .errors import ConfigError
-    from .io import new_run_id
-    from .io.postgis import write_postgis
+    from .output import new_run_id
+    from .output.postgis import write_postgis
 
     if tables:
         raise ConfigError("--tables writes files into a folder; with a database --out the "

@@ -217,7 +217,7 @@ def _partition_child(a: argparse.Namespace) -> int:
 
     t = time.perf_counter()
     town = load_town(a.town)
-    res = analyse(town, only=("obligations", "tracing"))
+    res = analyse(town, only=("obligations", "control"))
     secs = time.perf_counter() - t
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

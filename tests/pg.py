@@ -7,7 +7,7 @@ refuses root), with password (SCRAM) authentication over TCP, and creates a
 database with ``CREATE EXTENSION postgis``. The password reaches clients only
 through a ``.pgpass`` file (``PGPASSFILE``), as a utility's credentials would.
 :func:`load_layers` copies a town's layers into it (``ogr2ogr`` is not needed:
-:func:`gisnet.io.postgis.copy_table` writes them).
+:func:`gisnet.output.postgis.copy_table` writes them).
 
 Without the PostgreSQL binaries :func:`need_postgres` skips with the reason,
 except under CI (``CI=true``), where a missing server fails the test.
@@ -137,7 +137,7 @@ def stop_cluster(c: Cluster) -> None:
 def load_layers(c: Cluster, layers: dict[str, object], schema: str = "public") -> None:
     """Write source layers (GeoDataFrames as read) as tables ``schema.<name>`` with an
     ``fid`` primary key in row order and their own SRID."""
-    from gisnet.io.postgis import copy_table
+    from gisnet.output.postgis import copy_table
 
     with c.connect() as conn, conn.cursor() as cur:
         cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')

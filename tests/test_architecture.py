@@ -202,3 +202,46 @@ def test_shared_rules_are_defined_once():
                 if n in owned:
                     bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno} defines {n}")
     assert not bad, "\n".join(bad)
+
+
+ARCHITECTURE = PKG.parent / "docs" / "architecture.md"
+
+
+def _module_rows() -> list[tuple[str, str]]:
+    """(first cell, whole row) of each row of the table under ``## Modules``."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text.split("## Modules\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            rows.append((first, line))
+    return rows
+
+
+def test_every_module_is_in_the_architecture_table():
+    """docs/architecture.md names every module of the package: a top-level module in
+    a row of its own, a module of a package in its package's row (``io/`` ...
+    ``reading.py``), a command module by the ``cli/<command>.py`` row."""
+    rows = _module_rows()
+    firsts = " ".join(first for first, _ in rows)
+    missing = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        if len(rel.parts) == 1:
+            if f"`{rel.name}`" not in firsts:
+                missing.append(str(rel))
+            continue
+        top = f"`{rel.parts[0]}/`"
+        row = next((line for first, line in rows if top in first), None)
+        if row is None:
+            missing.append(str(rel))
+            continue
+        if rel.name == "__init__.py":
+            continue
+        if rel.parts[0] == "cli" and "cli/<command>.py" in row:
+            continue
+        inner = "/".join(rel.parts[1:])
+        if f"`{rel.name}`" not in row and f"`{inner}`" not in row:
+            missing.append(str(rel))
+    assert not missing, f"modules missing from docs/architecture.md's table: {missing}"

@@ -19,7 +19,7 @@ from gisnet.batch.runner import make_client
 from gisnet.batch.summary import SUMMARY_CSV, SUMMARY_GPKG, SUMMARY_LAYER
 from gisnet.cli import main
 from gisnet.errors import ConfigError
-from gisnet.io import RESULTS_FILE
+from gisnet.output import RESULTS_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "layers" / "sample"

@@ -41,7 +41,7 @@ def assert_same(part, one) -> None:
 @pytest.mark.parametrize("partitions", [4, 7])
 def test_sample_town_in_partitions(client, partitions: int) -> None:
     town = load_town(SAMPLE)
-    one = analyse(town, only=("obligations", "tracing"))
+    one = analyse(town, only=("obligations", "control"))
     part = analyse_partitioned(load_town(SAMPLE), client=client, partitions=partitions,
                                graph=one.graph)
     assert len(part.partitions) == partitions and sum(part.partitions) == 3000
@@ -58,7 +58,7 @@ def test_generated_town_building_measure(client, tmp_path: Path) -> None:
     town = load_town(folder)
     assert halo_ft(town) == max(200.0, town.profile.connection.default_street_width_ft
                                 + town.profile.connection.abutting_tolerance_ft) + 50.0
-    one = analyse(town, only=("obligations", "tracing"))
+    one = analyse(town, only=("obligations", "control"))
     part = analyse_partitioned(load_town(folder), client=client, partitions=6)
     assert sum(part.partitions) == len(town.layers["parcels"])
     assert_same(part, one)

@@ -22,8 +22,9 @@ from pyproj import Transformer
 
 from gisnet.cli import main
 from gisnet.errors import ConfigError
-from gisnet.io import atomic_path, atomic_write_text, load_town
+from gisnet.io import load_town
 from gisnet.obligations import frontage_shares
+from gisnet.output import atomic_path, atomic_write_text
 from gisnet.testing.synthetic import make_town, write_town
 
 REPO = Path(__file__).resolve().parents[1]
@@ -395,7 +396,7 @@ def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
                                monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:
     """A folder the user may not write in (simulated: this runs as root too)."""
-    import gisnet.io.writing
+    import gisnet.output.writing
 
     out = tmp_path / "ro"
     out.mkdir()
@@ -403,7 +404,7 @@ def test_unwritable_out_folder(argv: list[str], town_dir: Path, tmp_path: Path,
     def denied(*_a: object, dir: object = None, **_k: object) -> None:
         raise PermissionError(13, "Permission denied", str(dir))
 
-    monkeypatch.setattr(gisnet.io.writing.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(gisnet.output.writing.tempfile, "mkstemp", denied)
     rc, _, err = _run([argv[0], "--layers", str(town_dir),
                        *(a.format(O=out) for a in argv[1:])], capsys)
     lines = _error_lines(err)

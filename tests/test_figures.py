@@ -14,7 +14,7 @@ from gisnet.errors import ConfigError
 from gisnet.figures import KINDS, PAGE_SIZES, nice_scale, page_inches, write_figure
 from gisnet.figures.drawing import draw_scale_bar
 from gisnet.io import load_town
-from gisnet.io.styles import SIMPLE_COLOURS, STATUS_COLOURS
+from gisnet.palettes import SIMPLE_COLOURS, STATUS_COLOURS
 from gisnet.pipeline import analyse
 
 pypdf = pytest.importorskip("pypdf")
@@ -34,7 +34,7 @@ def results(town):
     return analyse(town)
 
 
-#: A legend label each kind's legend must hold (from gisnet.labels / gisnet.io.styles).
+#: A legend label each kind's legend must hold (from gisnet.labels / gisnet.output.styles).
 LEGEND = {
     "obligations": labels.STATUS_LABELS["required"],
     "capacity": "below the utilization threshold",

@@ -14,8 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shapely
-from shapely.geometry import (GeometryCollection, LinearRing, LineString, MultiLineString,
-                              MultiPoint, MultiPolygon, Point, Polygon)
+from shapely.geometry import (
+    GeometryCollection,
+    LinearRing,
+    LineString,
+    MultiLineString,
+    MultiPoint,
+    MultiPolygon,
+    Point,
+    Polygon,
+)
 
 import gisnet.io.loading as loading
 from gisnet import schema

@@ -1,5 +1,5 @@
 """The GeoPackage written by a child process while the analyses go on
-(gisnet.io.GpkgWriter with process=True, gisnet.io.gpkg_child, gisnet.pipeline.run).
+(gisnet.io.GpkgWriter with process=True, gisnet.output.gpkg_child, gisnet.pipeline.run).
 
 The child's file is compared with the one this process writes, layer by layer, as
 pyogrio reads them back (field types, geometry type, CRS, every value).
@@ -18,8 +18,9 @@ import pytest
 import shapely
 
 from gisnet.errors import ConfigError
-from gisnet.io import GpkgWriter, load_town, write_gpkg
-from gisnet.io import gpkg_child as child_mod
+from gisnet.io import load_town
+from gisnet.output import GpkgWriter, write_gpkg
+from gisnet.output import gpkg_child as child_mod
 
 
 @pytest.fixture(scope="module")

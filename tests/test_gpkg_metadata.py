@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import shapely
 
-from gisnet.io import write_results
-from gisnet.io.metadata import RESULTS_DOC, Column, layer_docs, parse_intros, parse_layers
 from gisnet.labels import SEVERITY_LABELS, STATUS_LABELS, UTIL_CLASS_LABELS, column_label
+from gisnet.output import write_results
+from gisnet.output.metadata import RESULTS_DOC, Column, layer_docs, parse_intros, parse_layers
 
 DOC_TEXT = RESULTS_DOC.read_text(encoding="utf-8")
 
@@ -105,7 +105,7 @@ def test_geopackage_has_descriptions_and_aliases(tmp_path: Path) -> None:
 def test_values_are_rounded_in_the_files_not_in_memory(tmp_path: Path) -> None:
     import pyogrio
 
-    from gisnet.io import write_tables
+    from gisnet.output import write_tables
 
     layers = _small_layers()
     path = write_results(tmp_path, layers)
@@ -201,9 +201,9 @@ def _rgba(hex_colour: str) -> str:
 
 
 def test_style_colours_are_the_maps_colours() -> None:
-    from gisnet.io import styles
     from gisnet.maps import common
     from gisnet.obligations import STATUSES
+    from gisnet.output import styles
 
     assert styles.STATUS_COLOURS == common.STATUS_COLOURS
     assert set(styles.STATUS_COLOURS) == set(STATUSES)
@@ -253,8 +253,8 @@ def test_pipe_class_expression_agrees_with_the_capacity_map(sample_gpkg) -> None
     for every pipe."""
     import pyogrio
 
-    from gisnet.io.styles import PIPE_CLASS_EXPRESSION, UTIL_CLASSES
     from gisnet.maps.capacity import classify_pipes
+    from gisnet.output.styles import PIPE_CLASS_EXPRESSION, UTIL_CLASSES
 
     res, path = sample_gpkg
     attr, cats = _categories(_styles(path)["pipes_capacity"][3])
@@ -299,7 +299,7 @@ def test_user_styles_are_kept_and_rewriting_replaces_gisnets(tmp_path: Path) -> 
 
 
 def test_csv_has_a_byte_order_mark_for_excel(tmp_path: Path) -> None:
-    from gisnet.io import write_tables
+    from gisnet.output import write_tables
 
     df = pd.DataFrame({"section": ["§ 168-22.2G"], "distance_ft": [99.96]})
     (csv,) = write_tables(tmp_path, {"obligations": df}, ["csv"])
@@ -310,7 +310,7 @@ def test_csv_has_a_byte_order_mark_for_excel(tmp_path: Path) -> None:
 
 def test_xlsx_has_one_sheet_per_layer_with_units_and_wkt(tmp_path: Path) -> None:
     openpyxl = pytest.importorskip("openpyxl")
-    from gisnet.io import write_tables
+    from gisnet.output import write_tables
 
     layers = _small_layers()
     layers["obligations"] = pd.DataFrame({

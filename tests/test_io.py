@@ -17,11 +17,12 @@ import shapely
 from geopandas.testing import assert_geodataframe_equal
 from shapely.geometry import LineString, MultiLineString, Polygon
 
-import gisnet.io.writing
+import gisnet.output.writing
 from gisnet import rules, schema
 from gisnet.cli import main
 from gisnet.errors import ConfigError, CRSError, LayerError, SchemaError
-from gisnet.io import load_town, read_layer, unique_ids, write_results
+from gisnet.io import load_town, read_layer, unique_ids
+from gisnet.output import write_results
 from gisnet.profile import Profile
 from gisnet.town import Town
 
@@ -534,14 +535,14 @@ def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeyp
     out = tmp_path / "maps"
     p = write_results(out, {"parcels": town.layers["parcels"]})
     before = hashlib.sha256(p.read_bytes()).hexdigest()
-    real = gisnet.io.writing.write_layer
+    real = gisnet.output.writing.write_layer
 
     def failing(path, name, df):
         if name == "bad":
             raise OSError("disk full")
         real(path, name, df)
 
-    monkeypatch.setattr(gisnet.io.writing, "write_layer", failing)
+    monkeypatch.setattr(gisnet.output.writing, "write_layer", failing)
     with pytest.raises(OSError, match="disk full"):
         write_results(out, {"extra": town.layers["mains"], "bad": town.layers["mains"]})
     assert hashlib.sha256(p.read_bytes()).hexdigest() == before

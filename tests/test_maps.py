@@ -447,7 +447,7 @@ def test_page_write_is_atomic_and_readable(written):
 # --------------------------------------------------------------------------- CLI
 def test_cli_map_reads_results_and_writes_pages(tmp_path, monkeypatch):
     from gisnet.cli import main
-    from gisnet.io import write_results
+    from gisnet.output import write_results
 
     town = make_town()
     write_results(tmp_path, make_results(town))
@@ -511,7 +511,7 @@ def test_cli_map_from_gisnet_run_on_the_sample(sample_dir, tmp_path):
 
 
 def test_boolean_with_nulls_is_shown_the_same_from_the_results_file(tmp_path):
-    from gisnet.io import write_results
+    from gisnet.output import write_results
 
     town = make_town()
     res = make_results(town)

@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gisnet.io.styles import SEVERITY_COLOURS, STATUS_COLOURS, UTIL_COLOURS
+from gisnet.palettes import SEVERITY_COLOURS, STATUS_COLOURS, UTIL_COLOURS
 
 #: Machado et al. (2009) simulation matrices, severity 1.0 (linear RGB).
 MACHADO = {

@@ -114,7 +114,7 @@ def test_unknown_table_format_is_a_config_error(tmp_path: Path):
     import pandas as pd
 
     from gisnet.errors import ConfigError
-    from gisnet.io import write_tables
+    from gisnet.output import write_tables
 
     with pytest.raises(ConfigError, match=r"'xls'.*xlsx"):
         write_tables(tmp_path, {"t": pd.DataFrame({"a": [1]})}, ["xls"])
@@ -180,7 +180,7 @@ def test_analyse_only_runs_the_needed_steps_in_order():
     assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone"}
     res = analyse(_synthetic_town(), only={"capacity"})
     assert res.obligations is None and res.graph is not None and res.control is not None
-    assert list(res.timings_s) == ["graph", "tracing", "capacity"]
+    assert list(res.timings_s) == ["graph", "control", "capacity"]
     with pytest.raises(ValueError, match="steps"):
         analyse(_synthetic_town(), only={"maps"})
 
@@ -246,7 +246,7 @@ def test_to_jsonable_makes_plain_json_data():
 def test_run_publishes_a_manifest_of_every_file(run_out, sample_dir: Path):
     """Every file the run wrote is in gisnet-manifest.json with its sha256, and no
     staging or temporary file is left behind."""
-    from gisnet.io import MANIFEST_FILE, check_manifest
+    from gisnet.output import MANIFEST_FILE, check_manifest
 
     _, out, _ = run_out
     man = json.loads((out / MANIFEST_FILE).read_text())

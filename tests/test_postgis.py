@@ -32,7 +32,7 @@ from gisnet.errors import LayerError
 from gisnet.io import load_town
 from gisnet.io.postgis import parse_database, redact
 from gisnet.io.reading import read_layer
-from gisnet.io.writing import KILL_HOOK
+from gisnet.output._testhooks import KILL_HOOK
 from gisnet.pipeline import analyse
 
 ROOT = Path(__file__).resolve().parents[1]

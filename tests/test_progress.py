@@ -31,7 +31,7 @@ def test_terminal_bar_shows_each_step_with_count_and_time() -> None:
     with rep.step("obligations", "measuring connection obligations", count=1_000_000,
                   unit="parcels"):
         pass
-    with pytest.raises(RuntimeError), rep.step("tracing", "tracing", count=3, unit="parcels"):
+    with pytest.raises(RuntimeError), rep.step("control", "control", count=3, unit="parcels"):
         raise RuntimeError("boom")
     rep.close()
     raw = buf.getvalue()
@@ -40,7 +40,7 @@ def test_terminal_bar_shows_each_step_with_count_and_time() -> None:
     assert "measuring connection obligations (1,000,000 parcels)" in out
     assert "✓ obligations" in out and "1,000,000 parcels" in out
     assert "✗ tracing" in out
-    assert set(rep.timings_s) == {"obligations", "tracing"}
+    assert set(rep.timings_s) == {"obligations", "control"}
 
 
 def test_lines_when_not_a_terminal_and_nothing_when_quiet() -> None:
@@ -79,9 +79,9 @@ def test_run_reports_every_step_in_order(tmp_path: Path) -> None:
     buf = io.StringIO()
     res = run(town, tmp_path / "out", maps=False, progress=LineReporter(buf))
     names = [line.split()[1] for line in buf.getvalue().splitlines()]
-    assert names == ["graph", "obligations", "tracing", "capacity", "write", "publish"]
+    assert names == ["graph", "obligations", "control", "capacity", "write", "publish"]
     assert f"({len(town.layers['parcels']):,} parcels; CPU " in buf.getvalue()
-    assert set(res.timings_s) >= {"graph", "obligations", "tracing", "capacity", "write"}
+    assert set(res.timings_s) >= {"graph", "obligations", "control", "capacity", "write"}
 
 
 def test_cli_json_unchanged_progress_on_stderr(tmp_path: Path, capsys) -> None:

@@ -1,8 +1,8 @@
 """A run's outputs: never over an input, all or nothing, the same bytes every time.
 
-The fast tests drive :mod:`gisnet.io.publish` directly; the ``slow`` ones run
+The fast tests drive :mod:`gisnet.output.publish` directly; the ``slow`` ones run
 ``gisnet run`` on the sample town in a subprocess and kill it with SIGKILL at
-the named points of :data:`gisnet.io.KILL_HOOK` (staging folder made, during the
+the named points of :data:`gisnet.output._testhooks.KILL_HOOK` (staging folder made, during the
 GeoPackage, the tables, the pages, just after the commit rename, half-way
 through the renames), then check what is left on disk.
 """
@@ -26,8 +26,7 @@ import pytest
 
 from gisnet.cli import main
 from gisnet.errors import ConfigError
-from gisnet.io import (
-    KILL_HOOK,
+from gisnet.output import (
     MANIFEST_FILE,
     check_manifest,
     input_files,
@@ -37,7 +36,8 @@ from gisnet.io import (
     remove_leftovers,
     staging_area,
 )
-from gisnet.io.publish import make_manifest
+from gisnet.output._testhooks import KILL_HOOK
+from gisnet.output.publish import make_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -328,7 +328,7 @@ def test_next_run_cleans_a_killed_runs_leftovers(first_run: Path, sample_dir: Pa
 @pytest.mark.slow
 def test_map_warns_when_the_gpkg_does_not_match_the_manifest(first_run: Path, sample_dir: Path,
                                                              tmp_path: Path):
-    from gisnet.io import write_results
+    from gisnet.output import write_results
 
     out = tmp_path / "out"
     shutil.copytree(first_run, out)

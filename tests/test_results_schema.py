@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 import shapely
 
-from gisnet.io.metadata import SUFFIX_UNITS, parse_tables
 from gisnet.obligations import STATUSES
+from gisnet.output.metadata import SUFFIX_UNITS, parse_tables
 from gisnet.report import SEVERITIES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "results.md"
@@ -220,7 +220,7 @@ def test_geometry_in_the_working_crs(res, columns: dict) -> None:
 def test_written_geopackage_matches(res, columns: dict, tmp_path: Path) -> None:
     import pyogrio
 
-    from gisnet.io import write_results
+    from gisnet.output import write_results
 
     path = write_results(tmp_path, res.layers())
     assert {n for n, _ in pyogrio.list_layers(path)} == {*res.layers(), "layer_styles"}
@@ -378,7 +378,7 @@ def test_geopackage_keeps_nullable_booleans_and_integers_typed(res, tmp_path: Pa
     the GeoPackage, nulls kept: never the text 'True'/'False', never reals."""
     import pyogrio
 
-    from gisnet.io import write_results
+    from gisnet.output import write_results
 
     path = write_results(tmp_path, {"obligations": res.layers()["obligations"]})
     info = pyogrio.read_info(path, layer="obligations")

@@ -308,7 +308,7 @@ def test_cli_sampling_plan_and_samples(tmp_path, capsys):
 
 def test_analyse_control_bundles_points_control_manholes_and_plan():
     from gisnet.results import ControlResult
-    from gisnet.sampling import analyse_control
+    from gisnet.control import analyse_control
     from gisnet.tracing import DownstreamIndex, control_manholes
 
     town, G = make_town("poughkeepsie-fourth-ward"), street_graph()
@@ -328,7 +328,7 @@ def test_analyse_control_bundles_points_control_manholes_and_plan():
 
 
 def test_analyse_control_without_users_has_no_plan():
-    from gisnet.sampling import analyse_control
+    from gisnet.control import analyse_control
 
     town = make_town("berlin-nh")
     del town.layers["users"]
@@ -369,7 +369,7 @@ def test_control_for_is_read_from_a_shapefile_by_alias(tmp_path, sample_dir):
 
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
-    from gisnet.sampling import analyse_control
+    from gisnet.control import analyse_control
 
     town = load_town(sample_dir)
     G = build_sewer_graph(town)
@@ -410,7 +410,7 @@ def test_sampling_map_shows_source_owner_manhole_and_unresolved(tmp_path):
     import re
 
     from gisnet import maps
-    from gisnet.sampling import analyse_control
+    from gisnet.control import analyse_control
 
     town = make_town("poughkeepsie-fourth-ward")
     town.layers["manholes"] = gpd.GeoDataFrame(

@@ -173,7 +173,7 @@ def test_sample_flows_equal_swmm_steady_flows(tmp_path: Path, sample_dir: Path) 
 def test_check_swmm_writes_the_documented_layer(tmp_path: Path, sample_dir: Path) -> None:
     import geopandas as gpd
 
-    from gisnet.io.metadata import parse_tables
+    from gisnet.output.metadata import parse_tables
 
     assert main(["check-swmm", "--layers", str(sample_dir), "--out", str(tmp_path), "-q"]) == 0
     doc = parse_tables((Path(__file__).parents[1] / "docs" / "results.md").read_text())

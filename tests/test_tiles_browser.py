@@ -157,7 +157,7 @@ def _parcel_latlon(ob, status: str) -> tuple[str, list[float]]:
 
 @pytest.mark.parametrize("page", ["obligations", "index"])
 def test_tiled_page_draws_parcels_by_status(city_maps, driver, page, artifacts: Path):
-    from gisnet.io.styles import STATUS_COLOURS
+    from gisnet.palettes import STATUS_COLOURS
 
     base, ob, _ = city_maps
     d = driver

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..io import MANIFEST_FILE, atomic_write_text
-from ..io.publish import sha256_file
+from ..output import MANIFEST_FILE, atomic_write_text
+from ..output.publish import sha256_file
 from ..townfile import is_virtual_source, read_town_file
 from .region import TownEntry
 

@@ -36,7 +36,7 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
-from ..io import atomic_path, atomic_write_text, write_gpkg
+from ..output import atomic_path, atomic_write_text, write_gpkg
 from .task import FAILED, ROW_COLUMNS
 
 SUMMARY_LAYER = "region_summary"

@@ -33,7 +33,7 @@ DONE, UNCHANGED, FAILED = "done", "unchanged", "failed"
 #: Obligation statuses counted in the summary (``obligations_<status>`` columns).
 OBLIGATION_STATUSES = tuple(STATUSES)
 #: Steps whose seconds are reported (``time_<step>_s``), ``total`` last.
-TIMED = ("load", "graph", "obligations", "tracing", "capacity", "write", "maps", "total")
+TIMED = ("load", "graph", "obligations", "control", "capacity", "write", "maps", "total")
 
 
 @dataclass(frozen=True)

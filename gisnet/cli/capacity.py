@@ -23,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import write_results
+    from ..output import write_results
     from ..pipeline import analyse
 
     town = load_town(args)

@@ -27,8 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import write_results
-    from ..io.writing import ensure_out_dir
+    from ..output import write_results
+    from ..output.writing import ensure_out_dir
     from ..swmm import FLOW_RTOL, check_town
 
     town = load_town(args)

@@ -108,8 +108,8 @@ def resolve_town_source(args: argparse.Namespace) -> None:
 def load_town(args: argparse.Namespace, *, announce: bool = True):  # -> Town
     """Load the town named by the common options (``announce``: a progress line
     first; ``gisnet run`` reports the load through its own progress display)."""
-    from ..io import RESULTS_FILE, refuse_input_as_output
     from ..io import load_town as _load
+    from ..output import RESULTS_FILE, refuse_input_as_output
 
     resolve_town_source(args)
     if announce:

@@ -26,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io.writing import atomic_write_text, refuse_input_as_output
+    from ..output.writing import atomic_write_text, refuse_input_as_output
     from ..swmm import export_town, inp_text
 
     out = args.out

@@ -35,11 +35,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--cost must be a non-negative number of dollars, not {args.cost}")
     town = load_town(args)
     if args.csv:
-        from ..io import refuse_input_as_output
+        from ..output import refuse_input_as_output
 
         refuse_input_as_output(args.csv, town, what="shares CSV")
     if args.main is None:
-        from ..io import write_results
+        from ..output import write_results
 
         f = frontage(town)
         path = write_results(args.out, {"frontage": f})
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     s = frontage_shares(town, args.main, args.cost)
     if args.csv:
-        from ..io import atomic_path
+        from ..output import atomic_path
 
         with atomic_path(args.csv, "shares CSV") as tmp:
             s.to_csv(tmp, index=False)

@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 def run(args: argparse.Namespace) -> int:
     from ..graph import build_sewer_graph, graph_summary
-    from ..io import write_results
+    from ..output import write_results
     from ..pipeline import analyse
 
     progress(args, f"reading {args.layers}")

@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..errors import NotFoundError
-    from ..io import RESULTS_FILE, check_manifest, refuse_inputs_as_outputs, update_manifest
     from ..maps import PAGES, read_results, write_maps
+    from ..output import RESULTS_FILE, check_manifest, refuse_inputs_as_outputs, update_manifest
     from .run import profile_file
 
     results = read_results(args.out)  # completes an interrupted publish first

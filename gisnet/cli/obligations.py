@@ -130,8 +130,8 @@ def describe(r: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import write_results
     from ..obligations import compute_obligations
+    from ..output import write_results
     from ..pipeline import analyse
 
     id_path = _id_list_path(args)

@@ -33,13 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
     town = load_town(args)
     if args.csv_out:
-        from ..io import refuse_input_as_output
+        from ..output import refuse_input_as_output
 
         refuse_input_as_output(args.csv_out, town, args.csv, what="findings CSV")
     G = build_graph(args, town)
     res = check_samples(town, G, args.csv)
     if args.csv_out:
-        from ..io import atomic_path
+        from ..output import atomic_path
 
         with atomic_path(args.csv_out, "findings CSV") as tmp:
             res.to_csv(tmp, index=False)

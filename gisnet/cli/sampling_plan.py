@@ -24,11 +24,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import write_results
+    from ..output import write_results
     from ..pipeline import analyse
 
     town = load_town(args)
-    res = analyse(town, only={"tracing"}, control_paths=not args.no_paths,
+    res = analyse(town, only={"control"}, control_paths=not args.no_paths,
                   progress=lambda m: progress(args, m))
     layers = res.control.layers()
     path = write_results(args.out, layers)

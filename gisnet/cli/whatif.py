@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
                flow_gpd=args.flow_gpd, industrial=args.industrial)
     if args.map:
-        from ..io import ensure_out_dir
         from ..maps import whatif_map
+        from ..output import ensure_out_dir
 
         ensure_out_dir(args.out)
         whatif_map(town, w, args.out / "whatif.html", self_contained=not args.cdn)

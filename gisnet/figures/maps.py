@@ -2,7 +2,7 @@
 
 One page (PDF or PNG) at a chosen paper size: a title, the map in the
 working CRS (no base map tiles: it prints offline), a legend whose labels are
-:mod:`gisnet.labels`' and colours :mod:`gisnet.io.styles`', a scale bar in
+:mod:`gisnet.labels`' and colours :mod:`gisnet.output.styles`', a scale bar in
 feet or miles, a north arrow, the date, the data sources (the layer files
 read) and the profile.
 
@@ -31,15 +31,15 @@ import pandas as pd
 
 from .. import labels, rules
 from ..errors import ConfigError, NotFoundError
-from ..io.styles import SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
-from ..io.writing import atomic_path, refuse_input_as_output
+from ..output.writing import atomic_path, refuse_input_as_output
+from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
 from .drawing import crs_unit_text, draw_north_arrow, draw_scale_bar, frame, page_inches
 
 #: The figure kinds and the analysis step each needs (``gisnet.pipeline.STEPS``).
 KINDS: dict[str, str] = {
     "obligations": "obligations",
     "capacity": "capacity",
-    "sampling": "tracing",
+    "sampling": "control",
     "network": "graph",
 }
 #: File suffixes a figure can be written as.
@@ -121,7 +121,7 @@ def _obligations(ax, town, layers, profile) -> list[tuple[str, dict]]:
 
 
 def pipe_classes(pipes: pd.DataFrame, profile: Any) -> np.ndarray:
-    """Utilization class of each pipe (the keys of ``gisnet.io.styles.UTIL_CLASSES``)."""
+    """Utilization class of each pipe (the keys of ``gisnet.palettes.UTIL_CLASSES``)."""
     cap = profile.capacity
     def num(c: str) -> np.ndarray:
         if c not in pipes.columns:

@@ -1,4 +1,4 @@
-"""Reading a town's layers into the canonical model, and writing results.
+"""Reading a town's layers into the canonical model.
 
 :func:`load_town` reads every layer named in a town's ``gisnet.toml``
 (:mod:`gisnet.townfile`), maps its columns to the canonical schema
@@ -27,85 +27,32 @@ The stages, one module each:
                                    ``public`` / ``active``, working CRS
 :mod:`gisnet.io.loading`           town file + overrides + CRS policy + profile
                                    -> :class:`~gisnet.town.Town` (:func:`load_town`)
-:mod:`gisnet.io.writing`           results GeoPackage, table files, atomic writes,
-                                   outputs kept off the inputs
-:mod:`gisnet.io.publish`           a run's outputs all or nothing: staging folder,
-                                   one publish step, ``gisnet-manifest.json``
+:mod:`gisnet.io.postgis`           PostGIS sources read with psycopg (read-only),
+                                   :func:`redact` of passwords
 =================================  ================================================
+
+Writing results is :mod:`gisnet.output`.
 """
 
 from __future__ import annotations
 
 from .canonical import canonical_layer, empty_layer
-from .gpkg import GpkgWriter, write_gpkg
 from .ids import unique_ids
 from .loading import load_town
 from .notes import MAX_IDS_IN_MESSAGE
-from .publish import (
-    MANIFEST_FILE,
-    check_manifest,
-    make_manifest,
-    new_run_id,
-    publish,
-    read_manifest,
-    recover,
-    remove_leftovers,
-    staging_area,
-    update_manifest,
-)
 from .reading import ENGINES, LayerInfo, crs_label, read_layer, read_plant_flows
 from .values import NONNEGATIVE
-from .writing import (
-    KILL_HOOK,
-    RESULTS_FILE,
-    TABLE_FORMATS,
-    WORKBOOK_FILE,
-    atomic_path,
-    atomic_write_text,
-    ensure_out_dir,
-    input_files,
-    kill_point,
-    refuse_input_as_output,
-    refuse_inputs_as_outputs,
-    write_results,
-    write_tables,
-)
 
 __all__ = [
     "ENGINES",
-    "KILL_HOOK",
-    "MANIFEST_FILE",
     "MAX_IDS_IN_MESSAGE",
     "NONNEGATIVE",
-    "RESULTS_FILE",
-    "TABLE_FORMATS",
-    "WORKBOOK_FILE",
-    "GpkgWriter",
     "LayerInfo",
-    "atomic_path",
-    "atomic_write_text",
     "canonical_layer",
-    "check_manifest",
     "crs_label",
     "empty_layer",
-    "ensure_out_dir",
-    "input_files",
-    "kill_point",
     "load_town",
-    "make_manifest",
-    "new_run_id",
-    "publish",
     "read_layer",
-    "read_manifest",
     "read_plant_flows",
-    "recover",
-    "refuse_input_as_output",
-    "refuse_inputs_as_outputs",
-    "remove_leftovers",
-    "staging_area",
     "unique_ids",
-    "update_manifest",
-    "write_gpkg",
-    "write_results",
-    "write_tables",
 ]

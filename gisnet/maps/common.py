@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from ..io.styles import SEVERITY_COLOURS, STATUS_COLOURS, UTIL_COLOURS  # noqa: F401
 from ..labels import UTIL_CLASS_LABELS
+from ..palettes import SEVERITY_COLOURS, STATUS_COLOURS, UTIL_COLOURS  # noqa: F401
 from .encoding import DISPLAY_CRS, Prop, encode_layer, fmt_auto
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ KIND_COLOURS = {
     "excluded": "#b0b0b0",
 }
 #: (key, colour, label template filled with the profile's thresholds) of each utilization
-#: class: colours from :data:`gisnet.io.styles.UTIL_COLOURS`, labels from
+#: class: colours from :data:`gisnet.output.styles.UTIL_COLOURS`, labels from
 #: :data:`gisnet.labels.UTIL_CLASS_LABELS`.
 UTIL_CLASSES: tuple[tuple[str, str, str], ...] = tuple(
     (k, c, UTIL_CLASS_LABELS[k]) for k, c in UTIL_COLOURS.items())

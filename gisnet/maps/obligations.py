@@ -13,8 +13,8 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
-from ..io.styles import SIMPLE_COLOURS
 from ..labels import STATUS_LABELS, column_label, status_label
+from ..palettes import SIMPLE_COLOURS
 from .common import STATUS_COLOURS, MapContext, MapLayer, auto_props, cited, fields_for
 from .encoding import column, field_label, fmt_text
 from .layers import mains_layer, parcels_layer

@@ -19,7 +19,8 @@ import geopandas as gpd
 import pandas as pd
 
 from ..errors import ConfigError, LayerError, NotFoundError
-from ..io import kill_point, recover
+from ..output import recover
+from ..output._testhooks import kill_point
 from .capacity import capacity_layers
 from .common import MapContext, MapLayer, Page, town_center
 from .network import network_layers
@@ -198,7 +199,7 @@ RESULT_LAYERS: tuple[str, ...] = (
 
 def _whole_places(df: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     """A layer written as points with each row's whole shape in ``geometry_wkt``
-    (``quality``, see :func:`gisnet.io.writing.file_form`) back in its in-memory
+    (``quality``, see :func:`gisnet.output.writing.file_form`) back in its in-memory
     form: the shapes as the geometry, without the WKT column."""
     if "geometry_wkt" not in df.columns or not isinstance(df, gpd.GeoDataFrame):
         return df

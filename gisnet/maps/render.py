@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..io import atomic_write_text
 from ..labels import EMPTY
+from ..output import atomic_write_text
 from . import assets
 from .common import MapLayer, Page
 from .tiled import TILED_NOTE, is_tiled, page_assets

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from ..io import atomic_path
+from ..output import atomic_path
 from .encoding import Prop, blank_texts, is_missing
 from .mvt import (
     EXTENT,

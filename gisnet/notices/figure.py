@@ -14,7 +14,7 @@ import shapely
 
 from .. import labels
 from ..figures.drawing import draw_north_arrow, draw_scale_bar, frame
-from ..io.styles import SIMPLE_COLOURS, STATUS_COLOURS
+from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS
 
 #: Colour of the measured line (the evidence layer's colour in every map and style).
 LINE_COLOUR = SIMPLE_COLOURS["obligation_evidence"]

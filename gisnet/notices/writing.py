@@ -1,7 +1,7 @@
 """``write_notices``: the packets, the combined PDF and the mail-merge tables, all at once.
 
 Everything is written into a staging folder inside the output folder and
-published in one step with a manifest (:mod:`gisnet.io.publish`): a run
+published in one step with a manifest (:mod:`gisnet.output.publish`): a run
 killed half-way leaves the previous notices as they were. The output folder
 is never a gisnet run's results folder (publishing would remove that run's
 files) and no file written is one of the town's inputs or the template.
@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..errors import ConfigError, NotFoundError
 from ..figures.maps import result_layers
-from ..io.publish import (
+from ..output.publish import (
     MANIFEST_FILE,
     make_manifest,
     new_run_id,
@@ -30,7 +30,7 @@ from ..io.publish import (
     read_manifest_file,
     staging_area,
 )
-from ..io.writing import RESULTS_FILE, refuse_inputs_as_outputs
+from ..output.writing import RESULTS_FILE, refuse_inputs_as_outputs
 from .packets import Packet, build_packets, select_rows
 from .template import Template, find_template
 

@@ -30,7 +30,7 @@ Examples
 '§ 168-22.2G'
 """
 
-from .load import DEFAULT_PROFILE, RULES_DIR, builtin_profiles, load_profile, profile_from_dict
+from .load import RULES_DIR, builtin_profiles, load_profile, profile_from_dict
 from .sections import (
     APPLIES_TO,
     MAIN_KINDS,
@@ -54,7 +54,6 @@ from .table import FrozenMap, InvalidValue, ProfileTable
 
 __all__ = [
     "APPLIES_TO",
-    "DEFAULT_PROFILE",
     "MAIN_KINDS",
     "MEASURES",
     "PEAKING_FORMULAS",

@@ -18,8 +18,6 @@ log = logging.getLogger(__name__)
 
 #: The folder of the built-in profiles (``gisnet/profiles``).
 RULES_DIR = Path(__file__).resolve().parent.parent / "profiles"
-#: The profile used when neither the town file nor the command line names one.
-DEFAULT_PROFILE = "poughkeepsie-fourth-ward"
 
 
 def builtin_profiles() -> list[str]:
@@ -27,7 +25,7 @@ def builtin_profiles() -> list[str]:
     return sorted(p.stem for p in RULES_DIR.glob("*.toml"))
 
 
-def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
+def load_profile(name_or_path: str | Path | Profile | None) -> Profile:
     """Load a jurisdiction profile by built-in name or from a TOML file.
 
     Parameters
@@ -35,7 +33,8 @@ def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     name_or_path
         A built-in name (``poughkeepsie-fourth-ward``, ``berlin-nh``; ``_`` may
         stand for ``-``), a path to a profile TOML, an already loaded
-        :class:`Profile` (returned as is), or None for :data:`DEFAULT_PROFILE`.
+        :class:`Profile` (returned as is). There is no default: None is an
+        error listing the built-in profiles.
 
     Returns
     -------
@@ -44,14 +43,16 @@ def load_profile(name_or_path: str | Path | Profile | None = None) -> Profile:
     Raises
     ------
     ConfigError
-        Unknown built-in name, unreadable file, TOML syntax error, unknown or
+        No profile named, unknown built-in name, unreadable file, TOML syntax error, unknown or
         missing key, wrong type or out-of-range value. The message names the
         file and the key.
     """
     if isinstance(name_or_path, Profile):
         return name_or_path
     if name_or_path is None:
-        name_or_path = DEFAULT_PROFILE
+        raise ConfigError("no profile named: a town must say which ordinance it is measured "
+                          "under (town file 'profile', or --profile); built-in profiles: "
+                          + ", ".join(builtin_profiles()))
     text = str(name_or_path)
     path = Path(text).expanduser()
     looks_like_path = path.suffix.lower() == ".toml" or "/" in text or "\\" in text

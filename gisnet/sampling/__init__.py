@@ -1,5 +1,7 @@
 """Industrial users, the sampling plan and checks of sample results.
 
+The control stage that builds the plan is :mod:`gisnet.control`.
+
 ==================  ===========================================================
 :mod:`.plan`        :func:`sampling_plan`: each industrial user's control
                     manhole, plant served, SIU status (40 CFR 403.3(v)) and
@@ -10,16 +12,12 @@
 :mod:`.checks`      :func:`read_samples`, :func:`check_samples`: lab results
                     against the profile's ``[limits]`` (max/min, hourly, slug),
                     each exceedance with the industrial users upstream
-:mod:`.analysis`    :func:`analyse_control`: connection points, control
-                    manholes and the sampling plan as a
-                    :class:`gisnet.results.ControlResult`
 ==================  ===========================================================
 
 Units: flows in gpd, plant design flow in MGD, concentrations in mg/L, pH in
 standard units, temperature in °F (see :mod:`.parameters`).
 """
 
-from .analysis import analyse_control
 from .checks import CHECK_COLUMNS, SAMPLE_COLUMNS, check_samples, read_samples
 from .parameters import (
     CANONICAL_UNIT,
@@ -40,7 +38,6 @@ __all__ = [
     "SAMPLE_COLUMNS",
     "UNITS",
     "Limit",
-    "analyse_control",
     "canonical_parameter",
     "check_samples",
     "fmt_gpd",

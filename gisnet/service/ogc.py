@@ -36,7 +36,7 @@ from pyproj import CRS
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
-from ..io.metadata import layer_docs
+from ..output.metadata import layer_docs
 from ..serialize import WGS84, dumps, feature_fragments
 from .errors import RequestError, UnknownIdError
 from .geojson import parse_crs

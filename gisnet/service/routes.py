@@ -174,7 +174,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
         q = request.query_params
         no_unknown(q, ("parcel", "x", "y", "point_crs", "crs"))
         out_crs = parse_crs(q.get("crs"))
-        state.require("tracing")
+        state.require("control")
         parcel = q.get("parcel")
         x, y = q_float(q, "x"), q_float(q, "y")
         if parcel is not None:
@@ -205,7 +205,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
              response_class=Response)
     def manhole_upstream(manhole_id: str, crs: str | None = CRS_QUERY) -> Response:
         out_crs = parse_crs(crs)
-        state.require("tracing")
+        state.require("control")
         if manhole_id not in state.G:
             raise UnknownIdError("manhole_id", f"manhole {manhole_id!r} not found",
                                  layer="manholes", feature=manhole_id)
@@ -218,7 +218,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
                                            "or of given points", response_class=Response)
     def control_manholes(body: ControlManholesRequest, crs: str | None = CRS_QUERY) -> Response:
         out_crs = parse_crs(crs)
-        state.require("tracing")
+        state.require("control")
         given = [(k, v) for k, v in (("parcel_ids", body.parcel_ids),
                                      ("building_ids", body.building_ids),
                                      ("user_ids", body.user_ids),

@@ -35,8 +35,8 @@ log = logging.getLogger("gisnet.service")
 #: The analysis (pipeline step) each result layer comes from.
 LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligations",
                   "connection_zone": "obligations", "frontage": "obligations",
-                  "control_manholes": "tracing", "control_paths": "tracing",
-                  "sampling_plan": "tracing", "pipes_capacity": "capacity",
+                  "control_manholes": "control", "control_paths": "control",
+                  "sampling_plan": "control", "pipes_capacity": "capacity",
                   "plants": "capacity"}
 
 

@@ -40,7 +40,7 @@ def export_town(town: Any, *, routing: str | None = None, progress=None):
 def check_town(town: Any, inp_path: str | Path, *, routing: str | None = None,
                progress=None):
     """Export a town, run it in SWMM, compare: ``(layer, run, export, report)``."""
-    from ..io.writing import atomic_write_text
+    from ..output.writing import atomic_write_text
     from ..report import Report
 
     res, ex = export_town(town, routing=routing, progress=progress)

@@ -46,7 +46,7 @@ import shapely
 from pyproj import CRS
 
 from ..errors import ConfigError, CRSError
-from ..io.writing import atomic_path, atomic_write_text, ensure_out_dir
+from ..output.writing import atomic_path, atomic_write_text, ensure_out_dir
 from ..townfile import TOWN_FILE
 from ..units import feet_per_unit
 from .model import SwmmModel

@@ -14,8 +14,7 @@ the web maps' classes and colours:
 - ``quality``: categorized by ``severity`` (:data:`SEVERITY_COLOURS`);
 - every other layer: one simple symbol (:data:`SIMPLE_COLOURS`).
 
-The colour tables here are the only ones: the maps (``gisnet.maps.common``)
-import them, and the category labels are :mod:`gisnet.labels`' (the words of the
+The colour tables are :mod:`gisnet.palettes` (the maps and figures use them too), and the category labels are :mod:`gisnet.labels`' (the words of the
 web maps' legends); tests/test_gpkg_metadata.py checks that the two agree.
 """
 
@@ -26,38 +25,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from ..labels import SEVERITY_LABELS, STATUS_LABELS, util_class_label
+from ..labels import SEVERITY_LABELS, STATUS_LABELS
+from ..palettes import SEVERITY_COLOURS, SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
 
-#: Obligation status -> colour: the one table, used by these styles and the web maps.
-#: Okabe & Ito's colour-blind-safe palette (vermillion, orange, reddish purple, blue)
-#: and two greys; tests/test_palettes.py checks the classes stay apart under simulated
-#: protanopia, deuteranopia and tritanopia.
-STATUS_COLOURS: dict[str, str] = {
-    "required": "#d55e00",
-    "subject_to_notice": "#cc79a7",
-    "review": "#e69f00",
-    "connected": "#0072b2",
-    "not_required": "#666666",
-    "outside_district": "#cccccc",
-}
-#: Utilization class -> colour (Okabe-Ito blue, orange, vermillion; Tol's wine; black,
-#: grey): the one table, used by these styles and the capacity and what-if maps.
-UTIL_COLOURS: dict[str, str] = {
-    "ok": "#0072b2",
-    "threshold": "#e69f00",
-    "deficient": "#d55e00",
-    "surcharged": "#882255",
-    "nocapacity": "#000000",
-    "unknown": "#999999",
-}
-#: Utilization class -> (colour, label) of the QGIS style (the labels name the
-#: profile's thresholds by role: the file does not know the profile).
-UTIL_CLASSES: dict[str, tuple[str, str]] = {
-    k: (c, util_class_label(k)) for k, c in UTIL_COLOURS.items()}
-#: Finding severity -> colour (Okabe-Ito vermillion, yellow, sky blue): the one table,
-#: used by these styles and the web maps.
-SEVERITY_COLOURS: dict[str, str] = {"error": "#d55e00", "warning": "#f0e442",
-                                    "info": "#56b4e9"}
 #: The utilization class of a ``pipes_capacity`` row, as a QGIS expression (also
 #: valid SQLite, which the tests evaluate it with).
 PIPE_CLASS_EXPRESSION = (
@@ -72,18 +42,6 @@ CATEGORIZED: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
     "obligations": ("status", {k: (c, STATUS_LABELS[k]) for k, c in STATUS_COLOURS.items()}),
     "pipes_capacity": (PIPE_CLASS_EXPRESSION, UTIL_CLASSES),
     "quality": ("severity", {k: (c, SEVERITY_LABELS[k]) for k, c in SEVERITY_COLOURS.items()}),
-}
-#: Colour of each other layer's single symbol.
-SIMPLE_COLOURS: dict[str, str] = {
-    "graph_nodes": "#555555",
-    "graph_edges": "#1f5fbf",
-    "obligation_evidence": "#67000d",
-    "connection_zone": "#a6cee3",
-    "frontage": "#b2df8a",
-    "control_manholes": "#7b3294",
-    "control_paths": "#7b3294",
-    "sampling_plan": "#e7298a",
-    "plants": "#1b9e77",
 }
 #: The name of gisnet's style rows.
 STYLE_NAME = "gisnet"

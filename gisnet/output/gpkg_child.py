@@ -1,8 +1,8 @@
-"""The GeoPackage's layers written by a child process (see :class:`gisnet.io.gpkg.GpkgWriter`).
+"""The GeoPackage's layers written by a child process (see :class:`gisnet.output.gpkg.GpkgWriter`).
 
 pyogrio holds the GIL while GDAL writes a layer (16 of the 22 s a county's 1.4 GB
 GeoPackage takes), so a thread writing the GeoPackage stops the analyses and the
-maps of the same run. The child is ``python -m gisnet.io.gpkg_child``, started with
+maps of the same run. The child is ``python -m gisnet.output.gpkg_child``, started with
 :mod:`subprocess` rather than :mod:`multiprocessing` (a spawned child imports the
 caller's main module again: a script without a ``__main__`` guard would run twice).
 
@@ -59,7 +59,7 @@ class ChildWriter:
         self.messages: list[str] = []
         self.error: BaseException | None = None
         self._todo: queue.Queue[tuple[str, Any] | None] = queue.Queue()
-        self.proc = subprocess.Popen([sys.executable, "-m", "gisnet.io.gpkg_child"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "gisnet.output.gpkg_child"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._thread = threading.Thread(target=self._feed, name="gisnet-gpkg", daemon=True)
         self._thread.start()
@@ -156,7 +156,7 @@ def write_from_arrow(path: str, name: str, table: Any,
                      geom: tuple[str, Any] | None) -> list[str]:
     """The frame of :func:`to_arrow` back (columns backed by the Arrow table, not
     copied into Python objects), written by :func:`write_layer` (in the writer
-    child, :mod:`gisnet.io.gpkg_child`); returns GDAL's warnings."""
+    child, :mod:`gisnet.output.gpkg_child`); returns GDAL's warnings."""
     df = table.to_pandas(types_mapper=pd.ArrowDtype)
     del table
     if geom is not None:

@@ -2,7 +2,7 @@
 
 :func:`write_gpkg` writes a dict of layers; :class:`GpkgWriter` takes them as they
 become ready and, with ``process=True``, has a child process
-(:mod:`gisnet.io.gpkg_child`) do GDAL's part while the caller goes on.
+(:mod:`gisnet.output.gpkg_child`) do GDAL's part while the caller goes on.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
+from ._testhooks import kill_point
 from .metadata import describe_gpkg
 from .styles import write_styles
-from .writing import kill_point, write_layer
+from .writing import write_layer
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,13 @@ class GpkgWriter:
 
     :meth:`add` writes the layers it has not written yet (in name order);
     :meth:`close` writes the rest and the GeoPackage's metadata (layer
-    descriptions, :func:`gisnet.io.metadata.describe_gpkg`; QGIS styles,
-    :func:`gisnet.io.styles.write_styles`). The file's layers are in the order
+    descriptions, :func:`gisnet.output.metadata.describe_gpkg`; QGIS styles,
+    :func:`gisnet.output.styles.write_styles`). The file's layers are in the order
     they were added: ``gisnet run`` adds each analysis's layers when it ends,
     always in the same order.
 
     With ``process=True``, GDAL writes the layers in a child process
-    (:mod:`gisnet.io.gpkg_child`) while the caller goes on: pyogrio holds the GIL
+    (:mod:`gisnet.output.gpkg_child`) while the caller goes on: pyogrio holds the GIL
     while GDAL writes, so a thread writing the GeoPackage would stop the analyses
     and the maps. A thread of this process turns each layer into an Arrow table
     (:func:`to_arrow`: ``pyarrow.Table.from_pandas``, which keeps the pandas

@@ -1,8 +1,9 @@
-"""The control analysis: connection points, control manholes and the sampling plan.
+"""The control stage: connection points, control manholes and the sampling plan.
 
-:func:`analyse_control` is the step :mod:`gisnet.pipeline` runs after the
-graph. It lives here, above :mod:`gisnet.tracing`, because the sampling plan
-builds on the tracing answers (the tracing package never imports sampling).
+:func:`analyse_control` is the step ``control`` that :mod:`gisnet.pipeline` runs
+after the graph (its result is ``Results.control``). It builds on the graph walks
+of :mod:`gisnet.tracing` and the sampling plan of :mod:`gisnet.sampling`; neither
+of those imports it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from ..results import ControlResult
-from ..tracing import DownstreamIndex, connection_points, control_manholes
-from .plan import sampling_plan
+from .results import ControlResult
+from .tracing import DownstreamIndex, connection_points, control_manholes
+from .sampling.plan import sampling_plan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..town import Town
+    from .town import Town
 
 
 def analyse_control(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +28,7 @@ import shapely
 
 from ..errors import ConfigError, LayerError
 from ..town import Town
+from ._testhooks import kill_point
 from .metadata import describe_gpkg, layer_docs
 from .styles import write_styles
 
@@ -36,18 +36,6 @@ log = logging.getLogger(__name__)
 
 #: The results GeoPackage's file name, in the output folder.
 RESULTS_FILE = "gisnet-results.gpkg"
-#: Environment variable naming a point at which the process kills itself with
-#: SIGKILL (``staging``, ``gpkg``, ``tables``, ``maps``, ``commit``,
-#: ``publish``): the kill-during-write tests set it; nothing else does.
-KILL_HOOK = "GISNET_TEST_KILL_AT"
-
-
-def kill_point(name: str) -> None:
-    """Kill this process with SIGKILL if :data:`KILL_HOOK` names ``name`` (tests only)."""
-    if os.environ.get(KILL_HOOK) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
     """The ConfigError for an output that cannot be written (read-only folder, a file
     where a folder should be, a folder where a file should be, disk full)."""

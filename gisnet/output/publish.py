@@ -48,11 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .writing import KILL_HOOK, RESULTS_FILE, ensure_out_dir, input_files, kill_point
+from ._testhooks import kill_point
+from .writing import RESULTS_FILE, ensure_out_dir, input_files
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KILL_HOOK", "MANIFEST_FILE", "check_manifest", "kill_point", "publish",
+__all__ = ["MANIFEST_FILE", "check_manifest", "publish",
            "read_manifest", "recover", "remove_leftovers", "staging_area", "update_manifest"]
 
 #: The manifest's file name, in the output folder.
