@@ -31,7 +31,8 @@ def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False,
                    help="folder holding the town's gisnet.toml (default: the current folder, "
                         "which must hold one; write it with 'gisnet init')")
     g.add_argument("--sample", action="store_true",
-                   help="use the bundled sample town (layers/sample)")
+                   help="use the sample town bundled with gisnet (to edit a copy: "
+                        "'gisnet sample DIR')")
     g.add_argument("--profile", metavar="P",
                    help="jurisdiction profile: built-in name or path to a profile TOML")
     g.add_argument("--engine", choices=("pyogrio", "fiona"), default="pyogrio",
