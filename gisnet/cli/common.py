@@ -103,7 +103,8 @@ def resolve_town_source(args: argparse.Namespace) -> None:
     raise ConfigError(
         f"no {TOWN_FILE} in this folder ({Path.cwd()}) and no --layers DIR: run "
         f"'gisnet init' here to write one for the layers in this folder, or "
-        f"'gisnet {cmd} --sample' for the bundled sample town")
+        f"'gisnet {cmd} --sample' for the bundled sample town ('gisnet sample DIR' "
+        f"copies it out to edit)")
 
 
 def load_town(args: argparse.Namespace, *, announce: bool = True):  # -> Town
