@@ -92,6 +92,13 @@ def test_force_overwrites_the_sample_files_and_deletes_nothing(tmp_path: Path,
     assert "mine.csv" not in out  # not beside a layer of the sample
 
 
+def test_a_folder_in_the_way_stops_before_writing(tmp_path: Path, capsys) -> None:
+    (tmp_path / "samples.csv").mkdir()
+    assert main(["sample", str(tmp_path), "--force"]) == 2
+    assert "holds a folder named samples.csv" in _one_error(capsys)
+    assert [p.name for p in tmp_path.iterdir()] == ["samples.csv"]
+
+
 def test_refuses_a_file(tmp_path: Path, capsys) -> None:
     f = tmp_path / "town.txt"
     f.write_text("x", encoding="utf-8")

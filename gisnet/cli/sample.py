@@ -102,6 +102,10 @@ def copy_sample(target: str | Path, *, force: bool = False) -> list[Path]:
             raise ConfigError(f"already holds {shown}: give a new or empty folder, or "
                               f"--force to overwrite the sample's files (nothing else in it "
                               f"is touched)", path=out)
+    folders = [n for n in files if (out / n).is_dir()]
+    if folders:  # found before anything is written, even with --force
+        raise ConfigError(f"holds a folder named {folders[0]}, where the sample town has a "
+                          f"file: give another folder", path=out)
     ensure_out_dir(out, "sample town folder")
     written = []
     for name, data in files.items():
