@@ -57,6 +57,8 @@ import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +71,11 @@ from .errors import ConfigError, SchemaError
 log = logging.getLogger(__name__)
 
 TOWN_FILE = "gisnet.toml"
-#: The bundled sample town (``--sample``, or ``--layers layers/sample``): looked
-#: for under the current folder, then in the gisnet checkout.
+#: ``--layers layers/sample``: that folder of the current folder if it exists (the
+#: repository's ``layers/sample`` links to the package's sample), else the sample town.
 DEFAULT_LAYERS = Path("layers") / "sample"
+#: The bundled sample town's folder in the package (package data ``gisnet/sample``).
+SAMPLE_DATA = "sample"
 
 SLOPE_UNITS = ("ft/ft", "percent")
 DIAMETER_UNITS = ("in", "mm")
@@ -240,21 +244,46 @@ def file_problem(path: Path, *, folder_ok: bool = False) -> str | None:
     return f"is {what}, not a regular file; refusing to read it"
 
 
-def default_layers_dir() -> Path:
-    """The bundled sample town's folder (``--sample``).
+def sample_resource() -> Traversable:
+    """The bundled sample town as package data (``gisnet/sample``).
 
-    ``layers/sample`` under the current folder if it holds a town file, else
-    ``layers/sample`` of the gisnet checkout this package was installed from
-    (editable installs), else the relative path (which then fails to load
-    with a clear message).
+    Found through :mod:`importlib.resources`, so it is the installed package's
+    copy wherever gisnet is run from (a wheel, an editable install, a checkout).
+
+    Returns
+    -------
+    importlib.resources.abc.Traversable
+        The folder; its files are read with ``read_bytes`` (``gisnet sample DIR``
+        copies them out).
+
+    Raises
+    ------
+    ConfigError
+        The install has no sample town (its ``gisnet.toml`` is missing).
     """
-    here = DEFAULT_LAYERS
-    if (here / TOWN_FILE).is_file():
-        return here
-    checkout = Path(__file__).resolve().parents[1] / DEFAULT_LAYERS
-    if (checkout / TOWN_FILE).is_file():
-        return checkout
-    return here
+    node = resources.files("gisnet").joinpath(SAMPLE_DATA)
+    if not node.joinpath(TOWN_FILE).is_file():
+        raise ConfigError(f"the bundled sample town is missing from this gisnet install (no "
+                          f"{TOWN_FILE} in gisnet/{SAMPLE_DATA}); reinstall gisnet")
+    return node
+
+
+def default_layers_dir() -> Path:
+    """The bundled sample town's folder (``--sample``), package data ``gisnet/sample``.
+
+    Raises
+    ------
+    ConfigError
+        The install has no sample town, or gisnet is installed zipped so that
+        the sample is not a folder the layer readers can open (``gisnet sample
+        DIR`` still copies it out).
+    """
+    node = sample_resource()
+    if not isinstance(node, Path):
+        raise ConfigError(f"the bundled sample town is inside a zipped gisnet install "
+                          f"({node}), not a folder on disk: copy it out with 'gisnet sample "
+                          f"DIR' and run 'gisnet run --layers DIR'")
+    return node
 
 
 def find_town_file(layers_dir: str | Path | None) -> Path:
@@ -264,7 +293,8 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
     ----------
     layers_dir
         Folder holding ``gisnet.toml``, or the path of a town file;
-        ``layers/sample`` means the sample town (:func:`default_layers_dir`).
+        ``layers/sample`` is that folder where it exists under the current
+        folder, else the bundled sample town (:func:`default_layers_dir`).
 
     Raises
     ------
@@ -275,7 +305,7 @@ def find_town_file(layers_dir: str | Path | None) -> Path:
         raise ConfigError(f"no town folder given: name the folder holding {TOWN_FILE} "
                           "(write one with 'gisnet init')")
     p = Path(layers_dir)
-    if p == DEFAULT_LAYERS:  # the sample, wherever gisnet is run from
+    if p == DEFAULT_LAYERS and not p.exists():  # the sample, wherever gisnet is run from
         p = default_layers_dir()
     problem = file_problem(p, folder_ok=True)
     if problem == "file not found":

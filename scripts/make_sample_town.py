@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Write the bundled sample town, ``layers/sample/``, deterministically.
+"""Write the bundled sample town, ``gisnet/sample/`` (package data), deterministically.
 
-Usage: ``python scripts/make_sample_town.py [--out layers/sample]``
+Usage: ``python scripts/make_sample_town.py [--out gisnet/sample]``
 
 Shapefiles with LGIM-style field names, a ``gisnet.toml`` mapping them
 (some columns explicitly, some through gisnet's alias lists, property class
@@ -213,9 +213,12 @@ case gisnet implements has an example. `laterals.shp` ids above
 `samples.csv` holds lab results (`manhole_id,datetime,parameter,value,unit`):
 
 ```
-gisnet samples layers/sample/samples.csv --layers layers/sample
-gisnet samples layers/sample/samples.csv --layers layers/sample --profile berlin-nh
+gisnet samples samples.csv                          # in this folder
+gisnet samples samples.csv --profile berlin-nh
 ```
+
+(`gisnet sample DIR` writes a copy of this folder to edit; in the gisnet
+repository it is `gisnet/sample/`, also reached as `layers/sample/`.)
 
 Under the town's profile (Poughkeepsie) it reports 5 exceedances (exit
 status 1) and 1 screening exceedance; under Berlin, 1 exceedance (the slug),
@@ -245,7 +248,7 @@ dedication): use it for anything.
 Regenerate (byte-identical output):
 
 ```
-python scripts/make_sample_town.py          # writes layers/sample/
+python scripts/make_sample_town.py          # writes gisnet/sample/
 ```
 
 ## What it is
@@ -373,7 +376,7 @@ def _json(o: object) -> object:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Write the bundled sample town.")
-    p.add_argument("--out", type=Path, default=ROOT / "layers" / "sample")
+    p.add_argument("--out", type=Path, default=ROOT / "gisnet" / "sample")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     out = write_sample(a.out)

@@ -18,7 +18,7 @@ ARTIFACTS = Path(__file__).resolve().parent / "_artifacts"
 
 @pytest.fixture(scope="session")
 def sample_dir() -> Path:
-    """The bundled sample town (layers/sample)."""
+    """The bundled sample town (package data gisnet/sample; layers/sample links to it)."""
     if not (SAMPLE / "gisnet.toml").exists():
         pytest.skip("layers/sample has not been generated (scripts/make_sample_town.py)")
     return SAMPLE

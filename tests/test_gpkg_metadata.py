@@ -1,10 +1,11 @@
 """The results GeoPackage describes itself: layer descriptions and column labels
-(``gpkg_contents.description``, ``gpkg_data_columns``) copied from docs/results.md,
-values rounded to what the data can tell."""
+(``gpkg_contents.description``, ``gpkg_data_columns``) from the results schema
+(package data made from docs/results.md), values rounded to what the data can tell."""
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import geopandas as gpd
@@ -14,7 +15,10 @@ import shapely
 
 from gisnet.labels import SEVERITY_LABELS, STATUS_LABELS, UTIL_CLASS_LABELS, column_label
 from gisnet.output import write_results
-from gisnet.output.metadata import RESULTS_DOC, Column, layer_docs, parse_intros, parse_layers
+from gisnet.output.metadata import Column, layer_docs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from results_doc import RESULTS_DOC, parse_intros, parse_layers
 
 DOC_TEXT = RESULTS_DOC.read_text(encoding="utf-8")
 
@@ -334,3 +338,91 @@ def test_xlsx_has_one_sheet_per_layer_with_units_and_wkt(tmp_path: Path) -> None
     assert cols[("plants", "design_flow_mgd")][:2] == ("Design flow (MGD)", "MGD")
     assert cols[("plants", "geometry_wkt")][1] == "working CRS"
     wb.close()
+
+
+# --------------------------------------------------------------------------- the schema JSON
+
+
+def test_committed_schema_is_what_the_script_makes(tmp_path: Path) -> None:
+    """gisnet/data/results_schema.json (package data) is docs/results.md, made by
+    scripts/make_results_schema.py: the two cannot drift."""
+    import make_results_schema
+    from results_doc import SCHEMA_JSON, schema_json
+
+    assert SCHEMA_JSON.read_text(encoding="utf-8") == schema_json(DOC_TEXT)
+    assert layer_docs() == parse_layers(DOC_TEXT)
+    assert make_results_schema.main(["--check"]) == 0
+    out = tmp_path / "schema.json"
+    out.write_text("{}", encoding="utf-8")
+    assert make_results_schema.main(["--check", "--out", str(out)]) == 1
+    assert out.read_text(encoding="utf-8") == "{}"  # --check writes nothing
+    assert make_results_schema.main(["--out", str(out)]) == 0
+    assert out.read_bytes() == SCHEMA_JSON.read_bytes()
+
+
+def test_schema_keeps_what_the_metadata_needs() -> None:
+    docs = layer_docs()
+    d = docs["obligations"].column("distance_ft")
+    assert d is not None and (d.type, d.unit) == ("real", "ft")
+    assert d.label == "Distance (ft)" and d.meaning
+    assert docs["quality"].column("geometry_wkt").file_only
+    assert list(docs)[:2] == ["quality", "graph_nodes"]  # the document's order
+
+
+@pytest.fixture()
+def package_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A stand-in for the installed package's folder; the schema read afresh."""
+    from gisnet.output import metadata
+
+    root = tmp_path / "gisnet"
+    (root / "data").mkdir(parents=True)
+    monkeypatch.setattr(metadata.resources, "files", lambda _pkg: root)
+    layer_docs.cache_clear()
+    yield root / "data" / "results_schema.json"
+    layer_docs.cache_clear()
+
+
+def test_missing_schema_is_an_error_not_empty_descriptions(package_data: Path,
+                                                           tmp_path: Path) -> None:
+    from gisnet.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"results_schema\.json.*damaged: the file is "
+                                          r"missing; reinstall gisnet"):
+        layer_docs()
+    with pytest.raises(ConfigError, match="results schema"):
+        write_results(tmp_path / "out", _small_layers())
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{not json", "not valid JSON"),
+    ('{"format": 99, "layers": {}}', "not a results schema of format 1"),
+    ('{"format": 1, "layers": {}}', "lists no layers"),
+    ('{"format": 1, "layers": {"plants": {"description": "d", "columns": []}}}',
+     "layer 'plants' has no columns"),
+    ('{"format": 1, "layers": {"plants": {"description": "d", "columns": '
+     '[{"name": "x", "type": "real", "unit": "ft"}]}}}',
+     "column 1 of layer 'plants' is not"),
+    ('{"format": 1, "layers": {"plants": {"description": "d", "columns": '
+     '[{"name": "x", "type": "real", "unit": 3, "meaning": "m"}]}}}',
+     "unit of column 1 of layer 'plants' is not text"),
+    ('{"format": 1, "layers": {"plants": {"description": null, "columns": '
+     '[{"name": "x", "type": "real", "unit": "ft", "meaning": "m"}]}}}',
+     "the description of layer 'plants' is not text"),
+])
+def test_damaged_schema_is_an_error_naming_the_file(package_data: Path, text: str,
+                                                    problem: str) -> None:
+    from gisnet.errors import ConfigError
+
+    package_data.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        layer_docs()
+    assert str(package_data) in str(exc.value) and problem in str(exc.value)
+
+
+def test_metadata_reads_the_package_data_only(package_data: Path) -> None:
+    """A valid JSON in the package is what the GeoPackage gets (no docs/ involved)."""
+    package_data.write_text('{"format": 1, "layers": {"plants": {"description": "Plants.", '
+                            '"columns": [{"name": "ratio", "type": "real", "unit": "ratio", '
+                            '"meaning": "m"}]}}}', encoding="utf-8")
+    docs = layer_docs()
+    assert list(docs) == ["plants"] and docs["plants"].columns[0].label == "Ratio (ratio)"

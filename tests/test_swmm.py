@@ -173,11 +173,10 @@ def test_sample_flows_equal_swmm_steady_flows(tmp_path: Path, sample_dir: Path) 
 def test_check_swmm_writes_the_documented_layer(tmp_path: Path, sample_dir: Path) -> None:
     import geopandas as gpd
 
-    from gisnet.output.metadata import parse_tables
+    from gisnet.output.metadata import layer_docs
 
     assert main(["check-swmm", "--layers", str(sample_dir), "--out", str(tmp_path), "-q"]) == 0
-    doc = parse_tables((Path(__file__).parents[1] / "docs" / "results.md").read_text())
-    cols = [r[0] for r in doc["swmm_comparison"]["column"]]
+    cols = [c.name for c in layer_docs()["swmm_comparison"].columns]
     got = gpd.read_file(tmp_path / "gisnet-results.gpkg", layer="swmm_comparison")
     assert list(got.columns) == cols
     assert (tmp_path / "gisnet-swmm.inp").is_file()

@@ -427,7 +427,7 @@ def sample_run():
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
     from gisnet.obligations import compute_obligations
-    from gisnet.sampling import analyse_control
+    from gisnet.control import analyse_control
 
     town = load_town(SAMPLE)
     G = build_sewer_graph(town)

@@ -10,6 +10,9 @@ from gisnet import townfile
 from gisnet.errors import ConfigError, SchemaError
 from gisnet.townfile import match_columns, read_town_file
 
+#: The sample town in the package (package data), where ``--sample`` finds it.
+PACKAGE_SAMPLE = Path(townfile.__file__).resolve().parent / "sample"
+
 ISSUE_EXAMPLE = """
 profile = "poughkeepsie-fourth-ward"   # or "berlin-nh", or a path to a profile file
 crs = "EPSG:2260"                      # working CRS; optional
@@ -123,13 +126,15 @@ def test_profile_path_resolved_relative_to_town_file(tmp_path):
     assert tf.profile == str((tmp_path / "rules" / "mine.toml").resolve())
 
 
-def test_default_layers_dir_prefers_current_folder(tmp_path, monkeypatch):
+def test_layers_sample_prefers_the_current_folder(tmp_path, monkeypatch):
+    """``--layers layers/sample`` names that folder where it exists; ``--sample`` is
+    always the bundled sample town."""
     (tmp_path / "layers" / "sample").mkdir(parents=True)
     (tmp_path / "layers" / "sample" / "gisnet.toml").write_text("", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    assert townfile.default_layers_dir() == Path("layers") / "sample"
     assert townfile.find_town_file(Path("layers") / "sample") == \
         Path("layers") / "sample" / "gisnet.toml"
+    assert townfile.default_layers_dir() == PACKAGE_SAMPLE
 
 
 def test_no_folder_is_never_the_sample(tmp_path, monkeypatch):
@@ -159,11 +164,23 @@ def test_real_property_service_parcel_names():
         ("PRINT_KEY", "PROP_ADDR", "PROP_CLASS", "NBR_BEDRM")
 
 
-def test_default_layers_dir_falls_back_to_checkout(tmp_path, monkeypatch):
+def test_sample_is_package_data_wherever_gisnet_runs(tmp_path, monkeypatch):
+    """The sample town is found through importlib.resources in the package, never
+    relative to the current folder or a checkout."""
     monkeypatch.chdir(tmp_path)
-    checkout = Path(townfile.__file__).resolve().parents[1] / "layers" / "sample"
-    expected = checkout if (checkout / "gisnet.toml").is_file() else Path("layers") / "sample"
-    assert townfile.default_layers_dir() == expected
+    assert townfile.default_layers_dir() == PACKAGE_SAMPLE
+    assert (PACKAGE_SAMPLE / "gisnet.toml").is_file()
+    assert townfile.find_town_file(Path("layers") / "sample") == PACKAGE_SAMPLE / "gisnet.toml"
+    assert townfile.sample_resource().joinpath("parcels.shp").is_file()
+
+
+def test_missing_sample_is_a_clear_error(tmp_path, monkeypatch):
+    """An install without the sample says so (never a traceback or a silent empty town)."""
+    fake = tmp_path / "gisnet"
+    (fake / "sample").mkdir(parents=True)
+    monkeypatch.setattr(townfile.resources, "files", lambda _pkg: fake)
+    with pytest.raises(ConfigError, match=r"sample town is missing.*reinstall"):
+        townfile.default_layers_dir()
 
 
 # ---------------------------------------------------------------- column matching

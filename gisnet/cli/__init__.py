@@ -17,6 +17,7 @@ from ..errors import GisnetError
 #: Subcommand modules, in the order ``gisnet --help`` lists them.
 COMMANDS = (
     "init",
+    "sample",
     "run",
     "validate",
     "graph",

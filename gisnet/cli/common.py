@@ -31,7 +31,8 @@ def add_town_options(p: argparse.ArgumentParser, *, writes: bool = False,
                    help="folder holding the town's gisnet.toml (default: the current folder, "
                         "which must hold one; write it with 'gisnet init')")
     g.add_argument("--sample", action="store_true",
-                   help="use the bundled sample town (layers/sample)")
+                   help="use the sample town bundled with gisnet (to edit a copy: "
+                        "'gisnet sample DIR')")
     g.add_argument("--profile", metavar="P",
                    help="jurisdiction profile: built-in name or path to a profile TOML")
     g.add_argument("--engine", choices=("pyogrio", "fiona"), default="pyogrio",
@@ -102,7 +103,8 @@ def resolve_town_source(args: argparse.Namespace) -> None:
     raise ConfigError(
         f"no {TOWN_FILE} in this folder ({Path.cwd()}) and no --layers DIR: run "
         f"'gisnet init' here to write one for the layers in this folder, or "
-        f"'gisnet {cmd} --sample' for the bundled sample town")
+        f"'gisnet {cmd} --sample' for the bundled sample town ('gisnet sample DIR' "
+        f"copies it out to edit)")
 
 
 def load_town(args: argparse.Namespace, *, announce: bool = True):  # -> Town

@@ -12,7 +12,7 @@ from . import common
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help="analyse a town and write maps and tables (default: the bundled sample)",
+        help="analyse a town and write maps and tables (--sample: the bundled sample town)",
         description="Load the town, build the sewer graph, answer every question "
         "(obligations, control manholes, capacity) and write DIR/gisnet-results.gpkg "
         "and the web maps, or, with --out postgresql://..., every result layer as "

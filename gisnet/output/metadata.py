@@ -1,11 +1,13 @@
-"""What the result layers mean, from docs/results.md, for the GeoPackage's metadata.
+"""What the result layers mean, for the GeoPackage's metadata: the results schema.
 
-docs/results.md documents every column of every result layer (one ``## `layer```
-section each: prose, then a ``| column | type | unit | meaning |`` table). It is
-the one source of truth: ``tests/test_results_schema.py`` checks the code
-against it with :func:`parse_tables`, and :func:`describe_gpkg` copies it into
-the GeoPackage, so QGIS (and any GeoPackage reader) shows what each layer and
-column means:
+docs/results.md documents every column of every result layer; it is the one
+source of truth, and ``scripts/make_results_schema.py`` turns it into the
+package data ``gisnet/data/results_schema.json`` (a test keeps the two equal).
+This module reads only that JSON, through :mod:`importlib.resources`, so an
+installed gisnet needs no docs/ folder; a missing or damaged JSON is a
+:class:`~gisnet.errors.ConfigError`, never silently empty descriptions.
+:func:`describe_gpkg` copies it into the GeoPackage, so QGIS (and any
+GeoPackage reader) shows what each layer and column means:
 
 - ``gpkg_contents.description``: the layer's prose paragraph;
 - ``gpkg_data_columns`` (the GeoPackage schema extension): per column a human
@@ -17,84 +19,25 @@ column means:
 from __future__ import annotations
 
 import functools
-import logging
-import re
+import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from ..errors import ConfigError
 from ..labels import SUFFIX_UNITS, column_label
 
-__all__ = ["RESULTS_DOC", "SUFFIX_UNITS", "Column", "LayerDoc", "describe_gpkg",
-           "layer_docs", "parse_intros", "parse_layers", "parse_tables"]
+__all__ = ["SCHEMA_FORMAT", "SCHEMA_RESOURCE", "SUFFIX_UNITS", "Column", "LayerDoc",
+           "describe_gpkg", "layer_docs", "parse_schema"]
 
-log = logging.getLogger(__name__)
-
-#: The reference document (in the source tree, beside the package).
-RESULTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
-
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _unquote(cell: str) -> str:
-    return cell.strip().strip("`")
-
-
-def parse_tables(text: str) -> dict[str, dict[str, list[list[str]]]]:
-    """Tables of the document by ``## `section``` and first header cell.
-
-    Returns ``{section: {first_header: rows}}``, each row a list of cells with
-    backticks removed; the separator line is skipped. Sections whose heading is
-    not a single backquoted name (``## CRS and units``) are skipped.
-    """
-    out: dict[str, dict[str, list[list[str]]]] = {}
-    section = None
-    header: str | None = None
-    for line in text.splitlines():
-        m = re.match(r"^## `(\w+)`\s*$", line)
-        if m:
-            section, header = m.group(1), None
-            out[section] = {}
-            continue
-        if line.startswith("## "):
-            section, header = None, None
-            continue
-        if section is None:
-            continue
-        if not line.startswith("|"):
-            header = None
-            continue
-        cells = [_unquote(c) for c in _cells(line)]
-        if header is None:
-            header = cells[0]
-            out[section][header] = []
-        elif not set(line.replace("|", "").strip()) <= set("-: "):
-            out[section][header].append(cells)
-    return out
-
-
-def parse_intros(text: str) -> dict[str, str]:
-    """Each ``## `section```'s prose before its first table, as one line of text
-    (Markdown backquotes removed)."""
-    out: dict[str, str] = {}
-    section = None
-    words: list[str] = []
-    for line in [*text.splitlines(), "## end"]:
-        if line.startswith("## ") or (section is not None and line.startswith("|")):
-            if section is not None:
-                out[section] = " ".join(words).replace("`", "").strip()
-            m = re.match(r"^## `(\w+)`\s*$", line)
-            section = m.group(1) if m and line.startswith("## ") and m.group(1) not in out \
-                else None
-            words = []
-            continue
-        if section is not None and line.strip():
-            words.append(line.strip())
-    return out
+#: The results schema in the package (``gisnet/data/results_schema.json``).
+SCHEMA_RESOURCE = ("data", "results_schema.json")
+#: The version of its form; :func:`parse_schema` refuses any other.
+SCHEMA_FORMAT = 1
+_FIELDS = ("name", "type", "unit", "meaning")
 
 
 @dataclass(frozen=True)
@@ -134,30 +77,90 @@ class LayerDoc:
         return next((c for c in self.columns if c.name == name), None)
 
 
-def parse_layers(text: str) -> dict[str, LayerDoc]:
-    """The layers of a results document (sections with a ``column`` table)."""
-    tables, intros = parse_tables(text), parse_intros(text)
+def _damaged(source: str, problem: str) -> ConfigError:
+    return ConfigError(f"the results schema of this gisnet install is damaged: {problem}; "
+                       f"reinstall gisnet (or, in a checkout, run python "
+                       f"scripts/make_results_schema.py)", path=source)
+
+
+def _text(value: Any, source: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise _damaged(source, f"{where} is not text")
+    return value
+
+
+def parse_schema(text: str, source: str = "results_schema.json") -> dict[str, LayerDoc]:
+    """The layers of a results schema JSON (the form ``scripts/make_results_schema.py``
+    writes).
+
+    Parameters
+    ----------
+    text
+        The JSON text: ``{"format": 1, "layers": {name: {"description": ...,
+        "columns": [{"name", "type", "unit", "meaning"}, ...]}}}``.
+    source
+        Where it came from, for the error message.
+
+    Returns
+    -------
+    dict
+        Layer name -> :class:`LayerDoc`, in the file's order.
+
+    Raises
+    ------
+    ConfigError
+        The text is not JSON, is of another format, or a layer or column is
+        not what the form says (the message names the file, layer and column).
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise _damaged(source, f"not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != SCHEMA_FORMAT:
+        raise _damaged(source, f"not a results schema of format {SCHEMA_FORMAT}")
+    layers = doc.get("layers")
+    if not isinstance(layers, dict) or not layers:
+        raise _damaged(source, "it lists no layers")
     out = {}
-    for name, t in tables.items():
-        if "column" not in t:
-            continue
-        cols = tuple(Column(*(r + [""] * 4)[:3], (r + [""] * 4)[3].replace("`", ""))
-                     for r in t["column"])
-        out[name] = LayerDoc(name, intros.get(name, ""), cols)
+    for name, layer in layers.items():
+        if not isinstance(layer, dict) or not isinstance(layer.get("columns"), list) \
+                or not layer["columns"]:
+            raise _damaged(source, f"layer {name!r} has no columns")
+        desc = _text(layer.get("description"), source, f"the description of layer {name!r}")
+        cols = []
+        for i, col in enumerate(layer["columns"], 1):
+            if not isinstance(col, dict) or set(col) != set(_FIELDS):
+                raise _damaged(source, f"column {i} of layer {name!r} is not "
+                                       f"{{{', '.join(_FIELDS)}}}")
+            cols.append(Column(*(_text(col[f], source, f"{f} of column {i} of layer {name!r}")
+                                 for f in _FIELDS)))
+        out[name] = LayerDoc(name, desc, tuple(cols))
     return out
 
 
 @functools.cache
 def layer_docs() -> dict[str, LayerDoc]:
-    """The result layers documented in docs/results.md (empty, with a log line,
-    where the document is not beside the package, as in an installed wheel)."""
+    """The result layers of the package's results schema (from docs/results.md).
+
+    Returns
+    -------
+    dict
+        Layer name -> :class:`LayerDoc`.
+
+    Raises
+    ------
+    ConfigError
+        The JSON is missing from the install or damaged.
+    """
+    node = resources.files("gisnet").joinpath(*SCHEMA_RESOURCE)
+    source = f"gisnet/{'/'.join(SCHEMA_RESOURCE)}"
     try:
-        text = RESULTS_DOC.read_text(encoding="utf-8")
-    except OSError:
-        log.info("%s not found: the GeoPackage is written without layer and column "
-                 "descriptions", RESULTS_DOC)
-        return {}
-    return parse_layers(text)
+        text = node.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _damaged(source, "the file is missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _damaged(source, f"it cannot be read ({exc})") from None
+    return parse_schema(text, str(node))
 
 
 _DATA_COLUMNS_DDL = """

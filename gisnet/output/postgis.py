@@ -3,7 +3,7 @@
 :func:`write_postgis` writes every result layer of a run into one schema of a
 database (``postgresql://gis@db/town?schema=gisnet``) in ONE transaction: each
 layer goes to a new table (``fid`` primary key, ``geom`` with the working CRS
-as SRID and a GiST index, column comments from ``docs/results.md``), then the
+as SRID and a GiST index, column comments from the results schema), then the
 old tables are dropped and the new ones renamed, a ``gisnet_runs`` row is added
 and the transaction commits. A reader sees the previous run's tables or this
 run's, never a mix; a run that dies rolls back and leaves the previous tables
@@ -128,7 +128,7 @@ def copy_table(cur: Any, schema: str, table: str, df: pd.DataFrame, srid: int,
 
 
 def comment_table(cur: Any, schema: str, table: str, layer: str, columns: list[str]) -> None:
-    """COMMENT ON the table and its columns from ``docs/results.md``: the layer's
+    """COMMENT ON the table and its columns from the results schema: the layer's
     description; each column's meaning and unit."""
     from psycopg import sql
 

@@ -466,7 +466,7 @@ def _cell(v: Any) -> Any:
 
 def workbook_header(layer: str, columns: Iterable[str]) -> list[str]:
     """The header of a layer's sheet: each column's label with its unit from
-    docs/results.md (``Distance (ft)``), its name where the document has none;
+    the results schema (docs/results.md; ``Distance (ft)``), its name where it has none;
     ``geometry_wkt`` is ``Geometry (WKT, working CRS)``."""
     doc = layer_docs().get(layer)
     out = []

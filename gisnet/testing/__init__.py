@@ -1,7 +1,7 @@
 """Helpers for testing and benchmarking gisnet; not used by gisnet at run time.
 
 :mod:`gisnet.testing.synthetic` generates deterministic synthetic towns (the
-bundled sample town ``layers/sample`` and benchmark cities).
+bundled sample town ``gisnet/sample`` and benchmark cities).
 
 :mod:`gisnet.testing.towns` builds small towns in code from raw rows, through
 the loader's own canonical mapping (:func:`~gisnet.testing.towns.make_town`),

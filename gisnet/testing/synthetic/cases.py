@@ -1,4 +1,4 @@
-"""The ordinance cases of the bundled sample town (``layers/sample``): :func:`add_cases`.
+"""The ordinance cases of the bundled sample town (``gisnet/sample``): :func:`add_cases`.
 
 Each case is a few attributes set on existing features or a few features
 added, chosen deterministically from the layers by plain geometry (no gisnet

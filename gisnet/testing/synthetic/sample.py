@@ -1,4 +1,4 @@
-"""The bundled sample town (``layers/sample``): :func:`make_sample_town`."""
+"""The bundled sample town (``gisnet/sample``, package data): :func:`make_sample_town`."""
 
 from __future__ import annotations
 
