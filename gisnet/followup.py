@@ -241,7 +241,7 @@ class FollowUps:
         Returns
         -------
         pathlib.Path
-            The GeoPackage (also added to :attr:`files`).
+            The GeoPackage, an absolute path (also added to :attr:`files`).
 
         Raises
         ------
@@ -251,7 +251,7 @@ class FollowUps:
         """
         from .output import RESULTS_FILE, refuse_input_as_output, write_results
 
-        p = Path(path).expanduser()
+        p = Path(path).expanduser().absolute()
         refuse_input_as_output(p, self.town, what="results GeoPackage")
         if p.suffix.lower() == ".gpkg":
             folder, name = p.parent, p.name
