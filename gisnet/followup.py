@@ -73,12 +73,13 @@ class FollowUps:
             out["quality"] = self.quality
         return out
 
-    def _need(self, step: str, what: str) -> None:
-        """Raise :class:`ConfigError` when ``step`` has no result: not run, or failed."""
+    def _need(self, step: str, what: str) -> Any:
+        """The result of ``step``; a :class:`ConfigError` when it has none (not run, or
+        failed), naming the step and ``what`` needs it."""
         done = {"graph": self.graph, "obligations": self.obligations, "control": self.control,
                 "capacity": self.capacity, "quality": self.quality}[step]
         if done is not None:
-            return
+            return done
         why = next((u.reason for u in self.unavailable if u.analysis == step), None)
         if why is not None:
             raise ConfigError(f"{what} needs the {step!r} step, which failed for town "
@@ -86,15 +87,15 @@ class FollowUps:
         raise ConfigError(f"{what} needs the {step!r} step, which this analysis did not run: "
                           f"run gisnet.analyse(town) without only=, or with {step!r} in only=")
 
-    def _downstream_index(self) -> Any:
-        """The graph's :class:`gisnet.tracing.DownstreamIndex`: the control step's, or
-        one built once here."""
+    def _downstream_index(self, G: nx.MultiDiGraph) -> Any:
+        """The :class:`gisnet.tracing.DownstreamIndex` of the graph ``G``: the control
+        step's, or one built once here."""
         if self.control is not None and self.control.index is not None:
             return self.control.index
         if self._index is None:
             from .tracing import DownstreamIndex
 
-            self._index = DownstreamIndex.of(self.graph, None)
+            self._index = DownstreamIndex.of(G, None)
         return self._index
 
     def trace(self, parcel: Any = None, *, manhole: Any = None,
@@ -152,15 +153,15 @@ class FollowUps:
                               "upstream=True); parcel and point traces go downstream")
         if crs is not None and point is None:
             raise ConfigError("crs= is the CRS of point=; parcel and manhole ids need none")
-        self._need("graph", "res.trace")
+        G: nx.MultiDiGraph = self._need("graph", "res.trace")
         from .tracing import trace_downstream, trace_upstream
 
-        idx = self._downstream_index()
+        idx = self._downstream_index(G)
         if manhole is not None:
-            return trace_upstream(self.town, self.graph, str(manhole),
+            return trace_upstream(self.town, G, str(manhole),
                                   points=None if self.control is None else self.control.points,
                                   index=idx)
-        return trace_downstream(self.town, self.graph, index=idx,
+        return trace_downstream(self.town, G, index=idx,
                                 parcel_id=None if parcel is None else str(parcel),
                                 point=None if point is None else _xy(point), crs=crs)
 
@@ -203,10 +204,11 @@ class FollowUps:
             raise ConfigError("give exactly one of parcel= and point=")
         if crs is not None and point is None:
             raise ConfigError("crs= is the CRS of point=; a parcel id needs none")
-        self._need("capacity", "res.whatif")
+        capacity = self._need("capacity", "res.whatif")
+        G: nx.MultiDiGraph = self._need("graph", "res.whatif")
         from .capacity import whatif
 
-        return whatif(self.town, self.graph, self.capacity,
+        return whatif(self.town, G, capacity,
                       parcel_id=None if parcel is None else str(parcel),
                       point=None if point is None else _xy(point), crs=crs,
                       flow_gpd=float(flow_gpd), industrial=bool(industrial))

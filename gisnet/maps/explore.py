@@ -80,12 +80,13 @@ def explore_layer(gdf: pd.DataFrame, name: str, *, profile: Profile | None = Non
     g = g.to_crs(DISPLAY_CRS)
     opts: dict[str, Any] = {}
     classed = _CLASSED.get(name)
-    if classed is not None and name == "pipes_capacity" and profile is None:
-        classed = None
+    if classed is not None and classed[0] == UTILIZATION_CLASS:
+        # the classes need the profile's thresholds
+        classed = None if profile is None else classed
+        if profile is not None:
+            g = g.assign(**{UTILIZATION_CLASS: classify_pipes(g, profile)})
     if classed is not None:
         col, colours, tips = classed
-        if col == UTILIZATION_CLASS:
-            g = g.assign(**{UTILIZATION_CLASS: classify_pipes(g, profile)})  # type: ignore[arg-type]
         present = set(g[col].dropna().astype(str))
         cats = [c for c in colours if c in present] + sorted(present - set(colours))
         if cats:
