@@ -21,14 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import networkx as nx
 import pandas as pd
 
 from .capacity import compute_capacity
-from .errors import GisnetError
+from .control import analyse_control
+from .errors import ConfigError, GisnetError
+from .followup import FollowUps
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
@@ -38,17 +40,18 @@ from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
     ControlResult,
-    LayerDict,
     ObligationsResult,
     Unavailable,
     crs_text,
     rows_text,
     short_repr,
 )
-from .control import analyse_control
 from .serialize import to_jsonable
 from .threads import default_threads
 from .town import Town
+
+if TYPE_CHECKING:  # pragma: no cover
+    import folium
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass
-class Results:
+class Results(FollowUps):
     """Everything :func:`analyse` computed for one town.
 
     Attributes
@@ -100,7 +103,14 @@ class Results:
     timings_s
         Seconds spent in each step (and in writing, for :func:`run`).
     files
-        Files written by :func:`run`.
+        Files written by :func:`run` and :meth:`to_file`.
+
+    Follow-up questions are answered from what the analyses kept (the town,
+    the graph, the downstream index, the capacity result;
+    :class:`gisnet.followup.FollowUps`): :meth:`layer`, :meth:`trace`,
+    :meth:`whatif`; :meth:`to_file` writes the results GeoPackage and
+    :meth:`explore` maps a layer. One whose step was not run (``only=`` left
+    it out) is a :class:`~gisnet.errors.ConfigError` naming the step.
     """
 
     town: Town
@@ -114,22 +124,7 @@ class Results:
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
-
-    @property
-    def layers(self) -> LayerDict:
-        """Every result layer by name, as written to ``gisnet-results.gpkg``
-        (``res.layers["obligations"]``; ``res.layers()`` works too)."""
-        out = LayerDict()
-        if self.graph_nodes is not None:
-            out["graph_nodes"] = self.graph_nodes
-        if self.graph_edges is not None:
-            out["graph_edges"] = self.graph_edges
-        for part in (self.obligations, self.control, self.capacity):
-            if part is not None:
-                out.update(part.layers())
-        if self.quality is not None:
-            out["quality"] = self.quality
-        return out
+    _index: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         lines = [f"profile {self.town.profile.profile.id}, CRS {crs_text(self.town.crs)}",
@@ -166,6 +161,33 @@ class Results:
         out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}
         out["files"] = [str(p) for p in self.files]
         return to_jsonable(out)
+
+    def explore(self, layer: str = "obligations", **kwargs: Any) -> folium.Map:
+        """An interactive folium map of one result layer, in EPSG:4326, like
+        :meth:`geopandas.GeoDataFrame.explore` (:func:`gisnet.maps.explore_layer`:
+        gisnet's colours for statuses, utilization classes and severities).
+
+        Parameters
+        ----------
+        layer
+            The result layer (:attr:`layers`), default ``obligations``.
+        **kwargs
+            Passed to :meth:`geopandas.GeoDataFrame.explore` (``column=``,
+            ``tooltip=``, ``m=`` ...).
+
+        Returns
+        -------
+        folium.Map
+
+        Raises
+        ------
+        ConfigError
+            No such layer (the step that makes it named), or a layer without geometry.
+        """
+        gdf = self.layer(layer)
+        from .maps.explore import explore_layer
+
+        return explore_layer(gdf, layer, profile=self.town.profile, **kwargs)
 
 
 def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
@@ -510,7 +532,6 @@ def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: b
     """:func:`run` with a PostGIS output (:func:`gisnet.output.postgis.write_postgis`):
     every result layer as a table, in one transaction; no pages or table files."""
     from . import __version__
-    from .errors import ConfigError
     from .output import new_run_id
     from .output.postgis import write_postgis
 

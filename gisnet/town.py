@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import pandas as pd
@@ -16,6 +17,9 @@ from .errors import ConfigError
 from .profile import Profile, builtin_profiles, load_profile
 from .report import Report
 from .rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .townfile import TownFile
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +99,35 @@ class TownSettings:
     manning_n_by_material: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_town_file(cls, tf: TownFile, *, snap_tolerance_ft: float | None = None,
+                       extra: Mapping[str, Any] | None = None) -> TownSettings:
+        """The settings a town file gives (defaults where it gives none).
+
+        Parameters
+        ----------
+        tf
+            The town file (read, or made for a town given as frames).
+        snap_tolerance_ft
+            Overrides the town file's snap tolerance (feet).
+        extra
+            Kept in ``extra``, with ``mains_inverts`` (how the mains' invert
+            columns are read, ``[layers.mains] inverts``).
+        """
+        mains = tf.layers.get("mains")
+        return cls(
+            snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
+                               tf.snap_tolerance_ft if tf.snap_tolerance_ft is not None else
+                               DEFAULT_SNAP_TOLERANCE_FT),
+            plant_tolerance_ft=(tf.plant_tolerance_ft if tf.plant_tolerance_ft is not None else
+                                DEFAULT_PLANT_TOLERANCE_FT),
+            outlet_nodes=tf.outlet_nodes,
+            slope_units=tf.slope_units,
+            diameter_units=tf.diameter_units,
+            manning_n_by_material=tf.manning_n_by_material,
+            extra={**dict(extra or {}), "mains_inverts": None if mains is None else mains.inverts},
+        )
+
 
 @dataclass
 class Town:
@@ -141,6 +174,143 @@ class Town:
 
     def __post_init__(self) -> None:
         self.profile = resolve_profile(self.profile, self.report, self.name)
+
+    @classmethod
+    def from_frames(
+        cls,
+        *,
+        parcels: gpd.GeoDataFrame | None = None,
+        mains: gpd.GeoDataFrame | None = None,
+        manholes: gpd.GeoDataFrame | None = None,
+        plants: gpd.GeoDataFrame | None = None,
+        buildings: gpd.GeoDataFrame | None = None,
+        streets: gpd.GeoDataFrame | None = None,
+        laterals: gpd.GeoDataFrame | None = None,
+        users: gpd.GeoDataFrame | None = None,
+        district: gpd.GeoDataFrame | None = None,
+        highway_program: gpd.GeoDataFrame | None = None,
+        profile: Profile | str | os.PathLike[str] | None = None,
+        crs: Any = None,
+        name: str = "town",
+        columns: Mapping[str, Mapping[str, str]] | None = None,
+        values: Mapping[str, Mapping[str, Mapping[Any, Any]]] | None = None,
+        defaults: Mapping[str, Mapping[str, Any]] | None = None,
+        slope_units: str = "ft/ft",
+        diameter_units: str = "in",
+        inverts: str | None = None,
+        snap_tolerance_ft: float | None = None,
+        plant_tolerance_ft: float | None = None,
+        outlet_nodes: Sequence[str] = (),
+        plant_flows: pd.DataFrame | str | os.PathLike[str] | None = None,
+        manning_n_by_material: bool = False,
+    ) -> Town:
+        """A town from GeoDataFrames already in memory, mapped as :func:`gisnet.io.load_town`
+        maps files.
+
+        Every frame goes through the loader's own steps
+        (:func:`gisnet.io.town_layers.canonical_layers`): column matching (the
+        maps given, then the aliases of :mod:`gisnet.schema`), the one id rule,
+        geometry clean-up, coded values, the derived ``public`` / ``active``
+        flags, and the CRS policy; every decision is a finding in
+        ``town.report``. The frames given are not changed.
+
+        Parameters
+        ----------
+        parcels, mains, manholes, plants, buildings
+            The layers, each a GeoDataFrame with source columns (any names the
+            column maps or the aliases match) or None; ``parcels`` and
+            ``mains`` are empty layers with a ``missing_layer`` warning when not
+            given.
+        streets, laterals, users, district, highway_program
+            The other layers, the same way.
+        profile
+            The jurisdiction profile: a built-in name, a profile TOML path or a
+            loaded :class:`~gisnet.profile.Profile`. Required: there is no default.
+        crs
+            The working CRS (projected), also the CRS of frames that have none.
+            Default: the CRS of the first projected frame (mains first), else
+            the UTM zone of the data; geographic frames are reprojected (each
+            choice is a finding).
+        name
+            The town's name.
+        columns, values, defaults
+            Role -> the town file's ``[layers.ROLE.columns]`` (canonical name ->
+            source column), ``[layers.ROLE.values.COLUMN]`` (canonical column ->
+            {source value: canonical value}) and ``[layers.ROLE.defaults]``
+            tables, e.g. ``columns={"parcels": {"parcel_id": "PRINT_KEY"}}``.
+        slope_units, diameter_units
+            Units of the source ``slope`` (``ft/ft`` or ``percent``) and
+            ``diameter`` (``in`` or ``mm``) columns, the town file's ``[units]``.
+        inverts
+            How the mains' invert columns are read: ``upstream_downstream`` or
+            ``start_end`` (default: as their names say).
+        snap_tolerance_ft, plant_tolerance_ft
+            Tolerances in feet (defaults :data:`gisnet.rules.DEFAULT_SNAP_TOLERANCE_FT`
+            and :data:`gisnet.rules.DEFAULT_PLANT_TOLERANCE_FT`).
+        outlet_nodes
+            Node ids that are outlets besides the plants.
+        plant_flows
+            Monthly plant flows: a CSV path or a DataFrame with ``plant_id``,
+            ``month`` (``YYYY-MM``) and ``avg_flow_mgd`` (million gallons per day).
+        manning_n_by_material
+            Use the material-specific as-built Manning n.
+
+        Returns
+        -------
+        Town
+            As :func:`gisnet.io.load_town` returns for the same layers in files:
+            ``town.layers[role]`` canonical in the working CRS ``town.crs``.
+
+        Raises
+        ------
+        ConfigError
+            No profile (the message lists the built-in ones), an unknown one, a
+            column or value map that does not fit the schema.
+        LayerError
+            A layer that is not a GeoDataFrame, is empty or has no geometry column.
+        CRSError
+            A frame without CRS and no ``crs=``, a ``crs=`` that is not projected,
+            coordinates that do not fit the CRS.
+        SchemaError
+            A column map naming a column the frame does not have.
+        """
+        from .io.town_layers import (
+            canonical_layers,
+            check_plant_ids,
+            frames_as_read,
+            frames_town_file,
+            plant_flows_of,
+        )
+        from .units import feet_per_unit
+
+        if profile is None:
+            raise ConfigError("Town.from_frames needs profile=, the jurisdiction whose ordinance "
+                              "the town is measured under (there is no default): one of "
+                              f"{', '.join(builtin_profiles())}, or the path of a profile TOML")
+        report = Report()
+        prof = resolve_profile(profile, report, name)
+        given = {role: frame for role, frame in (
+            ("parcels", parcels), ("buildings", buildings), ("mains", mains),
+            ("manholes", manholes), ("plants", plants), ("streets", streets),
+            ("laterals", laterals), ("users", users), ("district", district),
+            ("highway_program", highway_program)) if frame is not None}
+        if not given:
+            raise ConfigError("Town.from_frames needs at least one layer (parcels=, mains= ...)")
+        tf = frames_town_file(
+            list(given), name=name, columns=columns, values=values, defaults=defaults,
+            slope_units=slope_units, diameter_units=diameter_units, inverts=inverts,
+            snap_tolerance_ft=snap_tolerance_ft, plant_tolerance_ft=plant_tolerance_ft,
+            outlet_nodes=outlet_nodes, manning_n_by_material=manning_n_by_material)
+        raw, infos = frames_as_read(given, tf, crs, report)
+        layers, working = canonical_layers(raw, tf, infos, crs, report, arg="crs=",
+                                           hint="give crs=")
+        flows, flows_file = plant_flows_of(plant_flows)
+        check_plant_ids(flows, layers, report)
+        settings = TownSettings.from_town_file(tf, extra={
+            "layer_info": infos, "town_file": None, "plant_flows_file": flows_file,
+            "output": None})
+        return cls(name=name, crs=working, ft_per_unit=feet_per_unit(working), layers=layers,
+                   profile=prof, settings=settings, report=report, plant_flows=flows)
 
     def __repr__(self) -> str:
         from .results import crs_text, rows_text, short_repr

@@ -9,7 +9,8 @@ CRS policy
 ----------
 The working CRS is, in order: the ``crs`` argument, the town file's ``crs``,
 the CRS of the first layer that is projected (mains first), else the UTM zone
-estimated from the data (:func:`choose_working_crs`). A layer with no CRS takes
+estimated from the data (:func:`gisnet.io.town_layers.choose_working_crs`,
+which :meth:`gisnet.town.Town.from_frames` shares). A layer with no CRS takes
 the one its town-file entry names (``[layers.ROLE] crs``), else the town's
 ``crs``; with neither it is a :class:`~gisnet.errors.CRSError`. Geographic
 input is reprojected and reported; Z and M coordinates are dropped with a note.
@@ -31,19 +32,14 @@ from typing import Any
 
 import geopandas as gpd
 import numpy as np
-from pyproj import CRS
 
 from .. import schema
-from ..errors import ConfigError, CRSError, LayerError
+from ..errors import ConfigError, LayerError
 from ..report import Report
-from ..rules import DEFAULT_PLANT_TOLERANCE_FT, DEFAULT_SNAP_TOLERANCE_FT
 from ..threads import default_threads
 from ..town import Town, TownSettings, resolve_profile
 from ..townfile import LayerSpec, TownFile, find_town_file, is_virtual_source, read_town_file
 from ..units import feet_per_unit
-from .canonical import canonical_layer, empty_layer
-from .extent import layer_far_from_town
-from .notes import ids_text
 from .postgis import redact
 from .reading import (
     CRS_ASSUMED_ATTR,
@@ -54,67 +50,9 @@ from .reading import (
     read_layer,
     read_plant_flows,
 )
+from .town_layers import canonical_layers, check_plant_ids
 
 log = logging.getLogger(__name__)
-
-
-def choose_working_crs(crs_arg: Any, tf: TownFile, raw: Mapping[str, gpd.GeoDataFrame],
-                       report: Report) -> CRS:
-    """The projected working CRS of a town (see "CRS policy" above), reported as
-    a ``working_crs`` finding.
-
-    Parameters
-    ----------
-    crs_arg
-        The ``--crs`` given, or None.
-    tf
-        The town file (its ``crs``, and its path for errors).
-    raw
-        Role -> layer as read (in its source CRS).
-    report
-        The finding goes here.
-
-    Raises
-    ------
-    CRSError
-        The CRS named is unknown or not projected, or none can be chosen.
-    """
-    if crs_arg is not None or tf.crs is not None:
-        given = crs_arg if crs_arg is not None else tf.crs
-        try:
-            c = CRS.from_user_input(given)
-        except Exception as exc:
-            raise CRSError(f"working CRS {given!r} is not a CRS pyproj knows ({exc})",
-                           path=tf.path) from None
-        if not c.is_projected:
-            raise CRSError(f"working CRS {given} is not projected; name a projected CRS "
-                           f"(State Plane, UTM)", path=tf.path)
-        src = "--crs" if crs_arg is not None else "the town file"
-        report.add("working_crs", "info", f"working CRS {crs_label(c)}, from {src}")
-        return c
-    order = [r for r in ("mains", *schema.ROLES) if r in raw]
-    order = [r for r in order if raw[r].crs is not None]
-    if not order:
-        raise CRSError("cannot choose a working CRS: no layer has geometry; name crs in the "
-                       "town file", path=tf.path)
-    for role in order:
-        c = raw[role].crs
-        if c.is_projected:
-            c = c.to_2d() if len(c.axis_info) > 2 else c
-            report.add("working_crs", "info",
-                       f"working CRS {crs_label(c)}, the CRS of the {role} layer")
-            return c
-    role = order[0]
-    g = raw[role]
-    g = g[~(g.geometry.isna() | g.geometry.is_empty)]
-    if g.empty:
-        raise CRSError("cannot choose a working CRS: no layer is projected and the "
-                       f"{role} layer has no geometry; name crs in the town file", path=tf.path)
-    c = g.set_crs(g.crs.to_2d(), allow_override=True).estimate_utm_crs()
-    report.add("working_crs", "info",
-               f"working CRS {crs_label(c)}, the UTM zone estimated from the {role} "
-               f"layer because no layer is projected and the town file names no crs")
-    return c
 
 
 def has_town_file(p: Path) -> bool:
@@ -179,51 +117,18 @@ def load_town(
     tf = town_file_with_overrides(layers_dir, overrides)
     report = Report()
     raw, infos = read_layers(tf, engine, report)
-    working = choose_working_crs(crs, tf, raw, report)
-    layers: dict[str, gpd.GeoDataFrame] = {}
-    for role, spec in tf.layers.items():
-        layers[role] = canonical_layer(raw[role], spec, working, report, infos[role])
-    odd = layer_far_from_town(layers)
-    if odd is not None:
-        role, dist = odd
-        spec = tf.layers[role]
-        raise CRSError(f"the {role} layer lies {dist * feet_per_unit(working) / 5280:,.0f} miles "
-                       f"from the town's other layers once in {crs_label(working)}; the CRS "
-                       f"its source declares ({infos[role].source_crs}) is likely wrong",
-                       path=redact(spec.path), layer=role)
-    for role in schema.REQUIRED_ROLES:
-        if role not in layers:
-            layers[role] = empty_layer(role, working)
-            need = "sewer analyses (graph, obligations, capacity)" if role == "mains" else \
-                "obligations and flows"
-            report.add("missing_layer", "warning",
-                       f"{role}: no {role} layer; {need} need one", layer=role)
+    layers, working = canonical_layers(raw, tf, infos, crs, report)
     plant_flows = read_plant_flows(tf.plant_flows) if tf.plant_flows is not None else None
-    if plant_flows is not None and "plants" in layers:
-        unknown = sorted(set(plant_flows["plant_id"]) - set(layers["plants"]["plant_id"]))
-        if unknown:
-            report.add("unknown_plant", "warning",
-                       f"plant_flows: plant ids not in the plants layer: {ids_text(unknown)}",
-                       layer="plants", feature_id=",".join(unknown))
+    check_plant_ids(plant_flows, layers, report)
     first = next(iter(tf.layers.values())).path
     name = tf.name or (tf.path.parent.name if tf.path is not None else
                        (None if is_virtual_source(first) else Path(first).parent.name)
                        or "town")
     prof = resolve_profile(profile if profile is not None else tf.profile, report, name)
-    settings = TownSettings(
-        snap_tolerance_ft=(snap_tolerance_ft if snap_tolerance_ft is not None else
-                           tf.snap_tolerance_ft if tf.snap_tolerance_ft is not None else
-                           DEFAULT_SNAP_TOLERANCE_FT),
-        plant_tolerance_ft=(tf.plant_tolerance_ft if tf.plant_tolerance_ft is not None else
-                            DEFAULT_PLANT_TOLERANCE_FT),
-        outlet_nodes=tf.outlet_nodes,
-        slope_units=tf.slope_units,
-        diameter_units=tf.diameter_units,
-        manning_n_by_material=tf.manning_n_by_material,
+    settings = TownSettings.from_town_file(
+        tf, snap_tolerance_ft=snap_tolerance_ft,
         extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
-               "output": tf.output,
-               "mains_inverts": tf.layers["mains"].inverts if "mains" in tf.layers else None},
-    )
+               "output": tf.output})
     return Town(
         name=name,
         crs=working,

@@ -56,7 +56,8 @@ class LayerInfo:
     role, path, layer, where
         What was read and how it was filtered.
     engine
-        ``pyogrio`` or ``fiona``.
+        ``pyogrio`` or ``fiona``; ``memory`` for a GeoDataFrame given to
+        :meth:`gisnet.town.Town.from_frames`.
     source_crs
         The CRS the features were in (as read or as assumed), as a string.
     crs_assumed
@@ -392,7 +393,32 @@ def read_plant_flows(path: Path) -> pd.DataFrame:
         df = pd.read_csv(path, dtype={"plant_id": "str", "month": "str"})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise LayerError(f"cannot read CSV: {exc}", path=path, layer="plant_flows") from None
-    df.columns = [c.strip().lower() for c in df.columns]
+    return check_plant_flows(df, path)
+
+
+def check_plant_flows(df: pd.DataFrame, path: Path | str) -> pd.DataFrame:
+    """Monthly plant flows read from a CSV or given as a DataFrame, checked and typed.
+
+    Parameters
+    ----------
+    df
+        Columns ``plant_id``, ``month`` (``YYYY-MM``), ``avg_flow_mgd`` (any case).
+    path
+        The CSV, or how the table is named, for messages (rows are counted as
+        a CSV's lines: the header is line 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``plant_id`` (text), ``month`` (text), ``avg_flow_mgd`` (float, MGD).
+
+    Raises
+    ------
+    LayerError
+        A missing column, a row with a bad month or flow, a month given twice.
+    """
+    df = df.reset_index(drop=True)
+    df.columns = [str(c).strip().lower() for c in df.columns]
     need = ["plant_id", "month", "avg_flow_mgd"]
     miss = [c for c in need if c not in df.columns]
     if miss:

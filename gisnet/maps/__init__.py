@@ -52,6 +52,8 @@ Modules
     layers several pages share (parcels, mains, manholes, plants).
 ``network``, ``obligations``, ``sampling``, ``capacity``, ``whatif``
     one module per page.
+``explore``
+    one result layer on a folium map in a notebook (:func:`explore_layer`).
 ``pages``
     the index page, :func:`build_pages`, :func:`write_maps`, :func:`read_results`.
 ``render``, ``assets``
@@ -70,6 +72,7 @@ from .common import (
     Page,
 )
 from .encoding import DISPLAY_CRS, Prop, encode_coords, encode_layer, format_value
+from .explore import explore_layer
 from .obligations import OBLIGATION_ORDER
 from .pages import PAGES, RESULT_LAYERS, build_pages, read_results, write_maps
 from .render import (
@@ -88,6 +91,6 @@ __all__ = [
     "MAX_PAGE_BYTES", "OBLIGATION_ORDER", "OFFLINE_NOTE", "PAGES", "QUALITY_SHOWN_MAX",
     "RESULT_LAYERS", "SAMPLING_ORDER", "SEVERITY_COLOURS", "STATUS_COLOURS", "TILES",
     "UTIL_CLASSES", "MapLayer", "Page", "Prop", "build_pages", "classify_pipes", "encode_coords",
-    "encode_layer", "format_value", "read_results", "render_page", "utilization_class",
-    "whatif_map", "write_maps",
+    "encode_layer", "explore_layer", "format_value", "read_results", "render_page",
+    "utilization_class", "whatif_map", "write_maps",
 ]

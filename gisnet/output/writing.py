@@ -195,7 +195,8 @@ def atomic_write_text(path: str | Path, text: str, what: str = "output file") ->
     return Path(path)
 
 
-def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path:
+def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame], *,
+                  file_name: str = RESULTS_FILE) -> Path:
     """Write result layers into ``out_dir/gisnet-results.gpkg``, atomically.
 
     Layers named here replace layers of the same name; other layers already in
@@ -210,6 +211,8 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
     layers
         Layer name -> GeoDataFrame (written with its CRS) or DataFrame without
         geometry (written as an attribute table).
+    file_name
+        The GeoPackage's name in ``out_dir`` (default ``gisnet-results.gpkg``).
 
     Returns
     -------
@@ -217,7 +220,7 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame]) -> Pa
         The GeoPackage.
     """
     out = ensure_out_dir(out_dir)
-    target = out / RESULTS_FILE
+    target = out / file_name
     if target.is_dir():
         raise ConfigError("cannot write results: it is an existing folder", path=target)
     try:
