@@ -62,7 +62,9 @@ class ProfileInfo(ProfileTable):
     name: str = key("Human name of the profile.")
     jurisdiction: str = key("The municipality or district the ordinance governs.")
     ordinance: str = key("The ordinance (code chapter, article, amendments) cited.")
-    source: str = key("Where the ordinance text is (path or URL).")
+    source: str = key("Where the ordinance text is: a path beside the profile file, a shipped "
+                      "text (``ordinances/berlin-nh.txt``) or a URL (cited, not read); "
+                      "``ordinance_text`` reads it.")
     state: str | None = key("Two-letter state code.", optional=True)
     notes: str | None = key("Notes on reading the ordinance.", optional=True)
 
