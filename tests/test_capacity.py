@@ -504,8 +504,8 @@ def test_whatif_errors(five):
 # --------------------------------------------------------------------------- real data
 
 
-def test_lancaster_every_pipe_matches_manning(shared_data):
-    src = gpd.read_file(shared_data / "lancaster_ca" / "sample_sewer_network_1.shp")
+def test_lancaster_every_pipe_matches_manning(real_data):
+    src = gpd.read_file(real_data / "lancaster_ca" / "sample_sewer_network_1.shp")
     nodes: dict[tuple[float, float], str] = {}
 
     def node(xy):
@@ -606,11 +606,11 @@ def test_cli_whatif_json(small_town_dir, capsys):
                  "--flow-gpd", "100"]) == 2
 
 
-def test_lancaster_through_loader_and_graph(shared_data):
+def test_lancaster_through_loader_and_graph(real_data):
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
 
-    src = gpd.read_file(shared_data / "lancaster_ca" / "sample_sewer_network_1.shp")
+    src = gpd.read_file(real_data / "lancaster_ca" / "sample_sewer_network_1.shp")
     want = {str(r.facilityid): manning_by_hand(r.diameter, r.slope) * 646_316.88
             for r in src.itertuples() if r.diameter > 0}
     town = load_town(Path(__file__).parent / "towns" / "lancaster_ca")

@@ -596,8 +596,8 @@ def test_clean_synthetic_town_has_no_findings() -> None:
     assert nx.ancestors(G, outlet) | {outlet} == set(G.nodes)
 
 
-def _read(shared: Path, rel: str, rename: dict[str, str]) -> gpd.GeoDataFrame:
-    g = gpd.read_file(shared / rel)
+def _read(folder: Path, rel: str, rename: dict[str, str]) -> gpd.GeoDataFrame:
+    g = gpd.read_file(folder / rel)
     if g.crs.is_geographic:
         g = g.to_crs(g.estimate_utm_crs())
     return g.rename(columns=rename)
@@ -616,8 +616,8 @@ def _brute_pieces(m: gpd.GeoDataFrame, tol_ft: float) -> int:
     return nx.number_connected_components(H)
 
 
-def test_lancaster_65_pipes_one_piece(shared_data: Path) -> None:
-    m = _read(shared_data, "lancaster_ca/sample_sewer_network_1.shp",
+def test_lancaster_65_pipes_one_piece(real_data: Path) -> None:
+    m = _read(real_data, "lancaster_ca/sample_sewer_network_1.shp",
               {"facilityid": "main_id", "diameter": "diameter_in"})
     G = build_sewer_graph({"mains": m})
     assert G.number_of_edges() == 65 == len({d["main_id"] for *_, d in G.edges(data=True)})
@@ -630,10 +630,10 @@ def test_lancaster_65_pipes_one_piece(shared_data: Path) -> None:
     assert len(of_kind(G, "dangling_end")) == int((counts == 1).sum())
 
 
-def test_washington_park_pieces_match_brute_force(shared_data: Path) -> None:
-    m = _read(shared_data, "washington_park_fl/sGravity.geojson",
+def test_washington_park_pieces_match_brute_force(real_data: Path) -> None:
+    m = _read(real_data, "washington_park_fl/sGravity.geojson",
               {"PRJFACID": "main_id", "DIAMETER": "diameter_in"})
-    mh = _read(shared_data, "washington_park_fl/sMH.geojson", {"PRJFACID": "node_id"})
+    mh = _read(real_data, "washington_park_fl/sMH.geojson", {"PRJFACID": "node_id"})
     for tol in (1.0, 10.0):
         Gm = build_sewer_graph({"mains": m}, snap_tolerance_ft=tol)
         assert nx.number_weakly_connected_components(Gm) == _brute_pieces(m, tol)
@@ -712,12 +712,10 @@ TOWNS = Path(__file__).resolve().parent / "towns"
 
 
 def _town_graph(name: str, **kw: float) -> nx.MultiDiGraph:
-    if not (TOWNS / name / "gisnet.toml").exists():
-        pytest.skip(f"tests/towns/{name} has no gisnet.toml")
     return build_sewer_graph(io.load_town(TOWNS / name), **kw)
 
 
-def test_lancaster_town_file_one_piece(shared_data: Path) -> None:
+def test_lancaster_town_file_one_piece() -> None:
     G = _town_graph("lancaster_ca")
     s = graph_summary(G)
     assert (s["mains"], s["edges"], s["pieces"]) == (65, 65, 1)
@@ -725,7 +723,7 @@ def test_lancaster_town_file_one_piece(shared_data: Path) -> None:
     assert G.graph["ft_per_unit"] == pytest.approx(FT)
 
 
-def test_washington_park_town_file_tolerances(shared_data: Path) -> None:
+def test_washington_park_town_file_tolerances() -> None:
     for tol in (1.0, 10.0):
         G = _town_graph("washington_park_fl", snap_tolerance_ft=tol)
         assert G.graph["snap_tolerance_ft"] == tol
@@ -767,12 +765,13 @@ def test_cli_graph_writes_layers_that_rebuild_the_graph(sample_dir: Path, tmp_pa
     assert js["snap_tolerance_ft"] == 2.0 and js["nodes"] > 0
 
 
-def test_town_file_plant_tolerance_joins_a_distant_plant(shared_data: Path) -> None:
+def test_town_file_plant_tolerance_joins_a_distant_plant() -> None:
     """Bennington's plant point stands 169 ft from the nearest pipe end: the town
-    file's plant_tolerance_ft = 200 joins it, the snap tolerance alone does not."""
+    file's plant_tolerance_ft = 200 joins it, the snap tolerance alone does not (the
+    clip around the plant, tests/data/bennington_vt_clip)."""
     from gisnet.io import load_town
 
-    town = load_town(Path(__file__).parent / "towns" / "bennington_vt")
+    town = load_town(TOWNS / "bennington_vt_clip")
     assert town.settings.plant_tolerance_ft == 200
     G = build_sewer_graph(town)
     assert [G.nodes[n].get("plant_id") for n in G.graph["outlets"]] == ["1"]

@@ -356,13 +356,13 @@ def test_service_docs_render_offline(driver, sample_dir, tmp_path, artifacts):
 
 # --------------------------------------------------------------------------- Bennington
 @pytest.mark.slow
-def test_bennington_unknown_diameters_show_as_empty(driver, shared_data, tmp_path, artifacts):
+def test_bennington_unknown_diameters_show_as_empty(driver, real_data, tmp_path, artifacts):
     from gisnet import maps
     from gisnet.capacity import compute_capacity
     from gisnet.graph import build_sewer_graph, graph_to_gdfs, quality_gdf
     from gisnet.io import load_town
 
-    d = shared_data / "bennington_vt"
+    d = real_data / "bennington_vt_clip"  # around the plant (tests/data/README.md)
     town = load_town(d, overrides={"mains": d / "BenningtonLinearFeatures.geojson",
                                    "manholes": d / "BenningtonPointFeatures.geojson",
                                    "plants": d / "BenningtonWWTF.geojson"},

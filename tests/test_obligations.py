@@ -28,7 +28,6 @@ from gisnet.town import Town
 from gisnet.units import feet_per_unit
 
 FT_CRS = "EPSG:2222"  # Arizona East, international feet: 1 unit = 1 ft exactly
-CAMBRIDGE = Path("/work/shared/data/cambridge_ma_parcels/ASSESSING_ParcelsFY2013.topojson")
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -440,10 +439,9 @@ def _random_mains(bounds, n, seed):
 
 
 @pytest.fixture(scope="module")
-def cambridge() -> gpd.GeoDataFrame:
-    if not CAMBRIDGE.exists():
-        pytest.skip("Cambridge parcels not available")
-    g = gpd.read_file(CAMBRIDGE)
+def cambridge(shared_data: Path) -> gpd.GeoDataFrame:
+    """Cambridge, MA parcels (optional ../shared/data)."""
+    g = gpd.read_file(shared_data / "cambridge_ma_parcels" / "ASSESSING_ParcelsFY2013.topojson")
     assert g.crs is None  # TopoJSON, lon/lat, no CRS tag
     g = g.set_crs("EPSG:4326")
     g = g[g.is_valid & (g.geom_type == "Polygon")].reset_index(drop=True)

@@ -10,8 +10,6 @@ expected distance is read off the drawing.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -35,7 +33,6 @@ BERLIN = "berlin-nh"
 STREET = {"street_id": "S1", "geometry": box(-200, -25, 2000, 25), "width_ft": 50.0}
 MAIN = {"main_id": "M1", "geometry": LineString([(-200, 0), (2000, 0)]), "kind": "sanitary",
         "owner": "public", "status": "active", "install_date": "2000-01-01"}
-VERSO = Path("/work/shared/data/vermont_verso")
 
 
 def _layer(role: str, rows: list[dict]) -> gpd.GeoDataFrame:
@@ -168,15 +165,16 @@ def test_the_rule_binds_within_the_area_only():
     assert _row(ob, "P1")["status"] == "subject_to_notice"
 
 
-@pytest.mark.skipif(not (VERSO / "Barre").is_dir(), reason="VERSO data not available")
-def test_vermont_service_area_as_the_district(tmp_path):
-    """A real district: Barre's sewer service area (VERSO) bounds the area a lot must be
-    "situated within"; lots by Barre's own sewer lines inside and outside it."""
+def test_vermont_service_area_as_the_district(tmp_path, shared_data):
+    """A real district: Barre's sewer service area (VERSO, optional ../shared/data) bounds
+    the area a lot must be "situated within"; lots by Barre's own sewer lines inside and
+    outside it."""
+    barre = shared_data / "vermont_verso" / "Barre"
     (tmp_path / "gisnet.toml").write_text(f"""
 name = "Barre, VT"
 profile = "{POUGH}"
 [layers.mains]
-path = "{VERSO / 'Barre' / 'BarreLinearFeatures.geojson'}"
+path = "{barre / 'BarreLinearFeatures.geojson'}"
 [layers.mains.columns]
 main_id = "OBJECTID"
 kind = "System_Type"
@@ -187,7 +185,7 @@ owner = "Audience"
 [layers.mains.values.status]
 "Existing" = "active"
 [layers.district]
-path = "{VERSO / 'Barre' / 'BarreServiceArea.geojson'}"
+path = "{barre / 'BarreServiceArea.geojson'}"
 [layers.district.columns]
 name = "System_Name"
 """)

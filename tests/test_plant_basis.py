@@ -11,8 +11,6 @@ history columns. Every expected number is worked here by hand.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import geopandas as gpd
 import networkx as nx
 import pandas as pd
@@ -22,11 +20,10 @@ from shapely.geometry import LineString, Point, box
 from gisnet import capacity as cap
 from gisnet.capacity.plants import plant_windows
 from gisnet.errors import ConfigError
-from gisnet.profile import load_profile, profile_from_dict
+from gisnet.profile import load_profile, ordinance_text, profile_from_dict
 from gisnet.town import Town, TownSettings
 
 CRS = "EPSG:2260"
-BERLIN = Path(__file__).resolve().parents[1].parent / "shared" / "ordinances"
 
 
 def _months() -> tuple[list[str], list[float]]:
@@ -74,7 +71,7 @@ def _profile(basis: str | None):
 
 
 def test_ordinance_words():
-    text = (BERLIN / "004_a7fa39fed03728db.txt").read_text(encoding="utf-8")
+    text = ordinance_text("berlin-nh")
     assert ("any proposed wastewater connection or other discharge to a wastewater treatment "
             "facility operating in excess of 80% design flow capacity") in text
     for name in ("berlin-nh", "poughkeepsie-fourth-ward"):

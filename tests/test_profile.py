@@ -24,12 +24,12 @@ from gisnet.profile import (
     ProfileTable,
     builtin_profiles,
     load_profile,
+    ordinance_text,
     profile_from_dict,
 )
 
-ORDINANCES = Path("/work/shared/ordinances")
-POUGH_TEXT = ORDINANCES / "000_65e7348f2a170378.txt"
-BERLIN_TEXT = ORDINANCES / "004_a7fa39fed03728db.txt"
+POUGH_TEXT = ordinance_text("poughkeepsie-fourth-ward")
+BERLIN_TEXT = ordinance_text("berlin-nh")
 
 
 def _raw(name: str) -> dict:
@@ -98,7 +98,7 @@ def test_poughkeepsie_connection_rule_matches_ordinance():
     assert c.require_abutting is True
     assert set(c.eligible_kinds) == {"sanitary", "combined"}
     assert c.septic_max_years is None
-    text = POUGH_TEXT.read_text()
+    text = POUGH_TEXT
     assert "within 300 feet of the property line" in text
     assert "within 30 days after the date of official notice" in text
 
@@ -112,7 +112,7 @@ def test_berlin_connection_rule_matches_ordinance():
     assert c.applies_to == "new_buildings"
     assert c.septic_max_years == 15
     assert c.notice_condition == ""
-    text = BERLIN_TEXT.read_text()
+    text = BERLIN_TEXT
     assert "two hundred (200) feet of the building measured on a straight line" in text
     assert "ninety (90) days after the date of official notice" in text
     assert "fifteen (15) years" in text
@@ -124,14 +124,14 @@ def test_flow_thresholds_and_approvals():
     (review,) = [a for a in pk.approvals if a.section == "§ 168-22.5G(4)"]
     assert review.trigger == "review_flow_over" and review.flow_gpd == 10_000
     assert pk.pretreatment.local_review_flow_gpd == 10_000
-    assert "10,000 gallons per day" in POUGH_TEXT.read_text()
+    assert "10,000 gallons per day" in POUGH_TEXT
 
     be = load_profile("berlin-nh")
     assert [a.flow_gpd for a in be.approvals_for("flow_over")] == [5000.0]
     assert len(be.approvals_for("plant_over")) == 1
     assert len(be.approvals_for("industrial")) == 1
     assert be.capacity.plant_threshold == 0.80
-    btxt = BERLIN_TEXT.read_text()
+    btxt = BERLIN_TEXT
     assert "50 population equivalents (5,000 gpd)" in btxt
     assert "in excess of 80% design flow capacity" in btxt
     # PE definition: 50 PE = 5,000 gpd -> 100 gpd per PE
@@ -155,7 +155,7 @@ def test_poughkeepsie_strength_limits():
     assert p.limit("zinc").section == "§ 168-22.5C(9)"
     assert p.limits.hourly_max_over_average == 3.0
     assert (p.limits.slug_factor, p.limits.slug_minutes) == (5.0, 15.0)
-    text = POUGH_TEXT.read_text()
+    text = POUGH_TEXT
     assert "higher than 120° F" in text
     assert "between 6.5 and 9.5" in text
     assert "BOD of more than 240 parts per million" in text
@@ -167,7 +167,7 @@ def test_berlin_strength_limits():
     assert p.limit("temperature").max == 150
     assert p.limit("temperature_at_plant").max == 104
     assert p.limits.hourly_max_over_average is None
-    text = BERLIN_TEXT.read_text()
+    text = BERLIN_TEXT
     assert "two hundred fifty (250) mg liter BOD and three hundred (300) mg liter SS" in text
     assert "greater than 150°F" in text and "exceed 104°F" in text
 
@@ -280,7 +280,7 @@ def test_to_dict_is_plain_data():
 
 def test_name_variants_and_no_default():
     assert load_profile("berlin_nh").id == "berlin-nh"
-    with pytest.raises(ConfigError, match="no profile named.*berlin-nh, poughkeepsie-fourth-ward"):
+    with pytest.raises(ConfigError, match=r"no profile named.*berlin-nh, poughkeepsie-fourth-ward"):
         load_profile(None)
     p = load_profile("berlin-nh")
     assert load_profile(p) is p

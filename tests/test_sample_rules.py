@@ -19,7 +19,7 @@ import pytest
 from shapely.geometry import LineString, Point, box
 
 from gisnet.errors import ConfigError
-from gisnet.profile import load_profile, profile_from_dict
+from gisnet.profile import load_profile, ordinance_text, profile_from_dict
 from gisnet.report import Report
 from gisnet.sampling import CHECK_COLUMNS, check_samples
 from gisnet.sampling.findings import KINDS
@@ -27,16 +27,13 @@ from gisnet.town import Town
 
 CRS = "EPSG:2260"
 ROOT = Path(__file__).resolve().parents[1]
-ORD = ROOT.parent / "shared" / "ordinances"
 POUGH = "poughkeepsie-fourth-ward"
 BERLIN = "berlin-nh"
 
 
-def _ordinance(name: str) -> str:
-    path = ORD / name
-    if not path.is_file():
-        pytest.skip("ordinance texts not present")
-    return re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))
+def _ordinance(profile: str) -> str:
+    """The profile's ordinance text (shipped in gisnet/ordinances), white space as one space."""
+    return re.sub(r"\s+", " ", ordinance_text(profile))
 
 
 def street() -> nx.MultiDiGraph:
@@ -89,7 +86,7 @@ def findings(res: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 def test_metal_limits_are_averages_at_the_plant_a_users_grab_only_screens(tmp_path):
-    text = _ordinance("000_65e7348f2a170378.txt")
+    text = _ordinance(POUGH)
     assert ("Material such as copper, zinc, chromium and similar toxic substances shall be "
             "limited to the following average quantities in the sewage as it arrives at the "
             "treatment plant") in text
@@ -153,7 +150,7 @@ def test_flow_weighted_plant_average_from_the_users_results_and_flows(tmp_path):
 
 
 def test_hourly_rule_uses_the_same_parameters_24_hour_average_at_the_same_point(tmp_path):
-    text = _ordinance("000_65e7348f2a170378.txt")
+    text = _ordinance(POUGH)
     assert "At no time shall the hourly concentration be three times the average " \
            "concentration" in text
     # At the plant: zinc 0.1 mg/L at 08:00-14:00 (7 results), 0.9 at 15:30: average of
@@ -182,7 +179,7 @@ def test_hourly_rule_uses_the_same_parameters_24_hour_average_at_the_same_point(
 
 
 def test_berlin_slug_is_five_times_the_users_own_24_hour_average(tmp_path):
-    text = _ordinance("004_a7fa39fed03728db.txt")
+    text = _ordinance(BERLIN)
     assert ("exceeds for any period of duration longer than fifteen (15) minutes more than "
             "five (5) times the average twenty-four-hour concentration of flows during normal "
             "operation") in text
@@ -230,7 +227,7 @@ def test_a_slug_is_a_continuous_run_not_two_grabs_a_day_apart(tmp_path):
 def test_poughkeepsie_slug_is_five_times_normal_sewage(tmp_path):
     # § 168-22.5C(15) measures the slug against "normal sewage", a defined term
     # (§ 168-22.1A: not more than 240 ppm BOD, 300 ppm SS), not the user's own average.
-    text = _ordinance("000_65e7348f2a170378.txt")
+    text = _ordinance(POUGH)
     assert ("Any waters or wastes that for a duration of 15 minutes have a concentration "
             "greater than five times that of normal sewage as measured by suspended solids "
             "and BOD") in text
@@ -245,7 +242,7 @@ def test_poughkeepsie_slug_is_five_times_normal_sewage(tmp_path):
 
 
 def test_berlin_normal_strength_is_a_surcharge_basis_not_an_exceedance(tmp_path):
-    text = _ordinance("004_a7fa39fed03728db.txt")
+    text = _ordinance(BERLIN)
     assert ("Normal strength waste shall mean wastewater with a concentration of two hundred "
             "fifty (250) mg liter BOD and three hundred (300) mg liter SS") in text
     res = check(tmp_path, ["B,2026-05-01 10:00,BOD,260,mg/L", "B,2026-05-01 12:00,BOD,250,mg/L",

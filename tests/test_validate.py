@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tomllib
 from pathlib import Path
 
 import geopandas as gpd
@@ -134,47 +135,46 @@ def _features(path: Path, key: str | None = None, allowed: tuple[str, ...] = ())
     return int(pyogrio.read_info(path)["features"])
 
 
-def _expected(shared: Path) -> dict[str, dict[str, int]]:
-    b = shared / "bennington_vt"
-    return {
-        "bennington_vt": {
-            "mains": _features(b / "BenningtonLinearFeatures.geojson", "Type",
-                               ("Sewer pipe", "Combined sewer pipe")),
-            "manholes": _features(b / "BenningtonPointFeatures.geojson", "Type",
-                                  ("Sewer manhole", "Other")),
-            "plants": _features(b / "BenningtonWWTF.geojson", "Program Category",
-                                ("Municipal Discharge",)),
-        },
-        "lancaster_ca": {
-            "mains": _features(shared / "lancaster_ca" / "sample_sewer_network_1.shp"),
-        },
-        "washington_park_fl": {
-            "mains": _features(shared / "washington_park_fl" / "sGravity.geojson"),
-            "manholes": _features(shared / "washington_park_fl" / "sMH.geojson"),
-        },
-        "cambridge_ma_parcels": {
-            "parcels": _features(shared / "cambridge_ma_parcels" /
-                                 "ASSESSING_ParcelsFY2013.topojson"),
-        },
-    }
+#: The rows each town file's ``where`` keeps, as (property, allowed values), by file name.
+WHERE = {
+    "BenningtonLinearFeatures.geojson": ("Type", ("Sewer pipe", "Combined sewer pipe")),
+    "BenningtonPointFeatures.geojson": ("Type", ("Sewer manhole", "Other")),
+    "BenningtonWWTF.geojson": ("Program Category", ("Municipal Discharge",)),
+}
+#: Town files of real data: in tests/data, or (Bennington whole, Cambridge) in the
+#: optional ../shared/data.
+REAL_TOWNS = ["bennington_vt", "bennington_vt_clip", "lancaster_ca", "washington_park_fl",
+              "cambridge_ma_parcels"]
 
 
-@pytest.mark.parametrize("town", ["bennington_vt", "lancaster_ca", "washington_park_fl",
-                                  "cambridge_ma_parcels"])
-def test_validate_real_dataset_counts(capsys, shared_data, town):
-    expected = _expected(shared_data)[town]
+def _expected(town_dir: Path) -> dict[str, int]:
+    """Features per role of a town file, counted from the files it names (not by gisnet)."""
+    with (town_dir / "gisnet.toml").open("rb") as fh:
+        layers = tomllib.load(fh)["layers"]
+    out = {}
+    for role, layer in layers.items():
+        path = (town_dir / layer["path"]).resolve()
+        key, allowed = WHERE.get(path.name, (None, ()))
+        out[role] = _features(path, key, allowed)
+    return out
+
+
+@pytest.mark.parametrize("town", REAL_TOWNS)
+def test_validate_real_dataset_counts(capsys, real_town, town):
+    expected = _expected(real_town(town))
     rc = main(["validate", "--layers", str(TOWNS / town), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["usable"]
     got = {x["role"]: (x["features_read"], x["features_kept"]) for x in doc["layers"]}
+    assert set(expected) <= set(got)
     for role, n in expected.items():
         assert got[role][0] == n, role
         # nothing is dropped in these files, and only Cambridge's parcels are polygons
         assert got[role][1] == n, role
 
 
-def test_bennington_says_it_was_reprojected(capsys, shared_data):
-    rc = main(["validate", "--layers", str(TOWNS / "bennington_vt")])
+def test_bennington_says_it_was_reprojected(capsys, real_town):
+    rc = main(["validate", "--layers", str(real_town("bennington_vt_clip"))])
     out = capsys.readouterr().out
     assert rc == 0
     assert "geographic (lon/lat) input in EPSG:4979" in out
@@ -183,12 +183,18 @@ def test_bennington_says_it_was_reprojected(capsys, shared_data):
     assert 'where "Type" IN' in out
 
 
-def test_expected_counts_are_real(shared_data):
-    # guard against the expectation helper silently counting nothing
-    e = _expected(shared_data)
-    assert e["bennington_vt"]["mains"] == 1668 and e["bennington_vt"]["manholes"] == 1629
-    assert e["cambridge_ma_parcels"]["parcels"] == 13159
-    assert e["lancaster_ca"]["mains"] == 65
+def test_expected_counts_are_real(real_town):
+    # guard against the expectation helper silently counting nothing (or everything)
+    clip = _expected(real_town("bennington_vt_clip"))
+    assert clip == {"mains": 173, "manholes": 157, "plants": 1}
+    assert _expected(real_town("lancaster_ca")) == {"mains": 65}
+    assert _expected(real_town("washington_park_fl")) == {"mains": 35, "manholes": 39}
+
+
+def test_expected_counts_are_real_on_the_full_datasets(real_town):
+    assert _expected(real_town("bennington_vt")) == {"mains": 1668, "manholes": 1629,
+                                                     "plants": 1}
+    assert _expected(real_town("cambridge_ma_parcels")) == {"parcels": 13159}
 
 
 def test_findings_of_one_kind_are_grouped(small_town):

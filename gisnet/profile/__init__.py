@@ -15,7 +15,9 @@ key, a value of the wrong type or out of range raises
 :class:`Profile` is immutable; its tables are read by attribute
 (``profile.connection.distance_ft``), optional keys the file leaves out read
 as None, sub-tables are read-only mappings and arrays are tuples; the parsed
-file is ``profile.raw``.
+file is ``profile.raw``. The ordinance itself, as text, is
+:func:`ordinance_text` (``[profile] source``; the built-in profiles' texts ship
+in ``gisnet/ordinances/``).
 
 Units: lengths in feet, flows in gallons per day (gpd), plant flows in MGD,
 velocities in ft/s, slopes in percent (``min_slope_pct``), concentrations in the
@@ -51,6 +53,7 @@ from .sections import (
     ProfileInfo,
 )
 from .table import FrozenMap, InvalidValue, ProfileTable
+from .texts import builtin_ordinances, ordinance_text
 
 __all__ = [
     "APPLIES_TO",
@@ -74,7 +77,9 @@ __all__ = [
     "Profile",
     "ProfileInfo",
     "ProfileTable",
+    "builtin_ordinances",
     "builtin_profiles",
     "load_profile",
+    "ordinance_text",
     "profile_from_dict",
 ]

@@ -62,7 +62,9 @@ class ProfileInfo(ProfileTable):
     name: str = key("Human name of the profile.")
     jurisdiction: str = key("The municipality or district the ordinance governs.")
     ordinance: str = key("The ordinance (code chapter, article, amendments) cited.")
-    source: str = key("Where the ordinance text is (path or URL).")
+    source: str = key("Where the ordinance text is: a path beside the profile file, a shipped "
+                      "text (``ordinances/berlin-nh.txt``) or a URL (cited, not read); "
+                      "``ordinance_text`` reads it.")
     state: str | None = key("Two-letter state code.", optional=True)
     notes: str | None = key("Notes on reading the ordinance.", optional=True)
 
@@ -103,7 +105,7 @@ class Connection(ProfileTable):
     applies_to_text: str | None = key("The ordinance's words for the properties covered.",
                                       optional=True)
     notice_section: str | None = key("Section of the notice condition.", optional=True)
-    new_construction_from: dt.date | None = key(
+    new_construction_from: dt.date | None = key(  # noqa: RUF009 (a field(), as every key)
         "Buildings built on or after this date are newly constructed (default: the date the "
         "sewer became available to the parcel).", optional=True)
     unknown_age: str | None = key("How a building of unknown age counts under "
