@@ -100,7 +100,8 @@ class Results:
     timings_s
         Seconds spent in each step (and in writing, for :func:`run`).
     files
-        Files written by :func:`run`.
+        What :func:`run` wrote: the files, or for a database output the
+        database (its URL, password removed: a text, not a path).
     """
 
     town: Town
@@ -113,7 +114,7 @@ class Results:
     quality: gpd.GeoDataFrame | None = None
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
+    files: list[Path | str] = field(default_factory=list)
 
     @property
     def layers(self) -> LayerDict:
@@ -320,6 +321,7 @@ def analyse(
         done()
 
     if "control" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(town, G, paths=control_paths),
                            n_parcels, "parcels")
@@ -330,6 +332,7 @@ def analyse(
         done()
 
     if "capacity" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         c = res.control
         res.capacity = step("capacity", "accumulating flows and checking capacity",
                             lambda: compute_capacity(town, G,
@@ -344,6 +347,7 @@ def analyse(
         done()
 
     if "quality" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         extra = town.report
         cap_report = None if res.capacity is None else res.capacity.report
         if cap_report is not None and len(cap_report):
