@@ -75,8 +75,8 @@ def street_areas(town: Town, tol_units: float, *, near: STRtree | None = None,
     areas[keep] = g[keep]
     if is_line.any():
         areas[is_line] = shapely.buffer(g[is_line], width_u[is_line] / 2.0, cap_style="flat")
-    ok = ~(shapely.is_missing(areas) | shapely.is_empty(areas))
-    return np.where(ok, areas, None), width_u
+    areas[shapely.is_missing(areas) | shapely.is_empty(areas)] = None
+    return areas, width_u
 
 
 def holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
@@ -261,7 +261,7 @@ def street_mains(fabric: np.ndarray, mains: np.ndarray, threads: int = 1) -> np.
     numpy.ndarray
         Boolean per main.
     """
-    inside = np.zeros(len(mains))
+    inside: np.ndarray = np.zeros(len(mains))
     if len(mains) and len(fabric):
         mi, fi = threaded_query(STRtree(fabric), mains, threads)
         if len(mi):

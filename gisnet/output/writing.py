@@ -324,9 +324,8 @@ def file_form(layer: str, df: pd.DataFrame) -> pd.DataFrame:
     df = rounded(df)
     if layer in POINT_LAYERS and isinstance(df, gpd.GeoDataFrame) \
             and df.geometry.name in df.columns and "geometry_wkt" not in df.columns:
-        geoms = np.asarray(df.geometry.array, dtype=object)
-        empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-        geoms = np.where(empty, None, geoms)
+        geoms = np.array(df.geometry.array, dtype=object)  # a copy: blanks set below
+        geoms[shapely.is_missing(geoms) | shapely.is_empty(geoms)] = None
         wkt = shapely.to_wkt(geoms, rounding_precision=WKT_DECIMALS)
         points = shapely.point_on_surface(geoms)
         gname, crs = df.geometry.name, df.crs
