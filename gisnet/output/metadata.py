@@ -141,8 +141,8 @@ def parse_layers(text: str) -> dict[str, LayerDoc]:
     for name, t in tables.items():
         if "column" not in t:
             continue
-        cols = tuple(Column(*(r + [""] * 4)[:3], (r + [""] * 4)[3].replace("`", ""))
-                     for r in t["column"])
+        cols = tuple(Column(c[0], c[1], c[2], c[3].replace("`", ""))
+                     for c in (r + [""] * 4 for r in t["column"]))
         out[name] = LayerDoc(name, intros.get(name, ""), cols)
     return out
 

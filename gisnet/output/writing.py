@@ -119,7 +119,7 @@ def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
     refuse_inputs_as_outputs([path], town, *inputs, what=what)
 
 
-def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:
+def ensure_out_dir(out_dir: str | os.PathLike[str], what: str = "output folder") -> Path:
     """Create the output folder ``out_dir`` if needed.
 
     Raises
