@@ -364,9 +364,9 @@ def render_town_file(p: Proposal, base: Path | None = None) -> str:
         if f.role is None:
             out.append(f"# not used: {f.label} ({f.geometry}, {f.features} features): {f.why}")
     for role in schema.ROLES:
-        f = chosen.get(role)
-        if f is None:
+        if role not in chosen:
             continue
+        f = chosen[role]
         out += ["", f"[layers.{role}]  # guess: {f.why}, {f.features} features",
                 f"path = {_toml_str(os.path.relpath(f.path.resolve(), base))}"]
         if f.layer is not None:
