@@ -212,7 +212,9 @@ def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.nd
     ctree = STRtree(parcels[cand])
     # widen only the streets near the parcels tested, unless that is most of them
     near = ctree if len(cand) < 0.2 * n else None
-    areas, width_u = street_areas(town, tol_u, near=near, threads=threads)  # type: ignore[misc]
+    found = street_areas(town, tol_u, near=near, threads=threads)
+    assert found is not None  # None only without streets, and the town has some (above)
+    areas, width_u = found
     # streets each candidate parcel touches (street -> parcels: only streets are
     # prepared; a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
     sk, pc = threaded_query(ctree, areas, threads, distance=tol_u * (1 + 1e-9) + 1e-9)
