@@ -54,7 +54,7 @@ class FollowUps:
     capacity: Any
     quality: gpd.GeoDataFrame | None
     unavailable: list[Unavailable]
-    files: list[Path]
+    files: list[Path | str]
     _index: Any
 
     @property

@@ -103,7 +103,8 @@ class Results(FollowUps):
     timings_s
         Seconds spent in each step (and in writing, for :func:`run`).
     files
-        Files written by :func:`run` and :meth:`to_file`.
+        What :func:`run` and :meth:`to_file` wrote: the files, or for a database
+        output the database (its URL, password removed: a text, not a path).
 
     Follow-up questions are answered from what the analyses kept (the town,
     the graph, the downstream index, the capacity result;
@@ -123,7 +124,7 @@ class Results(FollowUps):
     quality: gpd.GeoDataFrame | None = None
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
-    files: list[Path] = field(default_factory=list)
+    files: list[Path | str] = field(default_factory=list)
     _index: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -342,6 +343,7 @@ def analyse(
         done()
 
     if "control" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(town, G, paths=control_paths),
                            n_parcels, "parcels")
@@ -352,6 +354,7 @@ def analyse(
         done()
 
     if "capacity" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         c = res.control
         res.capacity = step("capacity", "accumulating flows and checking capacity",
                             lambda: compute_capacity(town, G,
@@ -366,6 +369,7 @@ def analyse(
         done()
 
     if "quality" in todo:
+        assert G is not None  # the step needs "graph" (NEEDS), built above
         extra = town.report
         cap_report = None if res.capacity is None else res.capacity.report
         if cap_report is not None and len(cap_report):

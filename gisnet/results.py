@@ -28,7 +28,7 @@ def _present(d: dict[str, pd.DataFrame | None]) -> dict[str, pd.DataFrame]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-class LayerDict(dict):  # type: ignore[type-arg]
+class LayerDict(dict[str, pd.DataFrame]):
     """Result layers by name (a dict), also callable for the older spelling:
     ``res.layers["obligations"]`` and ``res.layers()["obligations"]`` are the same."""
 

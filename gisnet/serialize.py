@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, time
 from typing import Any
 
@@ -31,10 +31,15 @@ from shapely.geometry.base import BaseGeometry
 #: The CRS of GeoJSON (RFC 7946).
 WGS84 = CRS.from_epsg(4326)
 
-try:  # orjson is optional: several times faster for the per-request JSON parts
+#: orjson's ``dumps`` where it is installed (optional: several times faster for the
+#: per-request JSON parts), else None.
+_fast_dumps: Callable[[Any], bytes] | None = None
+try:
     import orjson
+
+    _fast_dumps = orjson.dumps
 except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
+    pass
 
 __all__ = ["WGS84", "crs_name", "dumps", "dumps_text", "feature_collection",
            "feature_fragments", "to_geojson", "to_jsonable"]
@@ -135,8 +140,8 @@ def _conv(v: Any, crs: CRS, working_crs: Any) -> Any:
 def dumps(value: Any) -> bytes:
     """``value`` (see :func:`to_jsonable`) as compact JSON bytes."""
     data = to_jsonable(value)
-    if orjson is not None:
-        return orjson.dumps(data)
+    if _fast_dumps is not None:
+        return _fast_dumps(data)
     return json.dumps(data, allow_nan=False, separators=(",", ":")).encode()
 
 

@@ -615,9 +615,9 @@ def match_columns(
         hit = None
         for candidate in (col.name, *col.aliases):
             for spelling in sorted(_truncations(candidate), key=len, reverse=True):
-                c = by_lower.get(spelling)
-                if c is not None and c not in used:
-                    hit = c
+                found = by_lower.get(spelling)
+                if found is not None and found not in used:
+                    hit = found
                     break
             if hit is not None:
                 break
@@ -633,10 +633,10 @@ def match_columns(
         if out[col.name] is not None:
             continue
         for candidate in (col.name, *col.aliases):
-            c = by_bare.get(_bare(candidate))
-            if c is not None and c not in used:
-                out[col.name] = c
-                used.add(c)
+            found = by_bare.get(_bare(candidate))
+            if found is not None and found not in used:
+                out[col.name] = found
+                used.add(found)
                 break
     return {c.name: out[c.name] for c in schema.columns(role)}
 

@@ -134,7 +134,7 @@ def verdicts(town: Town, findings: list[Finding]) -> list[Verdict]:
     out.append(Verdict("control manholes", _answer(block, limit), block + limit))
     # capacity
     block, limit = [], []
-    if n_mains == 0:
+    if mains is None or n_mains == 0:
         block.append("no mains layer")
     else:
         no_dia = int(mains["diameter_in"].isna().sum())

@@ -272,3 +272,24 @@ def test_run_says_once_what_it_did_not_compute(tmp_path: Path, capsys):
     assert main(["run", "--sample", "--no-maps", "--json", "--out", str(tmp_path / "b")]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert list(summary["not_computed"]) == ["frontage"]
+
+
+def test_run_into_a_database_lists_the_database_as_written_text(monkeypatch):
+    """A database output is not a path: ``res.files`` holds its URL (password removed)
+    as given, a text that ``Path`` would spoil (``postgresql://`` -> ``postgresql:/``)."""
+    import gisnet.output.postgis
+    from gisnet.pipeline import run
+
+    shown = "postgresql://gis:***@db.example:5432/town?schema=results"
+    written = {}
+
+    def write_postgis(url, layers, town, **kwargs):
+        written.update(url=url, layers=set(layers))
+        return shown
+
+    monkeypatch.setattr(gisnet.output.postgis, "write_postgis", write_postgis)
+    res = run(_synthetic_town(), "postgresql://gis:pw@db.example:5432/town?schema=results",
+              maps=False, progress=lambda _m: None)
+    assert written["url"].endswith("?schema=results") and "obligations" in written["layers"]
+    assert res.files == [shown] and isinstance(res.files[0], str)
+    assert res.summary()["files"] == [shown]

@@ -44,7 +44,6 @@ are not partitioned: they run whole, as :func:`gisnet.pipeline.analyse` does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -129,8 +128,8 @@ def _bounds(df: gpd.GeoDataFrame) -> np.ndarray:
     return df.total_bounds if len(df) else np.full(4, np.nan)
 
 
-def _clip(df: gpd.GeoDataFrame, box: Sequence[float]) -> gpd.GeoDataFrame:
-    """Rows of ``df`` whose geometry meets ``box``."""
+def _clip(df: gpd.GeoDataFrame, box: np.ndarray) -> gpd.GeoDataFrame:
+    """Rows of ``df`` whose geometry meets ``box`` (xmin, ymin, xmax, ymax)."""
     if not len(df):
         return df
     hit = df.sindex.query(shapely.box(*box), predicate="intersects")
@@ -155,10 +154,11 @@ def worker_graph(G: Any) -> Any:
     larger part of the network a worker holds.)"""
     import networkx as nx
 
-    H = nx.MultiDiGraph()
+    H: nx.MultiDiGraph = nx.MultiDiGraph()
     H.graph.update({k: v for k, v in G.graph.items() if k != "report"})
     H.add_nodes_from(G.nodes)
-    H.add_edges_from((u, v, k, {a: d[a] for a in WORKER_EDGE_ATTRS if a in d})
+    # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
+    H.add_edges_from((u, v, k, {a: d[a] for a in WORKER_EDGE_ATTRS if a in d})  # type: ignore[misc]
                      for u, v, k, d in G.edges(keys=True, data=True))
     return H
 

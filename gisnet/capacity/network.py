@@ -131,7 +131,7 @@ def _graph_arrays(G: nx.MultiDiGraph) -> Network:
     data: list[tuple[Any, ...]] = []
     # networkx's own adjacency dict: its public views (G.adj, G.edges) cost 2-3x
     # the time of this loop, the largest part of compute_capacity on a big town.
-    for u, nbrs in G._succ.items():
+    for u, nbrs in G._succ.items():  # type: ignore[attr-defined]  # not in types-networkx
         iu = node_idx[u]
         for v, kd in nbrs.items():
             iv = node_idx[v]
@@ -366,7 +366,7 @@ def _contract_cycles(net: Network, fe: np.ndarray, left: np.ndarray
     in_cycle = np.zeros(m, dtype=bool)
     if not left.size:
         return rep, in_cycle, []
-    H = nx.DiGraph()
+    H: nx.DiGraph = nx.DiGraph()
     H.add_edges_from(zip(net.u[left].tolist(), net.v[left].tolist(), strict=True))
     for comp in nx.strongly_connected_components(H):
         if len(comp) == 1:

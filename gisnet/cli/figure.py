@@ -8,7 +8,7 @@ from pathlib import Path
 from .common import add_town_options, load_town, progress, say
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from ..figures import KINDS, PAGE_SIZES
 
     p = subparsers.add_parser(

@@ -10,7 +10,7 @@ from ..errors import ConfigError
 from .common import add_town_options, load_town, say
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "frontage",
         help="front footage along sewered streets; pro-rata shares of a main's cost",

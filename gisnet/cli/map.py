@@ -15,7 +15,7 @@ from .common import add_page_options, add_town_options, load_town, progress, say
 NAMES = ("network", "obligations", "sampling", "capacity", "index", "all")
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "map",
         help="write web map pages (network, obligations, sampling, capacity, index, all)",

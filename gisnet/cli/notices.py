@@ -17,7 +17,7 @@ from .common import add_town_options, load_town, progress, say
 DEFAULT_NOTICES_OUT = Path("maps") / "notices"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "notices",
         help="notice letters and evidence packets (PDF per parcel, combined PDF, CSV/XLSX)",

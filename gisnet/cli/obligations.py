@@ -12,7 +12,7 @@ from ..obligations import STATUSES
 from .common import add_town_options, load_town, progress, say
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "obligations",
         help="who must connect: distance to the public sewer by the profile's measure",
@@ -145,16 +145,17 @@ def run(args: argparse.Namespace) -> int:
         say(args, describe(ob.iloc[0]))
         return 0
     ids = read_ids(id_path) if id_path is not None else None
-    res = analyse(town, only={"obligations"}, parcels=ids,
-                  assume_abutting=args.assume_abutting,
-                  progress=lambda m: progress(args, m)).obligations
-    path = write_results(args.out, res.layers())
-    ob = res.obligations
+    result = analyse(town, only={"obligations"}, parcels=ids,
+                     assume_abutting=args.assume_abutting,
+                     progress=lambda m: progress(args, m)).obligations
+    assert result is not None  # the step asked for (strict: it raises or gives one)
+    path = write_results(args.out, result.layers())
+    ob = result.obligations
     counts = ob["status"].value_counts()
     summary = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in STATUSES if counts.get(s, 0))
     prof = town.profile
     say(args, f"{len(ob)} parcels under {prof.id} ({prof.connection.distance_ft:g} ft from the "
               f"{prof.connection.measure.replace('_', ' ')}, {prof.connection.section}): "
               f"{summary}")
-    say(args, f"wrote {', '.join(res.layers())} to {path}")
+    say(args, f"wrote {', '.join(result.layers())} to {path}")
     return 0

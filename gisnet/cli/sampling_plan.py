@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     town = load_town(args)
     res = analyse(town, only={"control"}, control_paths=not args.no_paths,
                   progress=lambda m: progress(args, m))
+    assert res.control is not None  # the step asked for (strict: it raises or gives one)
     layers = res.control.layers()
     path = write_results(args.out, layers)
     cm = res.control.control_manholes

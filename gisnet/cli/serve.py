@@ -10,7 +10,7 @@ from pathlib import Path
 from .common import DEFAULT_OUT, add_town_options, load_town, say
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve",
         help="HTTP API over the loaded town (FastAPI on uvicorn)",

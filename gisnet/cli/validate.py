@@ -13,7 +13,7 @@ from ..errors import GisnetError
 from .common import add_town_options, load_town, progress
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate",
         help="check a town's layers: what was read, mapped, missing, and every problem",

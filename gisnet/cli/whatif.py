@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     done = analyse(town, only={"capacity"}, control_paths=False,
                    progress=lambda m: progress(args, m))
     G, res = done.graph, done.capacity
+    assert G is not None  # the capacity step builds the graph (strict: or raises)
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
                flow_gpd=args.flow_gpd, industrial=args.industrial)
     if args.map:

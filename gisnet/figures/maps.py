@@ -223,10 +223,11 @@ _DRAW: dict[str, tuple[Callable[..., list[tuple[str, dict]]], list[str]]] = {
 
 
 def _legend(ax, handles: list[tuple[str, dict]]) -> None:
+    from matplotlib.artist import Artist
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    artists = []
+    artists: list[Artist] = []
     for _label, h in handles:
         if h["kind"] == "patch":
             artists.append(Patch(facecolor=h["color"], edgecolor=PARCEL_EDGE))
@@ -245,7 +246,8 @@ def _bounds(town: Any, layers: Mapping[str, pd.DataFrame]) -> tuple[float, float
         if df is not None and len(df) and hasattr(df, "total_bounds"):
             b = df.total_bounds
             if np.isfinite(b).all():
-                return tuple(float(v) for v in b)  # type: ignore[return-value]
+                minx, miny, maxx, maxy = map(float, b)
+                return minx, miny, maxx, maxy
     raise NotFoundError("nothing to draw: the town has no mains, parcels or graph")
 
 

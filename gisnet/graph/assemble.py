@@ -91,7 +91,7 @@ def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes
     edge_rows = zip(nid[edges.u].tolist(), nid[edges.v].tolist(), edges.key.tolist(),
                     (dict(zip(ekeys, vals, strict=True))
                      for vals in zip(*ecols.values(), strict=True)), strict=True)
-    G = nx.MultiDiGraph(
+    G: nx.MultiDiGraph = nx.MultiDiGraph(
         crs=inp.crs,
         ft_per_unit=inp.ft_per_unit,
         outlets=sorted(nid[np.flatnonzero(outlets.outlet)].tolist()),
@@ -118,9 +118,11 @@ def fill_graph(G: nx.MultiDiGraph, node_rows: Iterable[tuple[Any, dict[str, Any]
             "adjlist_inner_dict_factory", "edge_key_dict_factory", "edge_attr_dict_factory"))
     if not plain:  # pragma: no cover - subclasses with their own factories
         G.add_nodes_from(node_rows)
-        G.add_edges_from(edge_rows)
+        # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
+        G.add_edges_from(edge_rows)  # type: ignore[arg-type]
         return
-    node, succ, pred = G._node, G._succ, G._pred
+    # networkx's adjacency dicts (documented for subclasses), not in types-networkx
+    node, succ, pred = G._node, G._succ, G._pred  # type: ignore[attr-defined]
     for n, attrs in node_rows:
         node[n] = attrs
         succ[n] = {}

@@ -167,11 +167,12 @@ def graph_from_gdfs(
                  for a, b, k, vals in zip(fr, to, keys, zip(*evals.values(), strict=True),
                                           strict=True)]
     outlets = sorted(n for n, d in node_rows if d.get("outlet"))
-    G = nx.MultiDiGraph(crs=crs, ft_per_unit=feet_per_unit(crs), outlets=outlets,
-                        snap_tolerance_ft=snap_tolerance_ft)
+    G: nx.MultiDiGraph = nx.MultiDiGraph(crs=crs, ft_per_unit=feet_per_unit(crs),
+                                         outlets=outlets, snap_tolerance_ft=snap_tolerance_ft)
     G.graph["report"] = report
     G.add_nodes_from(node_rows)
-    G.add_edges_from(edge_rows)
+    # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
+    G.add_edges_from(edge_rows)  # type: ignore[arg-type]
     return G
 
 

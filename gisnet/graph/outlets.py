@@ -12,6 +12,7 @@ reported once as ``terminal_outlets``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import shapely
@@ -92,7 +93,8 @@ def find_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes,
         if target is None and named is None:
             cand = np.flatnonzero(used)
             if len(cand):
-                tree = shapely.STRtree(shapely.points(node_xy[cand]))
+                # (n, 2) coordinates: n points (the stubs cannot tell them from one)
+                tree = shapely.STRtree(cast(np.ndarray, shapely.points(node_xy[cand])))
                 hits, dist = tree.query_nearest(structures.geom[s], return_distance=True,
                                                 all_matches=True)
                 d = float(dist[0]) if len(dist) else np.inf
@@ -161,4 +163,5 @@ def terminal_outlets(outlet: np.ndarray, used: np.ndarray, outdeg: np.ndarray,
     return [Finding("terminal_outlets", "info",
                     f"{why}: the {len(ids)} terminal node(s) of the network (pipe "
                     f"ends no pipe leaves) are taken as its outlets: {shown}", "mains",
-                    ",".join(map(str, ids)), shapely.multipoints(node_xy[term]))]
+                    ",".join(map(str, ids)),
+                    cast(shapely.MultiPoint, shapely.multipoints(node_xy[term])))]

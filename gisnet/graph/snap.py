@@ -6,6 +6,8 @@ returns integer arrays; no Python loop runs per pipe or per pipe end.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import shapely
 from numpy.typing import NDArray
@@ -84,7 +86,7 @@ def cluster_points(xy: FloatArray, tolerance: float) -> IntArray:
     n = len(xy)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    pts = shapely.points(xy)
+    pts = cast(np.ndarray, shapely.points(xy))  # (n, 2) coordinates: n points
     tree = shapely.STRtree(pts)
     if tolerance > 0:
         pairs = tree.query(pts, predicate="dwithin", distance=tolerance)

@@ -10,6 +10,7 @@ rounding is not snapping.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import shapely
@@ -54,7 +55,7 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
     sc = structures.count
     end_node = np.full(m, -1, dtype=np.int64)
     end_gap = np.zeros(m)
-    end_pts = shapely.points(ends)
+    end_pts = cast(np.ndarray, shapely.points(ends))  # (n, 2) coordinates: n points
     if sc:
         tree = shapely.STRtree(structures.geom)
         if tol > 0:

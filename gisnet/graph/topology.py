@@ -7,10 +7,13 @@ with their main ids), ``no_outlet`` and ``disconnected_piece``.
 
 from __future__ import annotations
 
+from typing import cast
+
 import networkx as nx
 import numpy as np
 import shapely
 from shapely.geometry import Point
+from shapely.geometry.base import BaseGeometry
 
 from ..report import Finding
 from .inputs import GraphInputs
@@ -61,10 +64,11 @@ def near_misses(inp: GraphInputs, mains: Mains, nodes: Nodes, edges: Edges, outl
         return []
     node_xy, used = nodes.node_xy, outlets.used
     limit = 2 * inp.tol
-    pts = shapely.points(node_xy[dang])
+    # (n, 2) coordinates: n points (shapely's stubs cannot tell them from one)
+    pts = cast(np.ndarray, shapely.points(node_xy[dang]))
     node_pool = np.flatnonzero(used)
     node_pool = np.concatenate([node_pool, np.flatnonzero(~used[: nodes.structure_count])])
-    ntree = shapely.STRtree(shapely.points(node_xy[node_pool]))
+    ntree = shapely.STRtree(cast(np.ndarray, shapely.points(node_xy[node_pool])))
     best_d = np.full(len(dang), np.inf)
     best_what: list[str | None] = [None] * len(dang)
     pi, ti = ntree.query(pts, predicate="dwithin", distance=limit)
@@ -153,7 +157,8 @@ def unreached(nodes: Nodes, edges: Edges, outlets: Outlets) -> list[Finding]:
                     "manholes" if nd < sc else "mains", name, pt)
             for nd, kind, name, pt in zip(lost.tolist(), outlets.node_kind[lost].tolist(),
                                           outlets.node_id[lost].tolist(),
-                                          shapely.points(nodes.node_xy[lost]).tolist(),
+                                          cast(np.ndarray,
+                                               shapely.points(nodes.node_xy[lost])).tolist(),
                                           strict=True)]
 
 
@@ -195,7 +200,7 @@ def disconnected_pieces(mains: Mains, nodes: Nodes, edges: Edges,
     return found
 
 
-def lines_geometry(geoms) -> shapely.Geometry | None:
+def lines_geometry(geoms) -> BaseGeometry | None:
     """One geometry for a finding about several edges: a MultiLineString of
     their line parts; any part that is not a line (an edge collapsed to a point
     by snapping, a collection) is kept in a GeometryCollection instead of
@@ -209,9 +214,10 @@ def lines_geometry(geoms) -> shapely.Geometry | None:
     for i in np.flatnonzero(kind == 2):  # LinearRing -> LineString
         parts[i] = shapely.LineString(shapely.get_coordinates(parts[i]))
     kind = shapely.get_type_id(parts)
+    # (casts: from a 1-d array of parts shapely makes one geometry)
     if (kind == 1).all():
-        return shapely.multilinestrings(parts)
-    return shapely.geometrycollections(parts)
+        return cast(shapely.MultiLineString, shapely.multilinestrings(parts))
+    return cast(shapely.GeometryCollection, shapely.geometrycollections(parts))
 
 
 def peel(nn: int, u: np.ndarray, v: np.ndarray, alive: np.ndarray) -> np.ndarray:

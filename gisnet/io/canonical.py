@@ -173,7 +173,9 @@ def canonical_layer(
     clean = clean_geometry(raw.geometry, ids, redact(spec.path), notes)
     info.geometry_types = clean.geometry_types
     if not raw.attrs.get(NO_GEOMETRY_ATTR) and clean.keep.any():
-        far, why = far_features(np.where(clean.keep, clean.geoms, None), raw.crs)
+        kept = clean.geoms.copy()
+        kept[~clean.keep] = None
+        far, why = far_features(kept, raw.crs)
         if far.any():
             clean.keep &= ~far
             notes.add("coordinates_out_of_range", "warning",

@@ -32,7 +32,7 @@ import pandas as pd
 import shapely
 from pyproj import CRS
 
-from ..errors import LayerError
+from ..errors import GisnetError, LayerError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -120,7 +120,7 @@ def parse_database(source: Any) -> Database:
 
 @contextmanager
 def connect(db: Database, *, role: str | None = None, what: str = "source",
-            error: type[Exception] = LayerError) -> Iterator[Any]:
+            error: type[GisnetError] = LayerError) -> Iterator[Any]:
     """A psycopg connection to ``db``; a failure is ``error`` naming the source
     (password removed), never a traceback."""
     try:
@@ -192,6 +192,7 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
                          path=db.shown, layer=role)
     name = str(name)
     is_query = bool(_QUERY.match(name))
+    rel: sql.Composable
     if is_query:
         rel = sql.SQL("({})").format(sql.SQL(name.rstrip().rstrip(";")))
     elif "." not in name and db.schema:
@@ -215,7 +216,7 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
                 geom_cols = [d.name for d in desc if d.type_code in geo_oids]
                 if not geom_cols and not geo_oids:
                     log.info("%s: the database has no PostGIS extension", db.shown)
-                items = []
+                items: list[sql.Composable] = []
                 for d in desc:
                     ident = sql.Identifier(d.name)
                     if d.name == (geom_cols[0] if geom_cols else None):

@@ -214,7 +214,7 @@ def read_layer(
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
     shown = redact(path) if virtual else path
-    if not virtual:
+    if isinstance(path, Path):  # not virtual
         problem = file_problem(path, folder_ok=True)
         if problem is not None:
             raise LayerError(problem, path=path, layer=role)
@@ -222,20 +222,21 @@ def read_layer(
             raise LayerError("is a folder; a layer path must name a file (or a .gdb), or "
                              "say which layer of the folder with layer = \"...\"",
                              path=path, layer=role)
-    if not virtual and path.suffix.lower() == ".shp":
-        for ext, what in ((".shx", "shape index"), (".dbf", "attribute table")):
-            if _sidecar(path, ext) is None:
-                raise LayerError(f"shapefile is missing its {ext} file ({what}); "
-                                 f"copy all the shapefile's files together", path=path, layer=role)
+    if isinstance(path, Path) and path.suffix.lower() == ".shp":
+        shx, dbf = _sidecar(path, ".shx"), _sidecar(path, ".dbf")
+        if shx is None or dbf is None:
+            ext, what = (".shx", "shape index") if shx is None else (".dbf", "attribute table")
+            raise LayerError(f"shapefile is missing its {ext} file ({what}); "
+                             f"copy all the shapefile's files together", path=path, layer=role)
         for ext in (".shx", ".dbf", ".prj", ".cpg"):
             side = _sidecar(path, ext)
             problem = None if side is None else file_problem(side)
             if problem is not None:
                 raise LayerError(problem, path=side, layer=role)
-        for part in (path, _sidecar(path, ".shx")):
+        for part in (path, shx):
             _check_shape_file_length(part, role)
-        _check_dbf_length(_sidecar(path, ".dbf"), role)
-        _check_counts(_sidecar(path, ".shx"), _sidecar(path, ".dbf"), role)
+        _check_dbf_length(dbf, role)
+        _check_counts(shx, dbf, role)
         if _sidecar(path, ".prj") is None and crs is None:
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",
@@ -248,7 +249,8 @@ def read_layer(
         gdf = gpd.GeoDataFrame(gdf, geometry=gpd.GeoSeries([None] * len(gdf)), crs=crs)
         gdf.attrs[NO_GEOMETRY_ATTR] = True
         return gdf
-    prj = _sidecar(path, ".prj") if not virtual and path.suffix.lower() == ".shp" else None
+    prj = _sidecar(path, ".prj") if isinstance(path, Path) and path.suffix.lower() == ".shp" \
+        else None
     if gdf.crs is None and prj is not None:
         raise CRSError("the .prj is not a CRS GDAL can read; fix it, or delete it and name the "
                        "CRS with crs = \"EPSG:...\" in the town file", path=prj, layer=role)
@@ -357,7 +359,7 @@ def read_all(reads: Sequence[tuple[str | None, Any, Callable[[], T]]],
     return out
 
 
-def _check_lonlat(gdf: gpd.GeoDataFrame, path: Path, role: str | None) -> None:
+def _check_lonlat(gdf: gpd.GeoDataFrame, path: str | Path, role: str | None) -> None:
     """An assumed geographic CRS must fit the coordinates."""
     if gdf.crs is None or not gdf.crs.is_geographic or gdf.geometry.isna().all():
         return

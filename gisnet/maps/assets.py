@@ -18,9 +18,12 @@ from importlib import resources
 _STATIC = "static"
 
 
-def _read(*parts: str, binary: bool = False) -> str | bytes:
-    node = resources.files("gisnet").joinpath(_STATIC, *parts)
-    return node.read_bytes() if binary else node.read_text(encoding="utf-8")
+def _read_bytes(*parts: str) -> bytes:
+    return resources.files("gisnet").joinpath(_STATIC, *parts).read_bytes()
+
+
+def _read(*parts: str) -> str:
+    return resources.files("gisnet").joinpath(_STATIC, *parts).read_text(encoding="utf-8")
 
 
 def script_safe(text: str) -> str:
@@ -31,7 +34,7 @@ def script_safe(text: str) -> str:
 @cache
 def leaflet_js() -> str:
     """Leaflet's minified script, source-map comment removed (nothing to fetch)."""
-    text = str(_read("leaflet", "leaflet.js"))
+    text = _read("leaflet", "leaflet.js")
     text = re.sub(r"//# sourceMappingURL=\S+\s*$", "", text)
     return script_safe(text)
 
@@ -42,13 +45,13 @@ def leaflet_css() -> str:
 
     The marker-icon image is left out: gisnet draws points as circle markers.
     """
-    css = str(_read("leaflet", "leaflet.css"))
+    css = _read("leaflet", "leaflet.css")
 
     def inline(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in ("layers.png", "layers-2x.png"):
             return "url()"
-        data = base64.b64encode(bytes(_read("leaflet", "images", name, binary=True)))
+        data = base64.b64encode(_read_bytes("leaflet", "images", name))
         return f"url(data:image/png;base64,{data.decode('ascii')})"
 
     css = re.sub(r"url\(images/([\w.-]+)\)", inline, css)
@@ -58,10 +61,10 @@ def leaflet_css() -> str:
 @cache
 def gisnet_js() -> str:
     """gisnet's map script (layers, legend, search, panels)."""
-    return script_safe(str(_read("gisnet-maps.js")))
+    return script_safe(_read("gisnet-maps.js"))
 
 
 @cache
 def gisnet_css() -> str:
     """gisnet's map stylesheet."""
-    return script_safe(str(_read("gisnet-maps.css")))
+    return script_safe(_read("gisnet-maps.css"))

@@ -10,7 +10,7 @@ columns ``over_threshold``, ``deficient``, ``surcharged`` they decide.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -133,7 +133,7 @@ def capacity_layers(ctx: MapContext) -> tuple[list[MapLayer], list[dict[str, str
             "unknown": None,
         }
         props["rule"] = [rule[c] for c in cls]
-        fields = [(field_label(c), c) for c in cols]
+        fields: list[tuple[Any, ...]] = [(field_label(c), c) for c in cols]
         fields[1:1] = [("Class", "class")]
         fields.append(("Rule", "rule", True))
         data, n = ctx.geojson(pipes, props, precision=6, simplify_ft=0.5)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ def is_missing(v: Any) -> bool:
     return isinstance(v, str) and v.strip() == ""
 
 
-def blank_texts(texts: Sequence[str]) -> np.ndarray:
+def blank_texts(texts: Collection[str]) -> np.ndarray:
     """Which of ``texts`` (distinct texts, none missing) are blank: empty or only
     whitespace, as :func:`is_missing` says of text."""
     return np.fromiter((not t or t.isspace() for t in texts), dtype=bool, count=len(texts))
@@ -63,7 +63,8 @@ def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> list[Any]:
     table = np.empty(len(uniques) + 1, dtype=object)
     if text_as_is and kind == "string":
         u = np.asarray(uniques, dtype=object)
-        table[:-1] = np.where(blank_texts(u), None, u)
+        table[:-1] = u
+        table[np.flatnonzero(blank_texts(u))] = None
     else:
         table[:-1] = [None if is_missing(v) else fn(v) for v in uniques.tolist()]
     table[-1] = None

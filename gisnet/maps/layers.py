@@ -8,6 +8,9 @@ service) is decided by :func:`gisnet.rules.is_public` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -27,6 +30,7 @@ from .common import (
     width_from_diameter,
 )
 from .encoding import (
+    Prop,
     column,
     field_label,
     fmt_bool,
@@ -100,7 +104,7 @@ def mains_layer(ctx: MapContext) -> MapLayer | None:
             "active": fmt_bool(column(mains, "active")),
         }
         data, n = ctx.geojson(mains, props, precision=6, simplify_ft=0.5)
-        classes = {k: {"color": c} for k, c in KIND_COLOURS.items()}
+        classes: dict[str, dict[str, Any]] = {k: {"color": c} for k, c in KIND_COLOURS.items()}
         classes["excluded"]["opacity"] = 0.7
         present = set(cls)
         legend = [{"label": k if k != "excluded" else "excluded (private or inactive)",
@@ -146,7 +150,7 @@ def manholes_layer(ctx: MapContext) -> MapLayer | None:
         nodes = point_geoms(nodes[keep])
         kind = column(nodes, "kind").astype(object)
         cls = ["manhole" if k == "manhole" else "other" for k in kind]
-        props = {
+        props: dict[str, Sequence[Any] | Prop] = {
             "node_id": fmt_text(column(nodes, "node_id")),
             "kind": fmt_text(kind),
             "_c": cls,

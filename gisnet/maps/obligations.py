@@ -95,7 +95,7 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
             legend=[{"label": "within the connection distance", "color": "#6baed6",
                      "shape": "area", "opacity": 0.3}], legend_title="Connection zone"))
     ob = _obligation_frame(ctx)
-    attention: set[str] = set()
+    attention: set[str | None] = set()  # parcel ids (None: a parcel without one)
     if ob is not None:
         status = column(ob, "status").astype(object).fillna("unknown").astype(str)
         cols = fields_for(ob, OBLIGATION_ORDER)

@@ -99,13 +99,13 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
         pages[name] = Page(name, titles[name], layers, panels, links, center)
     if "index" in wanted and available:
         seen: dict[str, MapLayer] = {}
-        panels: list[dict[str, str]] = []
+        index_panels: list[dict[str, str]] = []
         for name in available:
             lyrs, pnls = get(name)
             for lyr in lyrs:
                 if lyr.key not in seen:
                     seen[lyr.key] = lyr
-            panels.extend(p for p in pnls if p not in panels)
+            index_panels.extend(p for p in pnls if p not in index_panels)
         if any(k.startswith("parcels_") for k in seen):
             seen.pop("parcels", None)  # the status layers already draw every parcel
         ordered = list(seen.values())
@@ -119,7 +119,8 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
             copy.show = lyr.key in primary or (not primary & set(seen) and lyr.key == "parcels")
             index_layers.append(copy)
         links = [{"href": f"{o}.html", "label": o} for o in available]
-        pages["index"] = Page("index", titles["index"], index_layers, panels, links, center)
+        pages["index"] = Page("index", titles["index"], index_layers, index_panels, links,
+                              center)
     return pages
 
 

@@ -91,7 +91,7 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
         (the default); False loads Leaflet from a CDN (``--cdn``).
     """
     import folium
-    from branca.element import Element, MacroElement
+    from branca.element import Element, Figure, MacroElement
 
     class _Raw(Element):
         """Text put in the page as it is (branca would parse an Element as a template)."""
@@ -107,6 +107,7 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
                    prefer_canvas=True, control_scale=True, max_zoom=20)
     m._id = "gisnet"
     root = m.get_root()
+    assert isinstance(root, Figure)  # a folium Map is made inside a Figure
     root.title = f"{page.title} · {town_name}"
     if self_contained:
         m.default_js = []
@@ -152,10 +153,13 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
             self._name = "GisnetLayers"
             self._id = "layers"
 
-        def render(self, **kwargs: Any) -> None:
+        # branca's MacroElement.render returns None, its base Element.render says str
+        def render(self, **kwargs: Any) -> None:  # type: ignore[override]
             js = ("(function(){var cfg=" + cfg_text + ";\n" + data_lines
                   + "gisnetMaps.init(" + m.get_name() + ", cfg);})();\n")
-            self.get_root().script.add_child(_Raw(js), name=self.get_name())
+            figure = self.get_root()
+            assert isinstance(figure, Figure)  # added to the map below
+            figure.script.add_child(_Raw(js), name=self.get_name())
 
     m.add_child(_Layers())
     return root.render()

@@ -9,6 +9,7 @@ drawn at the building, with the reason.
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import geopandas as gpd
 import numpy as np
@@ -71,8 +72,10 @@ def dissolved_paths(geoms: np.ndarray) -> shapely.Geometry:
     flip = (seg[:, 0] > seg[:, 2]) | ((seg[:, 0] == seg[:, 2]) & (seg[:, 1] > seg[:, 3]))
     seg[flip] = seg[flip][:, [2, 3, 0, 1]]  # one direction per segment
     seg = np.unique(seg, axis=0)
-    lines = shapely.linestrings(seg.reshape(-1, 2), indices=np.repeat(np.arange(len(seg)), 2))
-    return shapely.line_merge(shapely.multilinestrings(lines))
+    # (casts: shapely's stubs cannot tell an array of coordinates or lines from one)
+    lines = cast(np.ndarray, shapely.linestrings(seg.reshape(-1, 2),
+                                                 indices=np.repeat(np.arange(len(seg)), 2)))
+    return shapely.line_merge(cast(shapely.MultiLineString, shapely.multilinestrings(lines)))
 
 
 def sampling_layers(ctx: MapContext) -> list[MapLayer]:
@@ -121,14 +124,16 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                           + (["section"] if per_row_section else []))
         props = auto_props(taps, cols)
         source = column(taps, "source").astype(object)
-        props["_s"] = [s if isinstance(s, str) else "lateral" for s in source.tolist()]
-        fields = [(field_label(c), c, c in ("reason", "entry_node_id", "private_length_ft"))
-                  for c in cols]
+        kinds = [s if isinstance(s, str) else "lateral" for s in source.tolist()]
+        props["_s"] = kinds
+        fields: list[tuple[Any, ...]] = [
+            (field_label(c), c, c in ("reason", "entry_node_id", "private_length_ft"))
+            for c in cols]
         consts = {}
         if cm_section and not per_row_section:
             consts["section"] = cm_section
             fields.append(("Ordinance section", "section"))
-        present = set(props["_s"])
+        present = set(kinds)
         k_cite = cited(ctx.profile.control_manhole.owner_manhole_section)
         data, n = ctx.geojson(taps, props, precision=6)
         layers.append(MapLayer(

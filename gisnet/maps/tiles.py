@@ -347,7 +347,6 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
             cidx = np.arange(len(parts))
         unit_piece = pidx
         min_size = 2 if family == "line" else 1
-        exterior = poly_of_ring = None
     xy = _tile_coords(coords, tx[unit_piece[cidx]], ty[unit_piece[cidx]], z)
     if family != "point":
         same = np.zeros(len(xy), dtype=bool)
@@ -355,7 +354,7 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
         xy, cidx = xy[~same], cidx[~same]
     sizes = np.bincount(cidx, minlength=len(unit_piece))
     ok = sizes >= min_size
-    if family == "polygon":
+    if family == "polygon":  # (exterior and poly_of_ring: set for polygons above)
         bad_poly = np.unique(poly_of_ring[exterior & ~ok])
         ok &= ~np.isin(poly_of_ring, bad_poly)
     sel = ok[cidx]
@@ -420,7 +419,8 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
                     uniques = uniques[~blank]
             else:
                 miss = np.array([is_missing(v) for v in arr], dtype=bool)
-                arr = np.where(miss, None, arr).astype(object)
+                arr = arr.astype(object)
+                arr[miss] = None
                 codes, uniques = pd.factorize(pd.Series(arr, dtype=object).astype(object),
                                               use_na_sentinel=True)
                 uniques = np.array([str(u) for u in uniques], dtype=object)

@@ -12,6 +12,7 @@ template file and the placeholder, found before anything is written.
 
 from __future__ import annotations
 
+import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +91,7 @@ def placeholders(text: str, path: Path) -> list[str]:
     return out
 
 
-def load_template(path: str | Path, origin: str = "--template") -> Template:
+def load_template(path: str | os.PathLike[str], origin: str = "--template") -> Template:
     """Read and check a letter template.
 
     Raises
@@ -116,7 +117,7 @@ def load_template(path: str | Path, origin: str = "--template") -> Template:
     return Template(text, path, origin)
 
 
-def find_template(town: Any, override: str | Path | None = None) -> Template:
+def find_template(town: Any, override: str | os.PathLike[str] | None = None) -> Template:
     """The letter template of ``town`` (see the module docstring for the order)."""
     if override is not None:
         return load_template(override, "--template")

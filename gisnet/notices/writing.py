@@ -116,9 +116,11 @@ def _write_csv(path: Path, table: pd.DataFrame) -> None:
 def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
     from openpyxl import Workbook
     from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.worksheet import Worksheet
 
     wb = Workbook()
     ws = wb.active
+    assert isinstance(ws, Worksheet)  # a new workbook has one worksheet, active
     ws.title = "notices"
     ws.append(list(table.columns))
     for row in table.itertuples(index=False, name=None):

@@ -34,6 +34,7 @@ or in a town without a buildings layer, counts as it is drawn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,7 @@ class SharedSewer:
     building_ids
         The buildings it serves, front building first where the exception holds.
     parcel_ids
-        The parcels they stand on.
+        The parcels they stand on (None: a building on no parcel).
     allowed
         The rear-building exception holds.
     why
@@ -67,7 +68,7 @@ class SharedSewer:
 
     lateral_id: str
     building_ids: list[str]
-    parcel_ids: list[str]
+    parcel_ids: list[str | None]
     allowed: bool
     why: str
     geometry: object = None
@@ -127,7 +128,7 @@ def building_sewers(town: Town) -> BuildingSewers:
     r_ft = reach_ft(town)
     counts = np.ones(n, dtype=bool)
     b = town.layer("buildings")
-    if n == 0 or b is None or len(b) == 0:
+    if lat is None or n == 0 or b is None or len(b) == 0:
         return BuildingSewers(False, r_ft, counts)
     b = b.reset_index(drop=True)
     bgeom = np.asarray(b.geometry.values, dtype=object)
@@ -153,7 +154,7 @@ def building_sewers(town: Town) -> BuildingSewers:
     # and bends), so a line skimming a neighbour's corner between vertices does not
     # count, and a wall shared by two row houses gives one building, not both
     pts, li = shapely.get_coordinates(lgeom, return_index=True)
-    vpts = shapely.points(pts)
+    vpts = cast(np.ndarray, shapely.points(pts))  # (n, 2) coordinates: n points
     vi, bj = tree.query(vpts, predicate="dwithin", distance=r_u)
     if len(vi):  # the nearest footprint of each vertex (ties: the lower position)
         d = shapely.distance(vpts[vi], bgeom[fp[bj]])
@@ -215,7 +216,7 @@ class StreetContext:
     """What the rear-building test reads, built once: the lots by id, the street areas
     and a tree over them, the abutting tolerance (CRS units)."""
 
-    lots: dict[str, object]
+    lots: dict[str, shapely.Geometry]
     streets: np.ndarray | None
     tree: STRtree | None
     tol_u: float
@@ -250,7 +251,7 @@ def rear_exception(ctx: StreetContext, lateral: str, rows: list[int], bgeom: np.
     lot = ctx.lots.get(pars[0])
     if lot is None:
         return no("their lot is not in the parcels layer")
-    if ctx.streets is None:
+    if ctx.streets is None or ctx.tree is None:
         return no("without a streets layer gisnet cannot tell an interior lot or the front "
                   "building")
     near = ctx.tree.query(lot, predicate="dwithin", distance=ctx.tol_u)

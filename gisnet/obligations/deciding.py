@@ -49,6 +49,7 @@ the rule decides.
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,6 +158,15 @@ class Ordinance:
                 "septic_notice_section": self.septic_notice_section or ""}[key]
 
 
+#: Stands for an optional fact left out; ParcelFacts fills it in (read-only, never seen).
+_LEFT_OUT = np.empty(0)
+_LEFT_OUT.flags.writeable = False
+
+
+def _left_out() -> np.ndarray:
+    return _LEFT_OUT
+
+
 @dataclass
 class ParcelFacts:
     """What was measured and found about each parcel: arrays aligned with the parcels.
@@ -201,6 +211,8 @@ class ParcelFacts:
         hazard recorded; in a highway improvement program.
     residential, use_known, use
         The building (or lot) is a residence; whether its use is known; the use.
+        Left out, ``in_district``, ``residential`` and ``use_known`` are all True,
+        ``hazard`` and ``highway`` all False, ``use`` None and ``notice_date`` NaT.
     """
 
     connected: np.ndarray
@@ -227,23 +239,23 @@ class ParcelFacts:
     septic: np.ndarray
     buildings_given: bool = True
     district_given: bool = False
-    in_district: np.ndarray | None = None
-    notice_date: np.ndarray | None = None
-    hazard: np.ndarray | None = None
-    highway: np.ndarray | None = None
-    residential: np.ndarray | None = None
-    use_known: np.ndarray | None = None
-    use: np.ndarray | None = None
+    in_district: np.ndarray = dataclasses.field(default_factory=_left_out)
+    notice_date: np.ndarray = dataclasses.field(default_factory=_left_out)
+    hazard: np.ndarray = dataclasses.field(default_factory=_left_out)
+    highway: np.ndarray = dataclasses.field(default_factory=_left_out)
+    residential: np.ndarray = dataclasses.field(default_factory=_left_out)
+    use_known: np.ndarray = dataclasses.field(default_factory=_left_out)
+    use: np.ndarray = dataclasses.field(default_factory=_left_out)
 
     def __post_init__(self) -> None:
         n = len(self.connected)
         for name, fill in (("in_district", True), ("hazard", False), ("highway", False),
                            ("residential", True), ("use_known", True)):
-            if getattr(self, name) is None:
+            if getattr(self, name) is _LEFT_OUT:
                 setattr(self, name, np.full(n, fill))
-        if self.use is None:
+        if self.use is _LEFT_OUT:
             self.use = np.full(n, None, dtype=object)
-        if self.notice_date is None:
+        if self.notice_date is _LEFT_OUT:
             self.notice_date = np.full(n, np.datetime64("NaT", "ms"))
 
     @property

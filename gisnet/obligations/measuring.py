@@ -25,6 +25,7 @@ available (:func:`availability`) and whether its building is new
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -108,7 +109,9 @@ class EligibleMains:
         j = np.asarray(j)
         if not len(self.ids):
             return np.full(len(j), None, dtype=object)
-        return np.where(j >= 0, self.ids[np.maximum(j, 0)], None)
+        out = self.ids[np.maximum(j, 0)].astype(object)
+        out[j < 0] = None
+        return out
 
 
 def building_rows(parcels: gpd.GeoDataFrame, b: gpd.GeoDataFrame) -> np.ndarray:
@@ -345,8 +348,8 @@ def availability(P: gpd.GeoDataFrame, M: gpd.GeoDataFrame, j: np.ndarray,
     return out
 
 
-def building_age(built: np.ndarray, available: np.ndarray, new_construction_from: object
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def building_age(built: np.ndarray, available: np.ndarray,
+                 new_construction_from: dt.date | None) -> tuple[np.ndarray, np.ndarray]:
     """Whether each building is newly constructed, and whether that is known.
 
     A building is new when it was built on or after the date the sewer became

@@ -75,8 +75,8 @@ def street_areas(town: Town, tol_units: float, *, near: STRtree | None = None,
     areas[keep] = g[keep]
     if is_line.any():
         areas[is_line] = shapely.buffer(g[is_line], width_u[is_line] / 2.0, cap_style="flat")
-    ok = ~(shapely.is_missing(areas) | shapely.is_empty(areas))
-    return np.where(ok, areas, None), width_u
+    areas[shapely.is_missing(areas) | shapely.is_empty(areas)] = None
+    return areas, width_u
 
 
 def holding_pairs(areas: np.ndarray, width_u: np.ndarray, mains: np.ndarray,
@@ -212,7 +212,9 @@ def abutting(town: Town, parcels: np.ndarray, measured: np.ndarray, mains: np.nd
     ctree = STRtree(parcels[cand])
     # widen only the streets near the parcels tested, unless that is most of them
     near = ctree if len(cand) < 0.2 * n else None
-    areas, width_u = street_areas(town, tol_u, near=near, threads=threads)  # type: ignore[misc]
+    found = street_areas(town, tol_u, near=near, threads=threads)
+    assert found is not None  # None only without streets, and the town has some (above)
+    areas, width_u = found
     # streets each candidate parcel touches (street -> parcels: only streets are
     # prepared; a hair over the tolerance: GEOS may measure 5 ft as 5.000000000000001)
     sk, pc = threaded_query(ctree, areas, threads, distance=tol_u * (1 + 1e-9) + 1e-9)
@@ -261,7 +263,7 @@ def street_mains(fabric: np.ndarray, mains: np.ndarray, threads: int = 1) -> np.
     numpy.ndarray
         Boolean per main.
     """
-    inside = np.zeros(len(mains))
+    inside: np.ndarray = np.zeros(len(mains))
     if len(mains) and len(fabric):
         mi, fi = threaded_query(STRtree(fabric), mains, threads)
         if len(mi):

@@ -25,7 +25,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import geopandas as gpd
 import numpy as np
@@ -61,6 +61,9 @@ class ChildWriter:
         self._todo: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self.proc = subprocess.Popen([sys.executable, "-m", "gisnet.output.gpkg_child"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # PIPE, above
+        self._to_child: IO[bytes] = self.proc.stdin
+        self._from_child: IO[bytes] = self.proc.stdout
         self._thread = threading.Thread(target=self._feed, name="gisnet-gpkg", daemon=True)
         self._thread.start()
 
@@ -89,10 +92,10 @@ class ChildWriter:
                     continue
                 del df
                 try:
-                    pickle.dump((str(self.path), name, *arrow), self.proc.stdin, protocol=5)
-                    self.proc.stdin.flush()
+                    pickle.dump((str(self.path), name, *arrow), self._to_child, protocol=5)
+                    self._to_child.flush()
                     del arrow
-                    status, value = pickle.load(self.proc.stdout)
+                    status, value = pickle.load(self._from_child)
                 except (OSError, EOFError, pickle.UnpicklingError) as exc:
                     raise self._gone() from exc
                 if status == "error":
@@ -113,8 +116,8 @@ class ChildWriter:
     def _stop(self) -> None:
         try:
             if self.proc.poll() is None:
-                pickle.dump(None, self.proc.stdin)
-                self.proc.stdin.close()
+                pickle.dump(None, self._to_child)
+                self._to_child.close()
         except OSError:
             pass
         try:
@@ -122,7 +125,7 @@ class ChildWriter:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.proc.stdout.close()
+        self._from_child.close()
 
     def abort(self) -> None:
         """Stop the child now (the run failed): nothing more is written."""

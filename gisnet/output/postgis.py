@@ -61,7 +61,7 @@ def _values(s: pd.Series) -> list[Any]:
         return [None if v is pd.NA else v for v in s.astype(object).tolist()]
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return [None if pd.isna(v) else v.to_pydatetime() for v in s.tolist()]
-    out = []
+    out: list[str | None] = []
     for v in s.tolist():
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
             out.append(None)

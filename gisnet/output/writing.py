@@ -119,7 +119,7 @@ def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
     refuse_inputs_as_outputs([path], town, *inputs, what=what)
 
 
-def ensure_out_dir(out_dir: str | Path, what: str = "output folder") -> Path:
+def ensure_out_dir(out_dir: str | os.PathLike[str], what: str = "output folder") -> Path:
     """Create the output folder ``out_dir`` if needed.
 
     Raises
@@ -327,9 +327,8 @@ def file_form(layer: str, df: pd.DataFrame) -> pd.DataFrame:
     df = rounded(df)
     if layer in POINT_LAYERS and isinstance(df, gpd.GeoDataFrame) \
             and df.geometry.name in df.columns and "geometry_wkt" not in df.columns:
-        geoms = np.asarray(df.geometry.array, dtype=object)
-        empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-        geoms = np.where(empty, None, geoms)
+        geoms = np.array(df.geometry.array, dtype=object)  # a copy: blanks set below
+        geoms[shapely.is_missing(geoms) | shapely.is_empty(geoms)] = None
         wkt = shapely.to_wkt(geoms, rounding_precision=WKT_DECIMALS)
         points = shapely.point_on_surface(geoms)
         gname, crs = df.geometry.name, df.crs

@@ -30,6 +30,7 @@ class FrozenMap(Mapping[Any, Any]):
     """A read-only mapping (picklable, copyable, hashable) for the sub-tables of a profile."""
 
     __slots__ = ("_d",)
+    _d: dict[Any, Any]
 
     def __init__(self, data: Mapping[Any, Any] | None = None) -> None:
         object.__setattr__(self, "_d", dict(data or {}))
@@ -111,6 +112,8 @@ class ProfileTable:
 
     #: The TOML table (``connection``, ``limits.parameter`` ...).
     TABLE: ClassVar[str] = ""
+    #: Set by :func:`dataclasses.dataclass` on each table class (declared for type checkers).
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __post_init__(self) -> None:
         for k, problem in self.problems():
@@ -123,12 +126,12 @@ class ProfileTable:
     @classmethod
     def keys(cls) -> tuple[str, ...]:
         """The table's keys, in file order."""
-        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def required_keys(cls) -> tuple[str, ...]:
         """The keys a file must give."""
-        return tuple(f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        return tuple(f.name for f in dataclasses.fields(cls)
                      if f.default is dataclasses.MISSING)
 
     @classmethod
@@ -160,9 +163,10 @@ class ProfileTable:
                 raise ConfigError(
                     f"unknown key {label}.{k} (allowed: {', '.join(names)})", path=where
                 )
-        kinds = field_kinds(cls)
+        # mypy takes a class for unhashable (python/mypy#11470); classes hash by identity
+        kinds = field_kinds(cls)  # type: ignore[arg-type]
         values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cls):
             if f.name not in table:
                 if f.default is dataclasses.MISSING:
                     raise ConfigError(f"missing required key {label}.{f.name}", path=where)
@@ -178,7 +182,7 @@ class ProfileTable:
     def to_dict(self) -> dict[str, Any]:
         """The table as plain data (dicts, lists): every key, None where left out."""
         return {f.name: plain(getattr(self, f.name))
-                for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+                for f in dataclasses.fields(self)}
 
 
 def plain(v: Any) -> Any:
@@ -195,7 +199,7 @@ def plain(v: Any) -> Any:
 def documented(cls: type[T]) -> type[T]:
     """Append to a table's docstring an ``Attributes`` section built from its keys."""
     lines = ["", "    Attributes", "    ----------"]
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         unit = f.metadata.get("unit")
         need = "required" if f.default is dataclasses.MISSING else "optional, default None"
         lines.append(f"    {f.name} : {f.type}")
@@ -226,9 +230,9 @@ def field_kind(hint: Any) -> tuple[str, Any]:
     ``X | None`` reads as ``X``.
     """
     if typing.get_origin(hint) in (types.UnionType, typing.Union):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            hint = args[0]
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(members) == 1:
+            hint = members[0]
     if hint in _SCALARS:
         return _SCALARS[hint], None
     origin, args = typing.get_origin(hint), typing.get_args(hint)

@@ -55,7 +55,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        errors = []
+        errors: list[dict[str, Any]] = []
         for e in exc.errors():
             f = _field_name(tuple(e.get("loc", ())))
             msg = e.get("msg", "invalid")

@@ -50,7 +50,7 @@ class UnknownIdError(NotFoundError):
 
     def __init__(self, field: str, message: str, **where: str | None) -> None:
         self.field = field
-        super().__init__(message, **where)  # type: ignore[arg-type]
+        super().__init__(message, **where)
 
 
 class LimitError(RequestError):

@@ -144,7 +144,8 @@ def feature_items(value: Any, *, field: str = "features") -> list[tuple[str, Any
 
 def _positions(g: Any) -> list[Any]:
     """The positions of a GeoJSON geometry object as sent (lists, unchecked)."""
-    depth = _POSITION_DEPTH.get(g.get("type")) if isinstance(g, dict) else None
+    t = g.get("type") if isinstance(g, dict) else None
+    depth = _POSITION_DEPTH.get(t) if isinstance(t, str) else None
     coords = g.get("coordinates") if isinstance(g, dict) else None
     if depth is None or not isinstance(coords, list):
         return []
@@ -186,8 +187,8 @@ def check_types(items: Sequence[tuple[str, Any, Any, Any]], types: Sequence[str]
     allowed = set(types)
     for where, g, _, _ in items:
         t = g.get("type") if isinstance(g, dict) else None
-        if t not in allowed:
-            got = (f"a {t}" if t in _POSITION_DEPTH
+        if not isinstance(t, str) or t not in allowed:  # (a list or object is unhashable)
+            got = (f"a {t}" if isinstance(t, str) and t in _POSITION_DEPTH
                    else f"type {t!r}" if isinstance(g, dict) else "null" if g is None
                    else f"a JSON {type(g).__name__}")
             raise RequestError(where, f"expected a GeoJSON geometry of type "

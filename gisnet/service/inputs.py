@@ -19,6 +19,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from pyproj import CRS
 from shapely.geometry import Point
+from shapely.geometry.base import BaseGeometry
 
 from ..report import Report
 from ..schema import column_names
@@ -148,8 +149,8 @@ def input_points(town: Town, features: Any, crs_text: str | None, limits: Servic
                                        limits=limits)
     in_crs = parse_crs(crs_text, "crs")
     work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
-    ids = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
-    return work, ids, props
+    named = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
+    return work, named, props
 
 
 def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
@@ -158,7 +159,7 @@ def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
     if isinstance(value, list):
         if len(value) != 2:
             raise RequestError("point", "expected [x, y]")
-        geom = Point(value)
+        geom: BaseGeometry = Point(value)
         if not np.isfinite(value).all():
             raise RequestError("point", "coordinates must be finite numbers")
     else:

@@ -108,6 +108,7 @@ class ReadDeadlineProtocol(H11Protocol):
 
     # -- uvicorn's protocol callbacks ---------------------------------------------
 
+    # (uvicorn's H11Protocol narrows asyncio.Protocol's BaseTransport the same way)
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         # a new connection: its first request head is due within header_timeout_s
@@ -168,6 +169,8 @@ def make_server(app: Any, *, host: str, port: int, limits: ServiceLimits,
     config = uvicorn.Config(
         app, host=host, port=port, access_log=access_log, log_level=log_level,
         lifespan="off",
+        # uvicorn's annotations are narrower than it is: any protocol factory is
+        # called like the class, and the keep-alive goes to loop.call_later (a float)
         http=protocol,  # type: ignore[arg-type]
         timeout_keep_alive=limits.keep_alive_s,  # type: ignore[arg-type]
         h11_max_incomplete_event_size=limits.max_header_bytes,

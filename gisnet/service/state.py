@@ -129,6 +129,7 @@ class TownState:
             Folder of generated maps to serve.
         """
         res = analyse(town, graph=G, strict=False)
+        assert res.graph is not None  # the graph step always runs (and is not caught)
         control = res.control
         state = cls(town=town, G=res.graph,
                     index=None if control is None else control.index,

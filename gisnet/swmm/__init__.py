@@ -34,6 +34,7 @@ def export_town(town: Any, *, routing: str | None = None, progress=None):
     from ..pipeline import analyse
 
     res = analyse(town, only={"capacity"}, control_paths=False, progress=progress)
+    assert res.graph is not None  # the capacity step builds the graph (strict: or raises)
     return res, export_model(town, res.graph, res.capacity, routing=routing)
 
 

@@ -205,10 +205,10 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         diam[i] = float(np.median(near)) if near.size else float(np.nanmedian(diam[diam > 0]))
         notes.append(f"pipe {p.at[i, 'edge_key']} has no diameter: written with "
                      f"{diam[i]:g} in, the median of the pipes it meets")
-    ends = {k: (d.get("up_invert_ft"), d.get("down_invert_ft"))
-            for _, _, k, d in G.edges(keys=True, data=True)}
-    p["up_invert_ft"] = [ends.get(k, (None, None))[0] for k in p["edge_key"]]
-    p["down_invert_ft"] = [ends.get(k, (None, None))[1] for k in p["edge_key"]]
+    inverts = {k: (d.get("up_invert_ft"), d.get("down_invert_ft"))
+               for _, _, k, d in G.edges(keys=True, data=True)}
+    p["up_invert_ft"] = [inverts.get(k, (None, None))[0] for k in p["edge_key"]]
+    p["down_invert_ft"] = [inverts.get(k, (None, None))[1] for k in p["edge_key"]]
     up, dn = _inverts(p, node_inv, notes)
     names = [_name(k, "pipe") for k in p["edge_key"]]
     nodes_used = pd.unique(np.concatenate([p["from_node"].to_numpy(object),
@@ -225,7 +225,9 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     outlets = {str(o) for o in G.graph.get("outlets", [])}
     xy = {str(n): (float(d["x"]), float(d["y"])) for n, d in G.nodes(data=True)}
 
-    jrows, orows, extra_conduits = [], [], []
+    jrows: list[tuple[Any, ...]] = []  # junctions and outfalls: name, invert, depth, x, y
+    orows: list[tuple[Any, ...]] = []
+    extra_conduits: list[dict[str, Any]] = []
     for n in nodes_used:
         nm = _name(n, "node")
         x, y = xy[n]

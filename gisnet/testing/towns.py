@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import geopandas as gpd
 import networkx as nx
@@ -70,7 +70,7 @@ _DERIVED = ("public", "active", "gravity", "eligible", "is_manhole")
 
 #: A raw layer: a GeoDataFrame of source-like columns, or rows (dicts with a
 #: ``geometry`` key; a row without one has no geometry).
-Rows = gpd.GeoDataFrame | Sequence[Mapping[str, Any]]
+Rows: TypeAlias = gpd.GeoDataFrame | Sequence[Mapping[str, Any]]
 
 
 # --------------------------------------------------------------------------- geometry
@@ -131,6 +131,7 @@ def building(building_id: str, shape: Any, parcel_id: str | None = None,
 def street(street_id: str, shape: Any, width_ft: float | None = None,
            **attrs: Any) -> dict[str, Any]:
     """A street row: a polygon or box (the right-of-way), or a centre line (coordinates)."""
+    geom: shapely.Geometry
     if isinstance(shape, tuple | list) and len(shape) == 4 and all(
             isinstance(v, int | float) for v in shape):
         geom = box(*shape)
@@ -315,9 +316,9 @@ def hand_graph(
         bad = [k for k in ids if not isinstance(k, str)]
         if bad:
             raise ValueError(f"{what} ids must be text: {bad}")
-    G = nx.MultiDiGraph(crs=c, ft_per_unit=fpu, outlets=outlets,
-                        snap_tolerance_ft=snap_tolerance_ft,
-                        report=report if report is not None else Report())
+    G: nx.MultiDiGraph = nx.MultiDiGraph(crs=c, ft_per_unit=fpu, outlets=outlets,
+                                         snap_tolerance_ft=snap_tolerance_ft,
+                                         report=report if report is not None else Report())
     flagged = [k for a in [*nodes.values(), *(e[3] for e in edges)] for k in a
                if k in _DERIVED]
     if flagged:

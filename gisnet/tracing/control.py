@@ -138,6 +138,13 @@ def owner_rows(points: pd.DataFrame, owners: dict[str, Any]) -> tuple[np.ndarray
     return node, by
 
 
+def _node_or_none(nodes: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``nodes[pos]`` as objects, None where ``pos`` is -1."""
+    at = nodes[np.maximum(pos, 0)].astype(object)
+    at[pos < 0] = None
+    return at
+
+
 def _reasons(points: pd.DataFrame, source: np.ndarray, mh_id: np.ndarray,
              entry_id: np.ndarray, private_ft: np.ndarray) -> np.ndarray:
     """The ``reason`` column: why a row has its control manhole, or none."""
@@ -214,9 +221,7 @@ def control_manholes(
     mh, mh_ft, out, out_ft, entry, private_ft = idx.connection_targets(
         edge, np.nan_to_num(tap_ft))
     nodes = idx.nodes
-    mh_id = np.where(mh >= 0, nodes[np.maximum(mh, 0)], None)
-    plant = np.where(out >= 0, nodes[np.maximum(out, 0)], None)
-    entry_id = np.where(entry >= 0, nodes[np.maximum(entry, 0)], None)
+    mh_id, plant, entry_id = (_node_or_none(nodes, pos) for pos in (mh, out, entry))
     source = points["source"].to_numpy(dtype=object).copy()
     source[pd.isna(source)] = "unresolved"
     # a tap on a private main whose flow never enters the public sewer

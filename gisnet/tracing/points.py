@@ -170,7 +170,7 @@ def _off_main_reasons(index: DownstreamIndex, ids: list[Any], both: np.ndarray,
     """Reason each lateral (positions ``rows``) reaches no public or private main:
     what its end nearest any main of the graph lies on, and how far."""
     n = len(both) // 2
-    out = []
+    out: list[str] = []
     geoms = index.edges.geometry
     if not len(rows):
         return out
@@ -182,11 +182,11 @@ def _off_main_reasons(index: DownstreamIndex, ids: list[Any], both: np.ndarray,
     near = np.full(len(pts), -1, dtype=np.int64)
     if ok.any():
         tree = shapely.STRtree(geoms)
-        (qi, ti), d = tree.query_nearest(pts[ok], return_distance=True)
+        (qi, ti), d_u = tree.query_nearest(pts[ok], return_distance=True)
         first = np.ones(len(qi), bool)
         first[1:] = qi[1:] != qi[:-1]
         at = np.flatnonzero(ok)[qi[first]]
-        dist[at] = d[first] * index.ft_per_unit
+        dist[at] = d_u[first] * index.ft_per_unit
         near[at] = ti[first]
     k = len(rows)
     end = np.where(dist[k:] < dist[:k], np.arange(k) + k, np.arange(k))

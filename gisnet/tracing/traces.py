@@ -126,7 +126,8 @@ def trace_downstream(
                                 feature=parcel_id)
         feats = sel.iloc[[0]].reset_index(drop=True)
     else:
-        x, y = _point_in_town(idx, point, crs)  # type: ignore[arg-type]
+        assert point is not None  # exactly one of parcel_id and point, checked above
+        x, y = _point_in_town(idx, point, crs)
         feats = pd.DataFrame({"building_id": [None], "parcel_id": [None], "user_id": [None],
                               "point": np.array([shapely.Point(x, y)], dtype=object)})
     # A bare point has no building or parcel a lateral could belong to.
@@ -194,6 +195,7 @@ def upstream_edges(
     out: list[tuple[Any, Any, Any]] = []
     while level:  # level by level: the order of a FIFO breadth-first search
         cand = [(u, v, k, d) for v in level for u, _, k, d in G.in_edges(v, keys=True, data=True)]
+        flows: list[Any] | np.ndarray
         if idx is not None:
             flows = [idx.edges.flowing[idx.edge_index[(u, v, k)]] for u, v, k, _ in cand]
         else:

@@ -18,7 +18,7 @@ analysis), so a test can check gisnet's answers against them:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import geopandas as gpd
 import numpy as np
@@ -111,7 +111,8 @@ def add_cases(layers: dict[str, gpd.GeoDataFrame], fpu: float, local_ne: np.ndar
     def clear(line: shapely.LineString, own: set[int]) -> bool:
         """Every vertex of ``line`` is within reach of no building but ``own``'s
         nearest, and no vertex is nearer another building than 3x reach."""
-        for k, pt in enumerate(shapely.points(shapely.get_coordinates(line))):
+        vertices = cast(np.ndarray, shapely.points(shapely.get_coordinates(line)))
+        for k, pt in enumerate(vertices):
             near = btree.query(pt, predicate="dwithin", distance=3 * reach)
             others = [j for j in near if j not in own]
             if others:

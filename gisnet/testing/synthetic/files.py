@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -102,7 +103,7 @@ def _toml_key(k: str) -> str:
     return k if bare else json.dumps(k)
 
 
-def write_town_file(path: Path, top: dict[str, object], layers: dict[str, dict[str, object]],
+def write_town_file(path: Path, top: dict[str, object], layers: dict[str, dict[str, Any]],
                     header: str = "") -> None:
     """Write a ``gisnet.toml``: top-level keys, then one table per layer role.
 
@@ -127,8 +128,8 @@ def write_town_file(path: Path, top: dict[str, object], layers: dict[str, dict[s
             if spec.get(sub):
                 out.append(f"[layers.{role}.{sub}]\n")
                 out.extend(f"{_toml_key(a)} = {_toml_value(b)}\n"
-                           for a, b in spec[sub].items())  # type: ignore[union-attr]
-        for col, vmap in spec.get("values", {}).items():  # type: ignore[union-attr]
+                           for a, b in spec[sub].items())
+        for col, vmap in spec.get("values", {}).items():
             out.append(f"[layers.{role}.values.{_toml_key(col)}]\n")
             out.extend(f"{_toml_key(str(a))} = {_toml_value(b)}\n" for a, b in vmap.items())
     path.write_text("".join(out), encoding="utf-8")

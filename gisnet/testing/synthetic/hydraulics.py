@@ -8,6 +8,7 @@ diameters with their minimum slopes, and vectorised sums along a drainage tree
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...units import CFS_TO_GPD
 
@@ -27,7 +28,7 @@ MANNING_N = 0.013
 DESIGN_UTILIZATION = 0.6
 
 
-def manning_capacity_gpd(diameter_in: np.ndarray, slope: np.ndarray,
+def manning_capacity_gpd(diameter_in: ArrayLike, slope: ArrayLike,
                          n: float = MANNING_N) -> np.ndarray:
     """Full-pipe Manning capacity of circular pipes, gpd.
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import cast
 
 import geopandas as gpd
 import numpy as np
@@ -56,7 +57,7 @@ def _ids(prefix: str, n: int, width: int | None = None) -> np.ndarray:
 
 def _lines(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> np.ndarray:
     coords = np.stack([np.column_stack([x0, y0]), np.column_stack([x1, y1])], axis=1)
-    return shapely.linestrings(coords)
+    return cast(np.ndarray, shapely.linestrings(coords))  # (n, 2, 2): n lines
 
 
 _DTYPES = {"str": "str", "float": "float64", "int": "Int64", "bool": "boolean",

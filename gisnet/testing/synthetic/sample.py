@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -52,8 +55,8 @@ class SampleTown:
     samples: pd.DataFrame
 
 
-def _append(gdf: gpd.GeoDataFrame, rows: dict[str, list[object]], geoms: list[object],
-            role: str) -> gpd.GeoDataFrame:
+def _append(gdf: gpd.GeoDataFrame, rows: Mapping[str, Sequence[Any]],
+            geoms: Sequence[shapely.Geometry], role: str) -> gpd.GeoDataFrame:
     n = len(geoms)
     data = {c: rows.get(c, [None] * n) for c in gdf.columns if c != gdf.geometry.name}
     new = gpd.GeoDataFrame(data, geometry=list(geoms), crs=gdf.crs)
@@ -81,10 +84,11 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     rng = np.random.default_rng(seed)
     crs = CRS.from_user_input("EPSG:2260")
     fpu = feet_per_unit(crs)
-    kw = {"lots_per_side": 6, "lot_width_ft": 60.0, "lot_depth_ft": 120.0,
-          "street_width_ft": 50.0, "trunk_every": 6, "jitter": 0.22}
-    n0 = len(layout_town(n_parcels, None, np.random.default_rng(seed), **kw).pipe_u)
-    a = layout_town(n_parcels, n0 + 40, rng, **kw)
+    lay = functools.partial(layout_town, lots_per_side=6, lot_width_ft=60.0,
+                            lot_depth_ft=120.0, street_width_ft=50.0, trunk_every=6,
+                            jitter=0.22)
+    n0 = len(lay(n_parcels, None, np.random.default_rng(seed)).pipe_u)
+    a = lay(n_parcels, n0 + 40, rng)
     width, height = a.extent
 
     # --- unsewered north-east corner and north edge (upstream-closed) --------------------
@@ -253,7 +257,7 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     up_pb = round(p_inv + 0.1 + 0.01 * l_ft[6], 2)
     t_up_inv = round(t_down_inv + 0.005 * l_ft[0], 2)
     c1_inv = round(m_inv + 0.1 + 0.005 * l_ft[4], 2)
-    new_mh = {
+    new_mh: dict[str, list[Any]] = {
         "node_id": [t_mh, *c_ids, *p_ids],
         "rim_ft": [round(v, 2) for v in (t_up_inv + 9.5, c1_inv + 9.0, m_inv + 9.2,
                                          m_inv + 9.4, up_pa + 7.5, up_pb + 8.0)],
@@ -267,7 +271,7 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
     mh_geoms = [shapely.Point(t_start), *[shapely.Point(p) for p in tri],
                 *[shapely.Point(p) for p in pxy]]
     mh = _append(mh, new_mh, mh_geoms, "manholes")
-    new_main = {
+    new_main: dict[str, list[Any]] = {
         "main_id": [t_id, *cyc_main, *p_main],
         "diameter_in": [8.0] * n_new,
         "material": ["PVC"] * n_new,
