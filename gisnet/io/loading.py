@@ -221,7 +221,8 @@ def load_town(
         diameter_units=tf.diameter_units,
         manning_n_by_material=tf.manning_n_by_material,
         extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
-               "output": tf.output,
+               "output": tf.output, "output_lock_timeout_s": tf.output_lock_timeout_s,
+               "notice_template": tf.notice_template,
                "mains_inverts": tf.layers["mains"].inverts if "mains" in tf.layers else None},
     )
     return Town(

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import ConfigError, NotFoundError
 from ..figures.maps import result_layers
+from ..output.cells import csv_text, xlsx_row
 from ..output.publish import (
     MANIFEST_FILE,
     make_manifest,
@@ -30,7 +31,7 @@ from ..output.publish import (
     read_manifest_file,
     staging_area,
 )
-from ..output.writing import RESULTS_FILE, refuse_inputs_as_outputs
+from ..output.writing import EXCEL_CELL_MAX, RESULTS_FILE, refuse_inputs_as_outputs
 from .packets import Packet, build_packets, select_rows
 from .template import Template, find_template
 
@@ -105,29 +106,39 @@ def _cell(v: Any) -> Any:
 
 
 def _write_csv(path: Path, table: pd.DataFrame) -> None:
-    """UTF-8 with a BOM, so that Excel reads "§" as written."""
+    """UTF-8 with a BOM, so that Excel reads "§" as written; text a spreadsheet
+    would run as a formula gets a leading apostrophe (:func:`gisnet.output.cells.csv_text`)."""
     with path.open("w", encoding="utf-8-sig", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(table.columns)
+        w.writerow([csv_text(c) for c in table.columns])
         for row in table.itertuples(index=False, name=None):
-            w.writerow(["" if _cell(v) is None else _cell(v) for v in row])
+            w.writerow(["" if _cell(v) is None else csv_text(_cell(v)) for v in row])
 
 
 def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
+    """The mail-merge workbook; text a spreadsheet would run as a formula is a
+    string cell (:func:`gisnet.output.cells.xlsx_row`)."""
     from openpyxl import Workbook
     from openpyxl.utils import get_column_letter
 
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "notices"
-    ws.append(list(table.columns))
-    for row in table.itertuples(index=False, name=None):
-        ws.append([_cell(v) for v in row])
+    wb = Workbook(write_only=True)
+    ws = wb.create_sheet("notices")
     ws.freeze_panes = "A2"
     for i, c in enumerate(table.columns, start=1):
         width = max([len(str(c))] + [len(str(v)) for v in table[c].head(200)]) + 2
         ws.column_dimensions[get_column_letter(i)].width = min(width, 60)
+    ws.append(xlsx_row(ws, list(table.columns)))
+    for row in table.itertuples(index=False, name=None):
+        ws.append(xlsx_row(ws, [_xlsx_value(_cell(v)) for v in row]))
     wb.save(path)
+
+
+def _xlsx_value(v: Any) -> Any:
+    """A cell holds at most 32,767 characters: a longer text is cut, with a note
+    (the CSV keeps it whole)."""
+    if isinstance(v, str) and len(v) > EXCEL_CELL_MAX:
+        return v[: EXCEL_CELL_MAX - 40] + " ... (cut: see notices.csv)"
+    return v
 
 
 def _check_out(out: Path) -> None:

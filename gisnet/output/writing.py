@@ -29,6 +29,7 @@ import shapely
 from ..errors import ConfigError, LayerError
 from ..town import Town
 from ._testhooks import kill_point
+from .cells import csv_safe, xlsx_row
 from .metadata import describe_gpkg, layer_docs
 from .styles import write_styles
 
@@ -378,6 +379,9 @@ def write_tables(
       with one sheet per layer (see :func:`write_workbook`).
 
     CSV files are UTF-8 with a byte-order mark, so Excel reads "§" as "§".
+    CSV and XLSX cells are spreadsheet-safe (:mod:`gisnet.output.cells`): text
+    that a spreadsheet would run as a formula (``=...``, ``@...``) is written as
+    text, numbers as numbers.
 
     Every layer is in its file form, as in the GeoPackage (:func:`file_form`:
     values rounded, ``quality`` as points with the whole shape in
@@ -432,7 +436,7 @@ def write_tables(
                     if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
                             df.geometry.values, rounding_precision=WKT_DECIMALS))
-                    table.to_csv(tmp, index=False, encoding="utf-8-sig")
+                    csv_safe(table).to_csv(tmp, index=False, encoding="utf-8-sig")
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
                     g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
@@ -489,6 +493,8 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
     listing each sheet's columns with name, label, unit and meaning.
 
     A cell holds at most 32,767 characters: a longer WKT is cut, with a note.
+    Text that a spreadsheet would run as a formula is a string cell
+    (:func:`gisnet.output.cells.xlsx_row`).
     """
     try:
         from openpyxl import Workbook
@@ -513,9 +519,9 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
         ws = wb.create_sheet(title=name[:31])
         ws.freeze_panes = "A2"
         header = workbook_header(name, table.columns)
-        ws.append(header)
+        ws.append(xlsx_row(ws, header))
         for row in table.itertuples(index=False, name=None):
-            ws.append([_cell(v) for v in row])
+            ws.append(xlsx_row(ws, [_cell(v) for v in row]))
         doc = docs.get(name)
         for c, label in zip(table.columns, header, strict=True):
             col = doc.column("geometry" if c == "geometry_wkt" else c) if doc else None
@@ -525,6 +531,6 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
     ws.freeze_panes = "A2"
     ws.append(["sheet", "column", "label", "unit", "meaning"])
     for r in dictionary:
-        ws.append(r)
+        ws.append(xlsx_row(ws, r))
     wb.save(path)
     return Path(path)
