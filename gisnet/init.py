@@ -168,10 +168,13 @@ def sources(folder: Path) -> list[Path]:
     return out
 
 
-def _short(exc: BaseException) -> str:
-    """The first line of an error, for a skipped file's reason."""
+def _short(exc: BaseException, src: Path | None = None) -> str:
+    """The first line of an error, for a skipped file's reason (GDAL's advice on
+    drivers and the file's own path left out: the line names it already)."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    line = text[0] if text else type(exc).__name__
+    line = line.split("; It might help")[0]
+    return line.replace(f"'{src}' ", "").replace(str(src), src.name) if src else line
 
 
 def _inspect_source(src: Path) -> list[LayerFound]:
@@ -196,7 +199,7 @@ def _inspect_source(src: Path) -> list[LayerFound]:
             warnings.simplefilter("ignore", RuntimeWarning)
             listed = pyogrio.list_layers(src)
     except Exception as exc:  # an unreadable file is reported, never a traceback
-        raise LayerError(f"cannot list the layers of this file ({_short(exc)})",
+        raise LayerError(f"cannot list the layers of this file ({_short(exc, src)})",
                          path=src) from None
     multi = len(listed) > 1 or src.suffix.lower() in (".gpkg", ".gdb", ".sqlite")
     found = []
@@ -210,7 +213,8 @@ def _inspect_source(src: Path) -> list[LayerFound]:
                     df = pyogrio.read_dataframe(src, layer=name, max_features=50)
                     fam = _family(str(df.geom_type.dropna().iloc[0])) if len(df) else "none"
         except Exception as exc:
-            raise LayerError(f"cannot read layer {name!r} ({_short(exc)})", path=src) from None
+            raise LayerError(f"cannot read layer {name!r} ({_short(exc, src)})",
+                             path=src) from None
         found.append(LayerFound(path=src, layer=str(name) if multi else None, geometry=fam,
                                 features=int(info.get("features", -1)),
                                 columns=[str(c) for c in info["fields"]]))

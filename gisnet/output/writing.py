@@ -29,7 +29,7 @@ import shapely
 from ..errors import ConfigError, LayerError
 from ..town import Town
 from ._testhooks import kill_point
-from .cells import csv_safe, xlsx_row
+from .cells import write_csv, xlsx_row
 from .guard import RESULTS_FILE, guard_outputs, input_files
 from .metadata import describe_gpkg, layer_docs
 from .styles import write_styles
@@ -385,7 +385,7 @@ def write_tables(
                     if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
                             df.geometry.values, rounding_precision=WKT_DECIMALS))
-                    csv_safe(table).to_csv(tmp, index=False, encoding="utf-8-sig")
+                    write_csv(table, tmp, encoding="utf-8-sig")
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
                     g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
