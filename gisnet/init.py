@@ -8,6 +8,11 @@ columns by the aliases of :mod:`gisnet.schema`, and for the coded columns it
 maps (``kind``, ``owner``, ``status``, ``land_use``) lists the distinct source
 values with the canonical value chosen for each. :func:`render_town_file`
 writes it all as a town file in which every guess is marked ``# guess``.
+
+A file that cannot be read (a FIFO, a broken link, a truncated or corrupt
+shapefile, a GeoPackage that is not one, a layer whose columns cannot be
+read) is skipped with its reason (:attr:`Proposal.skipped`), said on the
+command line and as a comment in the town file; the rest is proposed as usual.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from . import schema
 from .errors import ConfigError, LayerError
 from .profile import builtin_profiles
 from .rules import DEFAULT_PLANT_TOLERANCE_FT
-from .townfile import NORMALISED, TOWN_FILE, match_columns
+from .townfile import NORMALISED, TOWN_FILE, file_problem, match_columns
 
 #: File suffixes read as layers (a ``.gdb`` folder is a FileGDB).
 SUFFIXES = (".shp", ".gpkg", ".geojson", ".json", ".fgb", ".sqlite", ".gml", ".kml")
@@ -128,12 +133,14 @@ class LayerFound:
 
 @dataclass
 class Proposal:
-    """What ``gisnet init`` proposes for a folder: a role per layer and a profile."""
+    """What ``gisnet init`` proposes for a folder: a role per layer and a profile;
+    ``skipped`` lists ``(file, reason)`` for each file that could not be read."""
 
     folder: Path
     layers: list[LayerFound]
     profile: str
     profile_guessed: bool
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
 
     def chosen(self) -> dict[str, LayerFound]:
         """Role -> the layer proposed for it."""
@@ -152,54 +159,103 @@ def _family(geomtype: str | None) -> str:
 
 
 def sources(folder: Path) -> list[Path]:
-    """The layer sources in a folder (not recursive), sorted by name."""
+    """The layer sources in a folder (not recursive), sorted by name: every entry
+    with a layer suffix (a ``.gdb`` folder), readable or not."""
     out = []
     for p in sorted(folder.iterdir()):
-        suffix = p.suffix.lower()
-        if (p.is_dir() and suffix == ".gdb") or (p.is_file() and suffix in SUFFIXES):
+        if p.suffix.lower() in SUFFIXES or (p.suffix.lower() == ".gdb" and p.is_dir()):
             out.append(p)
     return out
 
 
-def inspect_folder(folder: str | Path) -> list[LayerFound]:
+def _short(exc: BaseException, src: Path | None = None) -> str:
+    """The first line of an error, for a skipped file's reason (GDAL's advice on
+    drivers and the file's own path left out: the line names it already)."""
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    line = line.split("; It might help")[0]
+    return line.replace(f"'{src}' ", "").replace(str(src), src.name) if src else line
+
+
+def _inspect_source(src: Path) -> list[LayerFound]:
+    """The layers of one source.
+
+    Raises
+    ------
+    LayerError
+        The source cannot be read (the reason, one line).
+    """
+    import pyogrio
+
+    from .io.reading import check_shapefile
+
+    problem = file_problem(src, folder_ok=src.suffix.lower() == ".gdb")
+    if problem is not None:
+        raise LayerError(problem, path=src)
+    if src.suffix.lower() == ".shp":
+        check_shapefile(src)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            listed = pyogrio.list_layers(src)
+    except Exception as exc:  # an unreadable file is reported, never a traceback
+        raise LayerError(f"cannot list the layers of this file ({_short(exc, src)})",
+                         path=src) from None
+    multi = len(listed) > 1 or src.suffix.lower() in (".gpkg", ".gdb", ".sqlite")
+    found = []
+    for name, geomtype in listed:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                info = pyogrio.read_info(src, layer=name)
+                fam = _family(geomtype or info.get("geometry_type"))
+                if fam == "unknown":
+                    df = pyogrio.read_dataframe(src, layer=name, max_features=50)
+                    fam = _family(str(df.geom_type.dropna().iloc[0])) if len(df) else "none"
+        except Exception as exc:
+            raise LayerError(f"cannot read layer {name!r} ({_short(exc, src)})",
+                             path=src) from None
+        found.append(LayerFound(path=src, layer=str(name) if multi else None, geometry=fam,
+                                features=int(info.get("features", -1)),
+                                columns=[str(c) for c in info["fields"]]))
+    return found
+
+
+def inspect_folder(folder: str | Path,
+                   skipped: list[tuple[Path, str]] | None = None) -> list[LayerFound]:
     """Every layer of every source in ``folder``, with geometry family, columns, count.
+
+    Parameters
+    ----------
+    folder
+        The folder to look in.
+    skipped
+        Where to record ``(file, reason)`` for each source that cannot be read
+        (skipped); None: the first such source is an error.
 
     Raises
     ------
     ConfigError
         The folder does not exist or holds no layer gisnet can read.
+    LayerError
+        A source cannot be read and ``skipped`` is None.
     """
-    import pyogrio
-
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError("not a folder", path=folder)
     found: list[LayerFound] = []
     for src in sources(folder):
         try:
-            listed = pyogrio.list_layers(src)
-        except Exception as exc:  # an unreadable file is reported, never a traceback
-            raise LayerError(f"cannot list the layers of this file ({exc})", path=src) from None
-        multi = len(listed) > 1 or src.suffix.lower() in (".gpkg", ".gdb", ".sqlite")
-        for name, geomtype in listed:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    info = pyogrio.read_info(src, layer=name)
-            except Exception as exc:
-                raise LayerError(f"cannot read layer {name!r} ({exc})", path=src) from None
-            fam = _family(geomtype or info.get("geometry_type"))
-            if fam == "unknown":
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    df = pyogrio.read_dataframe(src, layer=name, max_features=50)
-                fam = _family(str(df.geom_type.dropna().iloc[0])) if len(df) else "none"
-            found.append(LayerFound(path=src, layer=str(name) if multi else None, geometry=fam,
-                                    features=int(info.get("features", -1)),
-                                    columns=[str(c) for c in info["fields"]]))
+            found += _inspect_source(src)
+        except LayerError as exc:
+            if skipped is None:
+                raise
+            skipped.append((src, exc.message))
     if not found:
+        also = (f"; skipped {len(skipped)} file(s) that cannot be read: "
+                + "; ".join(f"{p.name}: {why}" for p, why in skipped)) if skipped else ""
         raise ConfigError(f"no layers here (looked for {', '.join(SUFFIXES)} files and "
-                          ".gdb folders)", path=folder)
+                          f".gdb folders){also}", path=folder)
     return found
 
 
@@ -309,7 +365,8 @@ def propose(folder: str | Path, profile: str | None = None) -> Proposal:
     Each role takes at most one layer: the first named for it, else the one
     with the most features. Layers with no role stay listed, with why.
     """
-    found = inspect_folder(folder)
+    skipped: list[tuple[Path, str]] = []
+    found = inspect_folder(folder, skipped)
     best: dict[str, LayerFound] = {}
     for f in found:
         role, why = _role_by_name(f)
@@ -327,11 +384,16 @@ def propose(folder: str | Path, profile: str | None = None) -> Proposal:
             best[role] = f
         else:
             f.why = f"{why}; another {role} layer has more features"
-    for f in best.values():
-        _guess_columns(f)
+    for role, f in list(best.items()):
+        try:
+            _guess_columns(f)
+        except Exception as exc:  # its rows cannot be read: skipped, with the reason
+            skipped.append((f.path, f"cannot read the {f.label} columns ({_short(exc)})"))
+            found.remove(f)
+            del best[role]
     guessed = profile is None
     prof = profile if profile is not None else PROPOSED_PROFILE
-    return Proposal(Path(folder), found, prof, guessed)
+    return Proposal(Path(folder), found, prof, guessed, skipped)
 
 
 def _toml_str(v: Any) -> str:
@@ -360,6 +422,8 @@ def render_town_file(p: Proposal, base: Path | None = None) -> str:
         out.append(f"plant_tolerance_ft = {DEFAULT_PLANT_TOLERANCE_FT:g}  # guess: a plant "
                    "point this close to a pipe end is joined to it")
     out.append("")
+    for path, why in p.skipped:
+        out.append(f"# skipped: {path.name}: {why}".replace("\n", " "))
     for f in p.layers:
         if f.role is None:
             out.append(f"# not used: {f.label} ({f.geometry}, {f.features} features): {f.why}")
@@ -397,7 +461,7 @@ def render_town_file(p: Proposal, base: Path | None = None) -> str:
 
 def summary_lines(p: Proposal) -> list[str]:
     """What ``gisnet init`` prints: each layer's role and each coded value's mapping."""
-    lines = []
+    lines = [f"  skipped {path.name}: {why}" for path, why in p.skipped]
     for f in p.layers:
         if f.role is None:
             lines.append(f"  {f.label}: not used ({f.why})")
@@ -440,20 +504,22 @@ def init_town(folder: str | Path, *, profile: str | None = None, force: bool = F
     Raises
     ------
     ConfigError
-        The town file exists and ``force`` is not given, or the folder holds no layers.
+        The town file exists and ``force`` is not given, the target is one of
+        the folder's layers (never replaced, :func:`gisnet.output.guard.guard_outputs`),
+        or the folder holds no layer that can be read.
     """
+    from .output.guard import Output, guard_outputs
+    from .output.writing import atomic_write_text
     from .profile import load_profile
 
     if profile is not None:
         load_profile(profile)  # an unknown name fails here, not at the first run
     folder = Path(folder)
     target = Path(out) if out is not None else folder / TOWN_FILE
-    if target.exists() and not force:
-        raise ConfigError(f"{TOWN_FILE} exists already; give --force to replace it",
-                          path=target)
+    layers = sources(folder) if folder.is_dir() else []
+    guard_outputs([Output(target, "town_file")], inputs=layers, force=force,
+                  force_option="--force", town_dirs=[folder], what="town file")
     p = propose(folder, profile)
     text = render_town_file(p, base=target.resolve().parent)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(target)
+    atomic_write_text(target, text, "town file")
     return target, p

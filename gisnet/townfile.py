@@ -17,6 +17,7 @@ A town's layers folder holds one ``gisnet.toml``::
 
     [output]                               # optional: where 'gisnet run' writes
     path = "postgresql://gis@db/town?schema=gisnet"   # or a folder (default maps/)
+    lock_timeout_s = 5                     # optional: PostGIS wait for others' locks
 
     [layers.mains]
     path = "mains.shp"                     # relative to this file; or PG:..., /vsizip/...,
@@ -178,6 +179,9 @@ class TownFile:
         ``[output] path``: where ``gisnet run`` writes without ``--out``, a
         folder (absolute) or a database URL (``postgresql://...?schema=NAME``,
         kept as written); None for the default ``maps/``.
+    output_lock_timeout_s
+        ``[output] lock_timeout_s``: seconds a PostGIS write waits for another
+        client's lock before it stops (None: the default, 5 s).
     """
 
     path: Path | None
@@ -194,6 +198,7 @@ class TownFile:
     notice_template: Path | None = None
     layers: dict[str, LayerSpec] = field(default_factory=dict)
     output: Path | str | None = None
+    output_lock_timeout_s: float | None = None
 
     @property
     def folder(self) -> Path:
@@ -477,11 +482,18 @@ class _Checker:
                 tf.notice_template = Path(self.file(t["template"], "notices.template"))
         if "output" in data:
             t = self.table(data["output"], "output")
-            self.unknown(t, {"path"}, "output")
-            if "path" not in t:
+            self.unknown(t, {"path", "lock_timeout_s"}, "output")
+            if "lock_timeout_s" in t:
+                v = t["lock_timeout_s"]
+                if isinstance(v, bool) or not isinstance(v, int | float) \
+                        or not math.isfinite(v) or v <= 0:
+                    raise self.fail("output.lock_timeout_s", "must be a number of seconds > 0")
+                tf.output_lock_timeout_s = float(v)
+            if "path" not in t and "lock_timeout_s" not in t:
                 raise self.fail("output.path", "missing (a folder, or postgresql://... for "
                                                "a PostGIS database)")
-            tf.output = self.file(t["path"], "output.path")
+            if "path" in t:
+                tf.output = self.file(t["path"], "output.path")
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

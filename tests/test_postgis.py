@@ -334,3 +334,155 @@ def test_missing_server_skips_but_fails_under_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="CI must install"):
         pg.need_postgres()
+
+
+# --------------------------------------------------------------------------- hostile
+
+
+#: The ``where`` that once deleted every row of the source table and committed.
+PAYLOAD = "1=1; DELETE FROM mains; COMMIT; SELECT 1"
+
+
+def _count(cluster, table: str) -> int:
+    with cluster.connect() as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+@pytest.fixture
+def public_mains(cluster):
+    """A copy of the sample mains as ``public.mains`` (what the payload names)."""
+    with cluster.connect() as conn:
+        conn.execute("DROP TABLE IF EXISTS public.mains")
+        conn.execute("CREATE TABLE public.mains AS SELECT * FROM sample.mains")
+    n = _count(cluster, "public.mains")
+    assert n > 100
+    return n
+
+
+def test_a_where_cannot_write_to_the_source(cluster, tmp_path, public_mains, capsys):
+    """The payload is refused before connecting: one line naming the source (without
+    its password), the layer and the problem; exit 2; every row still there."""
+    from gisnet.cli import main
+
+    folder = pg_town_file(tmp_path / "town", cluster.url.replace(
+        "postgres@", f"postgres:{pg.PASSWORD}@"))
+    tf = folder / "gisnet.toml"
+    tf.write_text(tf.read_text().replace('layer = "sample.mains"',
+                                         f'layer = "mains"\nwhere = "{PAYLOAD}"'))
+    capsys.readouterr()
+    rc = main(["validate", "--layers", str(folder)])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("gisnet: error:")]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert re.search(r"postgres:\*\*\*@127\.0\.0\.1.*: layer 'mains': where = '1=1; DELETE "
+                     r"FROM mains; COMMIT; SELECT 1' holds a ';' outside quotes", lines[0])
+    assert pg.PASSWORD not in err
+    assert _count(cluster, "public.mains") == public_mains
+
+
+def test_what_slips_past_the_check_still_cannot_write(cluster, public_mains, monkeypatch):
+    """Defence in depth: with the text check switched off, the payload reaches the
+    server and still writes nothing (one statement per message); a function that
+    deletes, called from a where, fails in the READ ONLY transaction; a
+    data-modifying WITH as an SQL layer is refused."""
+    import gisnet.io.postgis as pgio
+
+    monkeypatch.setattr(pgio, "sql_problem", lambda text, query: None)
+    with pytest.raises(LayerError, match="cannot read mains with where"):
+        read_layer(cluster.url, layer="mains", where=PAYLOAD, role="mains")
+    monkeypatch.undo()
+    with cluster.connect() as conn:  # a function that writes, called from a where
+        conn.execute("CREATE OR REPLACE FUNCTION public.wipe() RETURNS int LANGUAGE sql "
+                     "AS 'DELETE FROM public.mains; SELECT 1'")
+    with pytest.raises(LayerError, match="cannot execute DELETE in a read-only transaction"):
+        read_layer(cluster.url, layer="mains", where="public.wipe() = 1", role="mains")
+    with pytest.raises(LayerError, match="cannot read query"):
+        read_layer(cluster.url, layer="WITH d AS (DELETE FROM mains RETURNING *) "
+                                      "SELECT * FROM d", role="mains")
+    with pytest.raises(LayerError, match="SQL layer holds a ';'"):
+        read_layer(cluster.url, layer="SELECT * FROM mains; DROP TABLE mains", role="mains")
+    with pytest.raises(LayerError, match="closes a parenthesis"):
+        read_layer(cluster.url, layer="mains", where="true) OR (true", role="mains")
+    assert _count(cluster, "public.mains") == public_mains
+    # a ';' inside a string is text, not a second statement
+    got = read_layer(cluster.url, layer="mains", where="'a;b' = 'a;b'", role="mains")
+    assert len(got) == public_mains
+
+
+def test_a_locked_previous_table_neither_hangs_the_write_nor_blocks_readers(
+        cluster, monkeypatch):
+    """Another client holds a previous table (idle in transaction): the write takes
+    its locks with NOWAIT, so a reader arriving meanwhile is answered at once; once
+    the client lets go the write completes; still held after the lock timeout, the
+    write stops with one error naming the relation and the client, tables unchanged."""
+    import threading
+    import types
+
+    import gisnet.output.postgis as pgout
+    from gisnet.errors import ConfigError
+
+    town = load_town(SAMPLE)
+    url = f"{cluster.url}?schema=locked"
+
+    def layers(n: int) -> dict[str, gpd.GeoDataFrame]:
+        return {"obligations": gpd.GeoDataFrame(
+            {"parcel_id": [f"P{i}" for i in range(n)]},
+            geometry=gpd.points_from_xy(range(n), range(n)), crs=town.crs)}
+
+    pgout.write_postgis(url, layers(2), town, run_id="r1", version="t")
+    tried = threading.Event()
+    real_sleep = pgout.time.sleep
+    monkeypatch.setattr(pgout, "time", types.SimpleNamespace(
+        monotonic=pgout.time.monotonic, sleep=lambda s: (tried.set(), real_sleep(s))))
+    holder = cluster.connect()
+    try:
+        holder.execute("BEGIN")
+        holder.execute("SELECT count(*) FROM locked.obligations")
+        failure: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                pgout.write_postgis(url, layers(3), town, run_id="r2", version="t",
+                                    lock_timeout_s=120)
+            except BaseException as exc:  # reported below
+                failure.append(exc)
+
+        t = threading.Thread(target=write)
+        t.start()
+        assert tried.wait(120), "the write never met the lock"
+        with cluster.connect() as reader:  # not queued behind the write
+            reader.execute("SET lock_timeout = '10s'")
+            assert reader.execute("SELECT count(*) FROM locked.obligations").fetchone() == (2,)
+        holder.execute("COMMIT")
+        t.join(120)
+        assert not t.is_alive() and not failure, failure
+        assert _count(cluster, "locked.obligations") == 3
+        holder.execute("BEGIN")
+        holder.execute("SELECT count(*) FROM locked.obligations")
+        with pytest.raises(ConfigError) as e:
+            pgout.write_postgis(url, layers(5), town, run_id="r3", version="t",
+                                lock_timeout_s=0.5)
+        msg = str(e.value)
+        assert re.search(r"relation locked\.obligations is locked by another client \(held "
+                         r"by pid \d+, .*idle in transaction", msg), msg
+        assert "\n" not in msg and "postgres@127.0.0.1" in msg
+        holder.execute("COMMIT")
+    finally:
+        holder.close()
+    assert _count(cluster, "locked.obligations") == 3
+
+
+def test_lock_timeout_from_the_town_file_and_the_flag(tmp_path):
+    from gisnet.errors import ConfigError
+    from gisnet.output.postgis import LOCK_TIMEOUT_S, lock_timeout_of
+    from gisnet.townfile import read_town_file
+
+    tf = tmp_path / "gisnet.toml"
+    tf.write_text("[output]\nlock_timeout_s = 2.5\n", encoding="utf-8")
+    assert read_town_file(tf).output_lock_timeout_s == 2.5
+    tf.write_text("[output]\nlock_timeout_s = -1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"output\.lock_timeout_s.*> 0"):
+        read_town_file(tf)
+    assert lock_timeout_of(None) == LOCK_TIMEOUT_S
+    with pytest.raises(ConfigError, match="lock timeout"):
+        lock_timeout_of(None, float("nan"))

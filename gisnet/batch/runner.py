@@ -178,12 +178,18 @@ def run_region(region: Region, out_root: str | Path, *, options: Options | None 
     """
     from distributed import as_completed
 
-    from .summary import write_summary
+    from ..output.guard import guard_outputs
+    from ..output.writing import RESULTS_FILE
+    from .summary import INDEX_PAGE, SUMMARY_CSV, SUMMARY_GPKG, write_summary
 
     options = options or Options()
     out = Path(out_root)
     if out.exists() and not out.is_dir():
         raise ConfigError("the output folder is a file", path=out)
+    # no output over any town's inputs (each town's own run checks its files again)
+    guard_outputs([out / SUMMARY_GPKG, out / SUMMARY_CSV, out / INDEX_PAGE,
+                   *(out / e.name / RESULTS_FILE for e in region.towns)],
+                  town_dirs=[e.folder for e in region.towns], what="batch output")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     own = client is None

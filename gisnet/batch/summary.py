@@ -37,6 +37,7 @@ import geopandas as gpd
 import pandas as pd
 
 from ..output import atomic_path, atomic_write_text, write_gpkg
+from ..output.cells import write_csv
 from .task import FAILED, ROW_COLUMNS
 
 SUMMARY_LAYER = "region_summary"
@@ -84,7 +85,7 @@ def write_summary(out_root: str | Path, rows: Iterable[Mapping[str, Any]], *,
         tmp.with_suffix(".gpkg").replace(tmp)
     written.append(out / SUMMARY_GPKG)
     with atomic_path(out / SUMMARY_CSV, "region summary CSV") as tmp:
-        pd.DataFrame(gdf.drop(columns="geometry")).to_csv(tmp, index=False, encoding="utf-8")
+        write_csv(gdf.drop(columns="geometry"), tmp, encoding="utf-8")
     written.append(out / SUMMARY_CSV)
     if maps:
         written.append(write_index_page(out, gdf, region_name=region_name,

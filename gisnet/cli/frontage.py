@@ -49,9 +49,10 @@ def run(args: argparse.Namespace) -> int:
     s = frontage_shares(town, args.main, args.cost)
     if args.csv:
         from ..output import atomic_path
+        from ..output.cells import write_csv
 
         with atomic_path(args.csv, "shares CSV") as tmp:
-            s.to_csv(tmp, index=False)
+            write_csv(s, tmp)
     sec = town.profile.connection.frontage_section or "(the profile names no section)"
     if s.empty:
         say(args, f"main {args.main}: no parcel fronts on it")

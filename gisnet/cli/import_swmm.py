@@ -22,6 +22,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="CRS of the model's coordinates (SWMM files carry none): required")
     p.add_argument("--profile", metavar="P", required=False,
                    help="jurisdiction profile the town file names (built-in name or path)")
+    p.add_argument("--force", action="store_true",
+                   help="replace the town file (and swmm.gpkg) of a town already in DIR; the "
+                        "layers that town reads are never replaced")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("-v", "--verbose", action="store_true", help="log every step")
     p.set_defaults(func=run)
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     model = read_model(args.model)
     crs = model_crs(model, args.crs)
     res = model_layers(model, crs)
-    path = write_town(model, res, args.dir, args.profile)
+    path = write_town(model, res, args.dir, args.profile, force=args.force)
     m = res.layers["mains"]
     say(args, f"{args.model.name}: {len(model.conduits)} conduit(s), {len(model.links)} other "
               f"link(s), {len(model.nodes)} node(s), {len(model.subcatchments)} "

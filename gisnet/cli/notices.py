@@ -10,6 +10,7 @@ into ``--out`` (default ``maps/notices``), all at once.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .common import add_town_options, load_town, progress, say
@@ -48,16 +49,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..notices import write_notices
     from ..notices.packets import parse_date
+    from ..notices.template import find_template, load_template
     from ..pipeline import analyse
 
     notice_date = parse_date(args.notice_date)
+    # the template is checked before anything is loaded or analysed
+    tpl = load_template(args.template) if args.template is not None else None
     town = load_town(args)
+    tpl = tpl if tpl is not None else find_template(town)
     progress(args, "measuring obligations")
     res = analyse(town, only=["obligations"], parcels=args.parcel_list,
                   assume_abutting=args.assume_abutting)
     progress(args, f"writing notices to {args.out}")
     ns = write_notices(town, res, args.out, parcels=args.parcel_list,
-                       notice_date=notice_date, template=args.template)
+                       notice_date=notice_date, template=tpl)
     notes = list(ns.notes)
     if args.notice_date is None:
         notes.insert(0, f"notice date {notice_date.isoformat()} (today; give --notice-date "
@@ -69,4 +74,11 @@ def run(args: argparse.Namespace) -> int:
     for path in ns.files:
         if not path.name.startswith("notice-"):
             say(args, f"  {path}")
+    for pid, why in ns.failed:
+        print(f"gisnet: error: parcel {pid[:100]}: no notice written: {why}", file=sys.stderr)
+    if ns.failed:
+        print(f"gisnet: error: {len(ns.failed)} of {len(ns.failed) + len(ns.packets)} notice "
+              "packet(s) could not be written (the others were); exit status 1",
+              file=sys.stderr)
+        return 1
     return 0

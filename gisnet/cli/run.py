@@ -33,6 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(csv with WKT geometry, UTF-8 with a BOM for Excel; geojson in "
                         "EPSG:4326; parquet) or, for xlsx, one sheet per layer in "
                         "DIR/tables/gisnet-results.xlsx; repeatable")
+    p.add_argument("--lock-timeout", type=float, metavar="S", default=None,
+                   help="with a PostGIS --out: seconds to wait for another client's lock on "
+                        "the previous tables before stopping with an error naming it "
+                        "(default: the town file's [output] lock_timeout_s, else 5)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -46,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
         common.resolve_town_source(args)
         with rep.step("load", f"loading town from {args.layers or 'the layers given'}"):
             town = common.load_town(args, announce=False)
+        if args.lock_timeout is not None:
+            from ..output.postgis import lock_timeout_of
+
+            town.settings.extra["output_lock_timeout_s"] = lock_timeout_of(
+                town, args.lock_timeout)
         out = args.out if args.out is not None else town.settings.extra.get("output")
         out = out if out is not None else common.DEFAULT_OUT
         res = run_pipeline(town, out, self_contained=not args.cdn,

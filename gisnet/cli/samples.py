@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
     res = check_samples(town, G, args.csv)
     if args.csv_out:
         from ..output import atomic_path
+        from ..output.cells import write_csv
 
         with atomic_path(args.csv_out, "findings CSV") as tmp:
-            res.to_csv(tmp, index=False)
+            write_csv(res, tmp)
     labels = {"exceedance": "EXCEEDANCE", "screening_exceedance": "SCREENING",
               "above_normal_strength": "ABOVE NORMAL STRENGTH"}
     counts = res["kind"].value_counts()

@@ -128,7 +128,8 @@ def load_town(
     settings = TownSettings.from_town_file(
         tf, snap_tolerance_ft=snap_tolerance_ft,
         extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
-               "output": tf.output})
+               "output": tf.output, "output_lock_timeout_s": tf.output_lock_timeout_s,
+               "notice_template": tf.notice_template})
     return Town(
         name=name,
         crs=working,

@@ -14,6 +14,12 @@ a service file (``service=name``, ``PGSERVICE``); a password written in the
 source works but is never repeated: every message, log line, manifest and
 summary shows :func:`redact` of the source.
 
+A source is only read, never written: every read runs in a READ ONLY
+transaction with a statement timeout (:data:`READ_TIMEOUT_S`), statements go
+over the extended protocol (one statement per message), a ``where`` must be
+one SQL expression and an SQL layer one query (:func:`sql_problem`: no ``;``
+outside quotes, no comment, balanced parentheses), checked before connecting.
+
 Writing the results to PostGIS is :mod:`gisnet.output.postgis`.
 """
 
@@ -53,6 +59,79 @@ FID, GEOM = "fid", "geom"
 _PASSWORD_KV = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)")
 _URL_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^/@\s:]*:)[^@\s/]*@")
 _QUERY = re.compile(r"^\s*(select|with|values|table)\b", re.IGNORECASE)
+#: Seconds one read statement may run before the server cancels it.
+READ_TIMEOUT_S = 600
+#: How a quoted part of SQL begins: a string ('...', E'...'), an identifier ("..."),
+#: a dollar-quoted string ($tag$...$tag$).
+_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+def sql_problem(text: str, *, query: bool) -> str | None:
+    """Why ``text`` is not one SQL expression (``query`` False: a ``where``) or one
+    query (``query`` True: an SQL layer), or None when it is.
+
+    Quoted strings, identifiers and dollar-quoted strings are skipped; outside
+    them a ``;`` (a second statement; a query may end with one), a comment
+    (``--``, ``/*``) or unbalanced parentheses (a ``where`` closing gisnet's
+    ``WHERE (...)``) is refused. The server then parses the text inside a READ
+    ONLY transaction, so even what slipped past could not write.
+
+    Examples
+    --------
+    >>> sql_problem("kind = 'a;b'", query=False) is None
+    True
+    >>> sql_problem("1=1; DELETE FROM mains", query=False)
+    "holds a ';' outside quotes: one SQL condition only, never a second statement"
+    """
+    body = text.rstrip()
+    if query:
+        body = body.rstrip(";").rstrip() if body.endswith(";") else body
+    depth = 0
+    i, n = 0, len(body)
+    while i < n:
+        ch = body[i]
+        if ch in "'\"":
+            escapes = ch == "'" and i > 0 and body[i - 1] in "eE" and (
+                i == 1 or not (body[i - 2].isalnum() or body[i - 2] == "_"))
+            j = i + 1
+            while j < n:
+                if escapes and body[j] == "\\":
+                    j += 2
+                    continue
+                if body[j] == ch:
+                    if j + 1 < n and body[j + 1] == ch:  # '' or "" inside
+                        j += 2
+                        continue
+                    break
+                j += 1
+            if j >= n:
+                return f"has an unclosed {ch} quote"
+            i = j + 1
+            continue
+        m = _DOLLAR.match(body, i) if ch == "$" else None
+        if m and not (i > 0 and (body[i - 1].isalnum() or body[i - 1] == "_")):
+            end = body.find(m.group(0), m.end())
+            if end < 0:
+                return f"has an unclosed {m.group(0)} quote"
+            i = end + len(m.group(0))
+            continue
+        if ch == ";":
+            return ("holds a ';' outside quotes: one SQL " + ("query" if query else "condition")
+                    + " only, never a second statement")
+        if body.startswith(("--", "/*"), i):
+            return "holds an SQL comment (-- or /*): write the condition without one"
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return "closes a parenthesis it did not open"
+        i += 1
+    if depth:
+        return "leaves a parenthesis open"
+    if not body.strip():
+        return "is empty"
+    return None
 
 
 def is_database(source: Any) -> bool:
@@ -120,9 +199,13 @@ def parse_database(source: Any) -> Database:
 
 @contextmanager
 def connect(db: Database, *, role: str | None = None, what: str = "source",
-            error: type[GisnetError] = LayerError) -> Iterator[Any]:
+            error: type[GisnetError] = LayerError, read_only: bool = False) -> Iterator[Any]:
     """A psycopg connection to ``db``; a failure is ``error`` naming the source
-    (password removed), never a traceback."""
+    (password removed), never a traceback.
+
+    ``read_only``: every transaction of the session is READ ONLY (the session's
+    default too, so not even a smuggled ``COMMIT`` opens a writable one) and a
+    statement runs at most :data:`READ_TIMEOUT_S` seconds."""
     try:
         import psycopg
     except ImportError as exc:  # a dependency, but an environment may lack it
@@ -133,6 +216,15 @@ def connect(db: Database, *, role: str | None = None, what: str = "source",
     except psycopg.Error as exc:
         raise error(f"cannot connect to the {what}: {detail(exc)}", path=db.shown,
                     layer=role) from None
+    if read_only:
+        try:
+            conn.read_only = True
+            conn.execute("SET default_transaction_read_only = on")
+            conn.execute(f"SET statement_timeout = '{int(READ_TIMEOUT_S)}s'")
+        except psycopg.Error as exc:
+            conn.close()
+            raise error(f"cannot open a read-only session on the {what}: {detail(exc)}",
+                        path=db.shown, layer=role) from None
     try:
         yield conn
     finally:
@@ -192,6 +284,14 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
                          path=db.shown, layer=role)
     name = str(name)
     is_query = bool(_QUERY.match(name))
+    problem = sql_problem(name, query=True) if is_query else None
+    if problem is None and where is not None:
+        problem = sql_problem(where, query=False)
+        problem = None if problem is None else f"where = {where!r} {problem}"
+    elif problem is not None:
+        problem = f"the SQL layer {problem}"
+    if problem is not None:
+        raise LayerError(problem, path=db.shown, layer=role)
     rel: sql.Composable
     if is_query:
         rel = sql.SQL("({})").format(sql.SQL(name.rstrip().rstrip(";")))
@@ -201,15 +301,15 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
         rel = _relation(name)
     base = sql.SQL("SELECT * FROM {} AS src").format(rel)
     if where:
-        base = sql.SQL("{} WHERE {}").format(base, sql.SQL(where))
+        base = sql.SQL("{} WHERE ({})").format(base, sql.SQL(where))
     what = f"{'query' if is_query else name}" + (f" with where = {where!r}" if where else "")
-    with connect(db, role=role) as conn:
+    with connect(db, role=role, read_only=True) as conn:
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT oid, typname FROM pg_type "
                             "WHERE typname IN ('geometry', 'geography')")
                 geo_oids = dict(cur.fetchall())
-                cur.execute(sql.SQL("{} LIMIT 0").format(base))
+                cur.execute(sql.SQL("{} LIMIT 0").format(base), prepare=True)
                 desc = list(cur.description or [])
                 key = None if is_query else _single_key(cur, name, db.schema)
                 cols = [d.name for d in desc]
@@ -228,13 +328,13 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
                 order = (sql.SQL(" ORDER BY {}").format(sql.Identifier(key)) if key
                          else sql.SQL(""))
                 cur.execute(sql.SQL("SELECT {} FROM ({}) AS q{}").format(
-                    sql.SQL(", ").join(items), base, order))
+                    sql.SQL(", ").join(items), base, order), prepare=True)
                 rows = cur.fetchall()
                 srid = 0
                 if geom_cols:
                     cur.execute(sql.SQL("SELECT ST_SRID({0}) FROM ({1}) AS q WHERE {0} IS NOT "
                                         "NULL LIMIT 1").format(sql.Identifier(geom_cols[0]),
-                                                               base))
+                                                               base), prepare=True)
                     got = cur.fetchone()
                     srid = int(got[0]) if got else 0
                 crs = _crs_of(cur, srid)

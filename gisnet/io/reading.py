@@ -162,6 +162,32 @@ def _check_dbf_length(path: Path, role: str | None) -> None:
                          "the source", path=path, layer=role)
 
 
+def check_shapefile(path: Path, role: str | None = None) -> None:
+    """Refuse a shapefile GDAL would read wrongly or not at all: a missing
+    ``.shx``/``.dbf``, a part that is no regular file (a FIFO would block), a
+    truncated ``.shp``/``.shx``/``.dbf``, parts that disagree on the count.
+
+    Raises
+    ------
+    LayerError
+        Naming the part and the problem.
+    """
+    shx, dbf = _sidecar(path, ".shx"), _sidecar(path, ".dbf")
+    if shx is None or dbf is None:
+        ext, what = (".shx", "shape index") if shx is None else (".dbf", "attribute table")
+        raise LayerError(f"shapefile is missing its {ext} file ({what}); "
+                         f"copy all the shapefile's files together", path=path, layer=role)
+    for ext in (".shx", ".dbf", ".prj", ".cpg"):
+        side = _sidecar(path, ext)
+        problem = None if side is None else file_problem(side)
+        if problem is not None:
+            raise LayerError(problem, path=side, layer=role)
+    for part in (path, shx):
+        _check_shape_file_length(part, role)
+    _check_dbf_length(dbf, role)
+    _check_counts(shx, dbf, role)
+
+
 def read_layer(
     path: str | Path,
     *,
@@ -223,20 +249,7 @@ def read_layer(
                              "say which layer of the folder with layer = \"...\"",
                              path=path, layer=role)
     if isinstance(path, Path) and path.suffix.lower() == ".shp":
-        shx, dbf = _sidecar(path, ".shx"), _sidecar(path, ".dbf")
-        if shx is None or dbf is None:
-            ext, what = (".shx", "shape index") if shx is None else (".dbf", "attribute table")
-            raise LayerError(f"shapefile is missing its {ext} file ({what}); "
-                             f"copy all the shapefile's files together", path=path, layer=role)
-        for ext in (".shx", ".dbf", ".prj", ".cpg"):
-            side = _sidecar(path, ext)
-            problem = None if side is None else file_problem(side)
-            if problem is not None:
-                raise LayerError(problem, path=side, layer=role)
-        for part in (path, shx):
-            _check_shape_file_length(part, role)
-        _check_dbf_length(dbf, role)
-        _check_counts(shx, dbf, role)
+        check_shapefile(path, role)
         if _sidecar(path, ".prj") is None and crs is None:
             raise CRSError("shapefile is missing its .prj file, so its CRS is unknown; add the "
                            ".prj or name the CRS with crs = \"EPSG:...\" in the town file",

@@ -15,6 +15,7 @@ import shapely
 from .. import labels
 from ..figures.drawing import draw_north_arrow, draw_scale_bar, frame
 from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS
+from .template import shorten
 
 #: Colour of the measured line (the evidence layer's colour in every map and style).
 LINE_COLOUR = SIMPLE_COLOURS["obligation_evidence"]
@@ -87,7 +88,8 @@ def notice_figure(town: Any, parcel: Any, line: Any, packet_values: dict[str, An
     handles = [Patch(facecolor=STATUS_COLOURS.get(status, "#dddddd"), edgecolor="#222222",
                      alpha=0.55),
                Line2D([], [], color=MAIN_COLOUR, linewidth=2.2)]
-    names = [f"Parcel {packet_values['parcel_id']} ({labels.status_label(status)})",
+    names = [f"Parcel {shorten(str(packet_values['parcel_id']), 60)} "
+             f"({labels.status_label(status)})",
              labels.layer_label("mains")]
     if line is not None and not shapely.is_empty(line):
         xy = np.asarray(shapely.get_coordinates(line))

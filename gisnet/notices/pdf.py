@@ -5,6 +5,13 @@ table of the facts (parcel, owner, address, section, distance and how it was
 measured, main, deadline) and the map of the measurement. Text is set in
 DejaVu Sans (shipped with matplotlib), so any owner's name and the section
 sign print as written.
+
+Text of any length lays out: a value longer than 300 characters (a
+10,000-character address) is shortened with "…" in the PDF (the mail-merge CSV
+keeps it whole), and a run of more than 80 characters without a space gets
+break points (reportlab would otherwise take minutes splitting it, or find no
+place for it on a page): :func:`gisnet.notices.template.shorten`,
+:func:`~gisnet.notices.template.breakable`.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import labels
-from .template import Template, paragraphs
+from .template import Template, breakable, paragraphs, shorten
 
 _FONT = "GisnetSans"
 _FONT_BOLD = "GisnetSans-Bold"
@@ -47,10 +54,24 @@ def _styles():
     return body, head, small, cell, cell_bold
 
 
+#: Packet values that come from the town's data (any length); each is shortened
+#: in the PDF and the figure. The others are gisnet's or the profile's words.
+DATA_FIELDS = ("parcel_id", "address", "owner_name", "main_id", "town", "notice_served")
+#: Characters of any value in one cell of the evidence table (a cell must fit a page).
+MAX_CELL_CHARS = 1500
+
+
+def pdf_values(values: dict[str, Any]) -> dict[str, Any]:
+    """A packet's values as a PDF shows them: the town's data (:data:`DATA_FIELDS`)
+    shortened (:func:`~gisnet.notices.template.shorten`), the rest as it is."""
+    return {k: shorten(v) if isinstance(v, str) and k in DATA_FIELDS else v
+            for k, v in values.items()}
+
+
 def _esc(text: str) -> str:
     from xml.sax.saxutils import escape
 
-    return escape(text).replace("\n", "<br/>")
+    return escape(breakable(text)).replace("\n", "<br/>")
 
 
 def packet_story(template: Template, values: dict[str, Any], figure_png: bytes | None,
@@ -61,6 +82,7 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
     from reportlab.platypus import Image, PageBreak, Paragraph, Spacer, Table, TableStyle
 
     body, head, small, cell, cell_bold = _styles()
+    values = pdf_values(values)
     story: list = []
     for kind, text in paragraphs(template.render(values)):
         story.append(Paragraph(_esc(text), head if kind == "heading" else body))
@@ -82,7 +104,8 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
         ("Notice served", values["notice_served"] or labels.EMPTY),
         ("Deadline", values["deadline_text"]),
     ]
-    table = Table([[Paragraph(_esc(k), cell_bold), Paragraph(_esc(str(v)), cell)]
+    table = Table([[Paragraph(_esc(k), cell_bold),
+                    Paragraph(_esc(shorten(str(v), MAX_CELL_CHARS)), cell)]
                    for k, v in facts], colWidths=[1.2 * inch, 5.3 * inch])
     table.setStyle(TableStyle([
         ("VALIGN", (0, 0), (-1, -1), "TOP"),

@@ -8,17 +8,35 @@ town file's ``[notices] template``, else the profile's shipped
 ``gisnet/profiles/letters/<profile id>.txt``, else the shipped generic one
 (said once). A placeholder gisnet does not know is an error naming the
 template file and the placeholder, found before anything is written.
+
+A template file is checked as a layer file is (:func:`load_template`): a
+regular file (never a FIFO or a device, which would block or never end), at
+most :data:`MAX_TEMPLATE_BYTES`, UTF-8 text; a template the town file names
+must lie inside the town's folder (its text is printed into letters sent
+out; a file elsewhere is named with ``--template`` on the command line).
+``gisnet notices`` finds and checks it before the analysis starts.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..townfile import file_problem
+
+#: Characters of one value (address, owner ...) shown in a PDF or figure; the rest is "…".
+MAX_VALUE_CHARS = 300
+#: Longest run of characters without a space laid out as it is.
+MAX_WORD_CHARS = 80
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
+
+#: Bytes a letter template may hold (a letter of a few pages is a few kB).
+MAX_TEMPLATE_BYTES = 64 * 1024
 
 #: Folder of the shipped templates.
 LETTERS_DIR = Path(__file__).resolve().parents[1] / "profiles" / "letters"
@@ -91,23 +109,54 @@ def placeholders(text: str, path: Path) -> list[str]:
     return out
 
 
-def load_template(path: str | os.PathLike[str], origin: str = "--template") -> Template:
+def load_template(path: str | os.PathLike[str], origin: str = "--template",
+                  folder: str | os.PathLike[str] | None = None) -> Template:
     """Read and check a letter template.
+
+    Parameters
+    ----------
+    path
+        The template file.
+    origin
+        How it was chosen (``--template``, ``town file``, ``profile``, ``generic``).
+    folder
+        The folder the template must lie in (the town's folder, for a template
+        the town file names), or None.
 
     Raises
     ------
     ConfigError
-        The file cannot be read, is not UTF-8, or uses a placeholder gisnet does
-        not know (the message names the file and the placeholder).
+        The file is not a regular file (a FIFO, a device, a folder, missing),
+        lies outside ``folder``, is over :data:`MAX_TEMPLATE_BYTES`, cannot be
+        read, is not UTF-8, is empty or malformed, or uses a placeholder gisnet
+        does not know (the message names the file and the placeholder).
     """
     path = Path(path)
+    if folder is not None:
+        inside = Path(folder).resolve()
+        real = path.resolve()
+        if real != inside and inside not in real.parents:
+            raise ConfigError(f"the letter template the town file names lies outside the town "
+                              f"folder {inside}; keep it inside, or give it with --template",
+                              path=path)
+    problem = file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"letter template {problem}", path=path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TEMPLATE_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"cannot read the letter template: {exc.strerror or exc}",
                           path=path) from None
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise ConfigError(f"letter template is over {MAX_TEMPLATE_BYTES // 1024} KiB; a letter "
+                          "template is a few pages of text", path=path)
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ConfigError("letter template is not UTF-8 text", path=path) from None
+    if "\x00" in text:
+        raise ConfigError("letter template is not text (it holds NUL bytes)", path=path)
     unknown = [n for n in placeholders(text, path) if n not in PLACEHOLDERS]
     if unknown:
         raise ConfigError(f"unknown placeholder {{{unknown[0]}}} in the letter template; "
@@ -127,11 +176,24 @@ def find_template(town: Any, override: str | os.PathLike[str] | None = None) -> 
 
         tf = read_town_file(tf_path)
         if tf.notice_template is not None:
-            return load_template(tf.notice_template, "town file")
+            return load_template(tf.notice_template, "town file", folder=Path(tf_path).parent)
     shipped = LETTERS_DIR / f"{town.profile.profile.id}.txt"
     if shipped.is_file():
         return load_template(shipped, "profile")
     return load_template(LETTERS_DIR / f"{GENERIC}.txt", "generic")
+
+
+def shorten(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, ending in "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
+def breakable(text: str) -> str:
+    """``text`` with a space every :data:`MAX_WORD_CHARS` characters of any longer
+    run without one, so that a line can break there."""
+    return _LONG_WORD.sub(lambda m: " ".join(
+        m.group(0)[i:i + MAX_WORD_CHARS] for i in range(0, len(m.group(0)), MAX_WORD_CHARS)),
+        text)
 
 
 def paragraphs(letter: str) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import ConfigError, NotFoundError
 from ..figures.maps import result_layers
+from ..output.cells import csv_text, xlsx_row
 from ..output.publish import (
     MANIFEST_FILE,
     make_manifest,
@@ -30,9 +31,9 @@ from ..output.publish import (
     read_manifest_file,
     staging_area,
 )
-from ..output.writing import RESULTS_FILE, refuse_inputs_as_outputs
+from ..output.writing import EXCEL_CELL_MAX, RESULTS_FILE, refuse_inputs_as_outputs
 from .packets import Packet, build_packets, select_rows
-from .template import Template, find_template
+from .template import Template, find_template, shorten
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,10 @@ class NoticeSet:
         The date of the notices.
     notes
         Assumptions to say once (the notice date when it was today's, the template's origin).
+    failed
+        ``(parcel id, reason)`` of each parcel whose packet could not be written;
+        the other packets are written all the same, and these parcels are not in
+        the tables or the combined PDF.
     """
 
     out: Path
@@ -71,6 +76,7 @@ class NoticeSet:
     template: Template
     notice_date: dt.date
     notes: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -105,31 +111,39 @@ def _cell(v: Any) -> Any:
 
 
 def _write_csv(path: Path, table: pd.DataFrame) -> None:
-    """UTF-8 with a BOM, so that Excel reads "§" as written."""
+    """UTF-8 with a BOM, so that Excel reads "§" as written; text a spreadsheet
+    would run as a formula gets a leading apostrophe (:func:`gisnet.output.cells.csv_text`)."""
     with path.open("w", encoding="utf-8-sig", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(table.columns)
+        w.writerow([csv_text(c) for c in table.columns])
         for row in table.itertuples(index=False, name=None):
-            w.writerow(["" if _cell(v) is None else _cell(v) for v in row])
+            w.writerow(["" if _cell(v) is None else csv_text(_cell(v)) for v in row])
 
 
 def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
+    """The mail-merge workbook; text a spreadsheet would run as a formula is a
+    string cell (:func:`gisnet.output.cells.xlsx_row`)."""
     from openpyxl import Workbook
     from openpyxl.utils import get_column_letter
-    from openpyxl.worksheet.worksheet import Worksheet
 
-    wb = Workbook()
-    ws = wb.active
-    assert isinstance(ws, Worksheet)  # a new workbook has one worksheet, active
-    ws.title = "notices"
-    ws.append(list(table.columns))
-    for row in table.itertuples(index=False, name=None):
-        ws.append([_cell(v) for v in row])
+    wb = Workbook(write_only=True)
+    ws = wb.create_sheet("notices")
     ws.freeze_panes = "A2"
     for i, c in enumerate(table.columns, start=1):
         width = max([len(str(c))] + [len(str(v)) for v in table[c].head(200)]) + 2
         ws.column_dimensions[get_column_letter(i)].width = min(width, 60)
+    ws.append(xlsx_row(ws, list(table.columns)))
+    for row in table.itertuples(index=False, name=None):
+        ws.append(xlsx_row(ws, [_xlsx_value(_cell(v)) for v in row]))
     wb.save(path)
+
+
+def _xlsx_value(v: Any) -> Any:
+    """A cell holds at most 32,767 characters: a longer text is cut, with a note
+    (the CSV keeps it whole)."""
+    if isinstance(v, str) and len(v) > EXCEL_CELL_MAX:
+        return v[: EXCEL_CELL_MAX - 40] + " ... (cut: see notices.csv)"
+    return v
 
 
 def _check_out(out: Path) -> None:
@@ -143,7 +157,7 @@ def _check_out(out: Path) -> None:
 
 def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                   parcels: Iterable[str] | None = None, notice_date: dt.date | None = None,
-                  template: str | os.PathLike[str] | None = None,
+                  template: str | os.PathLike[str] | Template | None = None,
                   figures: bool = True) -> NoticeSet:
     """Write a notice packet per parcel, a combined PDF and the mail-merge tables.
 
@@ -162,9 +176,13 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
     notice_date
         The date of the notices (default today; the deadline counts from it).
     template
-        A letter template file (default: :func:`gisnet.notices.template.find_template`).
+        A letter template file, or one loaded and checked already (default:
+        :func:`gisnet.notices.template.find_template`).
     figures
         Draw the map of each packet.
+
+    A packet that cannot be written (its figure or PDF fails) is reported in
+    :attr:`NoticeSet.failed` and logged; it never costs the other packets.
 
     Returns
     -------
@@ -174,14 +192,14 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
     from pypdf import PdfWriter
 
     from .figure import figure_png, notice_figure
-    from .pdf import packet_story, write_pdf
+    from .pdf import packet_story, pdf_values, write_pdf
 
     out = Path(out)
     notes: list[str] = []
     if notice_date is None:
         notice_date = dt.date.today()
         notes.append(f"notice date {notice_date.isoformat()} (today; deadlines count from it)")
-    tpl = find_template(town, template)
+    tpl = template if isinstance(template, Template) else find_template(town, template)
     if tpl.origin in ("profile", "generic"):
         why = ("shipped for the profile" if tpl.origin == "profile"
                else "generic: no template is shipped for this profile")
@@ -206,16 +224,26 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
               f"{town.profile.profile.id} profile ({town.profile.profile.ordinance}).")
     run_id = new_run_id()
     with staging_area(out, run_id) as stage:
+        failed: list[tuple[str, str]] = []
+        written: list[Packet] = []
         for p in packets:
-            png = None
-            if figures:
-                fig = notice_figure(town, geoms[p.parcel_id], lines.get(p.parcel_id), p.values,
-                                    p.status, bids.get(p.parcel_id))
-                png = figure_png(fig)
-            story = packet_story(tpl, p.values, png, footer,
-                                 measured=lines.get(p.parcel_id) is not None)
-            write_pdf(stage / p.file_name, [story],
-                      title=f"Notice: parcel {p.parcel_id}")
+            try:
+                png = None
+                if figures:
+                    fig = notice_figure(town, geoms[p.parcel_id], lines.get(p.parcel_id),
+                                        pdf_values(p.values), p.status, bids.get(p.parcel_id))
+                    png = figure_png(fig)
+                story = packet_story(tpl, p.values, png, footer,
+                                     measured=lines.get(p.parcel_id) is not None)
+                write_pdf(stage / p.file_name, [story],
+                          title=f"Notice: parcel {shorten(p.parcel_id, 100)}")
+                written.append(p)
+            except Exception as exc:  # one parcel's failure never costs the other letters
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                log.error("parcel %s: no notice written: %s", shorten(p.parcel_id, 100), reason)
+                failed.append((p.parcel_id, reason))
+                (stage / p.file_name).unlink(missing_ok=True)
+        packets = written
         if packets:  # (a PDF of no pages is no PDF a reader opens)
             merged = PdfWriter()
             for p in packets:
@@ -233,4 +261,4 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
         manifest = make_manifest(stage, run_id=run_id, town=town)
         files = publish(stage, out, manifest, town)
     log.info("notices: %d packet(s) in %s", len(packets), out)
-    return NoticeSet(out, packets, files, tpl, notice_date, notes)
+    return NoticeSet(out, packets, files, tpl, notice_date, notes, failed)

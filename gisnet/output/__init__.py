@@ -1,8 +1,9 @@
 """Writing a run's results: files, the GeoPackage, PostGIS, and publishing them whole.
 
-Input files are never written: every writer checks its outputs against the
-town's inputs first (:func:`refuse_inputs_as_outputs`), and every file is
-written beside its target and renamed into place (:func:`atomic_path`).
+Input files are never written: every writer checks its outputs first
+(:func:`guard_outputs`: never over an input, an existing town file or layer only
+with ``--force``), and every file is written beside its target and renamed into
+place (:func:`atomic_path`).
 
 =====================================  ============================================
 :mod:`gisnet.output.writing`           results GeoPackage, table files, atomic
@@ -18,13 +19,17 @@ written beside its target and renamed into place (:func:`atomic_path`).
                                        folder, one publish step,
                                        ``gisnet-manifest.json``
 :mod:`gisnet.output.postgis`           every result layer into PostGIS in one
-                                       transaction
+                                       transaction, locks taken without queueing
+:mod:`gisnet.output.guard`             the one output check of every writer
+                                       (:func:`guard_outputs`)
+:mod:`gisnet.output.cells`             spreadsheet-safe text in CSV and XLSX
 =====================================  ============================================
 """
 
 from __future__ import annotations
 
 from .gpkg import GpkgWriter, write_gpkg
+from .guard import Output, guard_outputs
 from .publish import (
     MANIFEST_FILE,
     check_manifest,
@@ -57,10 +62,12 @@ __all__ = [
     "TABLE_FORMATS",
     "WORKBOOK_FILE",
     "GpkgWriter",
+    "Output",
     "atomic_path",
     "atomic_write_text",
     "check_manifest",
     "ensure_out_dir",
+    "guard_outputs",
     "input_files",
     "make_manifest",
     "new_run_id",

@@ -8,12 +8,23 @@ old tables are dropped and the new ones renamed, a ``gisnet_runs`` row is added
 and the transaction commits. A reader sees the previous run's tables or this
 run's, never a mix; a run that dies rolls back and leaves the previous tables
 whole.
+
+Another client's open transaction on a previous table (a reader left "idle in
+transaction", a long query) would make the swap wait, and every reader that
+comes after would queue behind it. So gisnet never queues: it takes the swap's
+locks with ``NOWAIT``, retrying for at most the lock timeout (``--lock-timeout``,
+the town file's ``[output] lock_timeout_s``, default :data:`LOCK_TIMEOUT_S`),
+and then stops with an error naming the relation and the client that holds it;
+every other statement of the transaction waits at most as long
+(``lock_timeout``). Readers wait only while the swap itself runs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +44,85 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..town import Town
 
 log = logging.getLogger(__name__)
+
+#: Seconds the swap waits (retrying) for another client's lock on a previous table.
+LOCK_TIMEOUT_S = 5.0
+#: Seconds between two tries at the swap's locks.
+_LOCK_RETRY_S = 0.1
+
+
+def lock_timeout_of(town: Any, given: float | None = None) -> float:
+    """The lock timeout of a write: ``given`` (``--lock-timeout``), else the town
+    file's ``[output] lock_timeout_s``, else :data:`LOCK_TIMEOUT_S`.
+
+    Raises
+    ------
+    ConfigError
+        Not a finite number > 0.
+    """
+    v = given
+    if v is None and town is not None:
+        v = town.settings.extra.get("output_lock_timeout_s")
+    v = LOCK_TIMEOUT_S if v is None else v
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        raise ConfigError(f"the lock timeout must be a number of seconds > 0, not {v!r}")
+    return float(v)
+
+
+def _holder(cur: Any, schema: str, table: str) -> str:
+    """Who holds a lock on ``schema.table``: the other client's pid, application,
+    state and since when, for the message (empty when it is gone)."""
+    cur.execute("""
+        SELECT a.pid, coalesce(nullif(a.application_name, ''), 'no application name'),
+               a.state, to_char(a.xact_start, 'YYYY-MM-DD HH24:MI:SS TZ')
+        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.relation = to_regclass(%s) AND l.pid <> pg_backend_pid() AND l.granted
+        ORDER BY a.xact_start LIMIT 1""", (f'"{schema}"."{table}"',))
+    got = cur.fetchone()
+    if got is None:
+        return ""
+    pid, app, state, since = got
+    return f" (held by pid {pid}, {app}, {state}" + (f", transaction open since {since}"
+                                                     if since else "") + ")"
+
+
+def lock_for_swap(conn: Any, cur: Any, schema: str, tables: list[str], timeout_s: float,
+                  shown: str | None = None) -> None:
+    """Take ACCESS EXCLUSIVE locks on ``schema.tables`` without ever queueing.
+
+    Each try locks the tables one by one with ``NOWAIT`` inside a savepoint (a
+    table another client holds fails at once, and the savepoint gives back the
+    locks taken so far); tries repeat until ``timeout_s`` has passed. Readers
+    therefore never wait behind a swap that is itself waiting.
+
+    Raises
+    ------
+    ConfigError
+        A table stayed locked by another client for ``timeout_s``: names the
+        table and the client.
+    """
+    import psycopg
+    from psycopg import sql
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        blocked = None
+        try:
+            with conn.transaction():  # a savepoint
+                for t in tables:
+                    blocked = t
+                    cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE NOWAIT").format(
+                        sql.Identifier(schema, t)))
+            return
+        except psycopg.errors.LockNotAvailable:
+            if time.monotonic() >= deadline:
+                who = _holder(cur, schema, blocked or "")
+                raise ConfigError(
+                    f"relation {schema}.{blocked} is locked by another client{who}; waited "
+                    f"{timeout_s:g} s (--lock-timeout, or [output] lock_timeout_s in the "
+                    "town file) without making readers queue; the previous tables are "
+                    "unchanged: end that transaction and run again", path=shown) from None
+            time.sleep(_LOCK_RETRY_S)
 
 
 
@@ -168,7 +258,8 @@ def output_srid(crs: Any) -> int:
 
 
 def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
-                  run_id: str, version: str, say: Any = None) -> str:
+                  run_id: str, version: str, say: Any = None,
+                  lock_timeout_s: float | None = None) -> str:
     """Write a run's result layers into a PostGIS schema, in one transaction.
 
     Parameters
@@ -186,6 +277,9 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
         The run's id and gisnet's version, for ``gisnet_runs``.
     say
         Called with a short progress message.
+    lock_timeout_s
+        Seconds to wait for another client's lock (:func:`lock_timeout_of`:
+        default the town file's ``[output] lock_timeout_s``, else 5).
 
     Returns
     -------
@@ -195,9 +289,11 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
     Raises
     ------
     ConfigError
-        Cannot connect or write (the database's message, password removed), or
+        Cannot connect or write (the database's message, password removed),
+        another client holds a previous table longer than the lock timeout, or
         the working CRS has no EPSG code.
     """
+    import psycopg
     from psycopg import sql
 
     db = parse_database(url)
@@ -206,10 +302,14 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
         log.warning("%s names no schema: results go to schema %s (add ?schema=NAME)",
                     db.shown, schema)
     srid = output_srid(town.crs)
+    wait_s = lock_timeout_of(town, lock_timeout_s)
     tag = run_id.replace("-", "")[:12].lower()
     with connect(db, what="output database", error=ConfigError) as conn:
         try:
             with conn.transaction(), conn.cursor() as cur:
+                # no statement of this transaction waits longer for a lock
+                cur.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+                    sql.Literal(f"{max(1, round(wait_s * 1000))}ms")))
                 cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     sql.Identifier(schema)))
                 cur.execute(sql.SQL(
@@ -223,7 +323,8 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                 previous = list((got[0] or {}).keys()) if got else []
                 cur.execute("SELECT table_name FROM information_schema.tables "
                             "WHERE table_schema = %s", (schema,))
-                foreign = sorted(set(layers) & {r[0] for r in cur.fetchall()} - set(previous))
+                present = {r[0] for r in cur.fetchall()}
+                foreign = sorted(set(layers) & present - set(previous))
                 if foreign:  # never replace a table gisnet did not write (an input, say)
                     raise ConfigError(f"schema {schema} already holds table(s) "
                                       f"{', '.join(foreign)} that no gisnet run wrote (the "
@@ -239,6 +340,8 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                     cols = [c for c in df.columns]
                     comment_table(cur, schema, staged, name, [str(c) for c in cols])
                     kill_point("postgis")
+                lock_for_swap(conn, cur, schema,
+                              sorted((set(layers) | set(previous)) & present), wait_s, db.shown)
                 for name in sorted(set(layers) | set(previous)):
                     cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
                         sql.Identifier(schema, name)))
@@ -264,6 +367,11 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                 kill_point("postgis-commit")
         except ConfigError:
             raise
+        except psycopg.errors.LockNotAvailable as exc:
+            raise ConfigError(f"cannot write the results to schema {schema}: another client "
+                              f"holds a lock gisnet needs ({detail(exc)}); waited {wait_s:g} s "
+                              "(--lock-timeout, or [output] lock_timeout_s in the town file)",
+                              path=db.shown) from None
         except Exception as exc:  # psycopg's many classes: all mean "cannot write"
             raise ConfigError(f"cannot write the results to schema {schema}: {detail(exc)}",
                               path=db.shown) from None

@@ -29,13 +29,18 @@ import shapely
 from ..errors import ConfigError, LayerError
 from ..town import Town
 from ._testhooks import kill_point
+from .cells import write_csv, xlsx_row
+from .guard import RESULTS_FILE, guard_outputs, input_files
 from .metadata import describe_gpkg, layer_docs
 from .styles import write_styles
 
 log = logging.getLogger(__name__)
 
-#: The results GeoPackage's file name, in the output folder.
-RESULTS_FILE = "gisnet-results.gpkg"
+#: Re-exported: the results file name and the town's inputs (:mod:`gisnet.output.guard`).
+__all__ = ["RESULTS_FILE", "atomic_path", "atomic_write_text", "ensure_out_dir", "input_files",
+           "refuse_input_as_output", "refuse_inputs_as_outputs", "write_results",
+           "write_tables", "write_workbook"]
+
 def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
     """The ConfigError for an output that cannot be written (read-only folder, a file
     where a folder should be, a folder where a file should be, disk full)."""
@@ -46,76 +51,21 @@ def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
     return ConfigError(f"cannot write {what}: {reason}", path=path)
 
 
-#: Files that belong to a shapefile: writing any of them would change the layer.
-_SHAPEFILE_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx",
-                    ".shp.xml", ".aih", ".ain", ".atx", ".fbn", ".fbx", ".ixs", ".mxs")
-#: Files beside any input that its format reads or writes (SQLite / GeoPackage
-#: journals, GDAL's auxiliary metadata).
-_SIDECAR_SUFFIXES = ("-journal", "-wal", "-shm", ".aux.xml", ".ovr")
-
-
-def input_files(town: Town, *extra: str | os.PathLike[str] | None) -> set[Path]:
-    """Every file ``town`` was read from, resolved: each layer's source with its
-    sidecars (a shapefile's ``.shx``/``.dbf``/``.prj``/``.cpg``/``.qix``... in
-    either case, a GeoPackage's journals), the town file, the plant-flows table,
-    the profile file (``town.settings.extra["profile_file"]`` when the loader
-    records it), and ``extra`` paths (a ``--profile`` file, a samples CSV). A
-    folder source (FileGDB) stands for everything inside it."""
-    found: set[Path] = set()
-    x = town.settings.extra
-    paths = [*town.sources.values(), x.get("town_file"), x.get("plant_flows_file"),
-             x.get("profile_file"), *extra]
-    for p in paths:
-        if p is None or str(p) == "":
-            continue
-        p = Path(p).resolve()
-        found.add(p)
-        if p.suffix.lower() == ".shp":
-            base = p.with_suffix("")
-            for ext in _SHAPEFILE_PARTS:
-                found.update({Path(f"{base}{ext}"), Path(f"{base}{ext.upper()}")})
-        for sfx in _SIDECAR_SUFFIXES:
-            found.add(Path(f"{p}{sfx}"))
-    return found
-
-
-def input_clash(output: str | os.PathLike[str], inputs: set[Path]) -> Path | None:
-    """The input that ``output`` would overwrite (the same file, a file inside an
-    input folder, or an input folder itself), or None."""
-    target = Path(output).resolve()
-    if target in inputs:
-        return target
-    low = {str(i).lower(): i for i in inputs}  # a case-insensitive file system
-    if str(target).lower() in low and os.path.exists(target) \
-            and os.path.exists(low[str(target).lower()]) \
-            and os.path.samefile(target, low[str(target).lower()]):
-        return low[str(target).lower()]
-    for parent in target.parents:
-        if parent in inputs and parent.is_dir():
-            return parent
-    return None
-
-
 def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike[str]], town: Town,
                              *inputs: str | os.PathLike[str] | None,
                              what: str = "output file") -> None:
-    """Raise :class:`ConfigError` naming both paths when any of ``outputs`` is one
-    of the town's input files or their sidecars (:func:`input_files`, with
-    ``inputs``): gisnet never modifies its input. Call it before writing anything.
+    """Raise :class:`ConfigError` naming both paths when any of ``outputs`` would
+    hurt a town: one of the town's input files or their sidecars
+    (:func:`input_files`, with ``inputs``), an input of a town on disk, an
+    existing town file or layer (:func:`gisnet.output.guard.guard_outputs`, the
+    one check of every writer, without ``--force``). Call it before writing anything.
     """
-    known = input_files(town, *inputs)
-    for out in outputs:
-        hit = input_clash(out, known)
-        if hit is not None:
-            raise ConfigError(f"refusing to write the {what} {out} over the input {hit}; "
-                              "name another output folder or path", path=out)
+    guard_outputs(outputs, town=town, inputs=inputs, what=what)
 
 
 def refuse_input_as_output(path: str | Path, town: Town, *inputs: str | Path,
                            what: str = "output file") -> None:
-    """Raise :class:`ConfigError` when the output ``path`` is one of the town's
-    input files (see :func:`input_files`) or one of ``inputs``: gisnet never
-    modifies its input."""
+    """:func:`refuse_inputs_as_outputs` of one output ``path``."""
     refuse_inputs_as_outputs([path], town, *inputs, what=what)
 
 
@@ -380,6 +330,9 @@ def write_tables(
       with one sheet per layer (see :func:`write_workbook`).
 
     CSV files are UTF-8 with a byte-order mark, so Excel reads "§" as "§".
+    CSV and XLSX cells are spreadsheet-safe (:mod:`gisnet.output.cells`): text
+    that a spreadsheet would run as a formula (``=...``, ``@...``) is written as
+    text, numbers as numbers.
 
     Every layer is in its file form, as in the GeoPackage (:func:`file_form`:
     values rounded, ``quality`` as points with the whole shape in
@@ -434,7 +387,7 @@ def write_tables(
                     if geo and "geometry_wkt" not in table.columns:
                         table = table.assign(geometry_wkt=shapely.to_wkt(
                             df.geometry.values, rounding_precision=WKT_DECIMALS))
-                    table.to_csv(tmp, index=False, encoding="utf-8-sig")
+                    write_csv(table, tmp, encoding="utf-8-sig")
                 elif fmt == "geojson":
                     g = df.to_crs(4326) if df.crs is not None else df
                     g.to_file(tmp, driver="GeoJSON", engine="pyogrio")
@@ -491,6 +444,8 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
     listing each sheet's columns with name, label, unit and meaning.
 
     A cell holds at most 32,767 characters: a longer WKT is cut, with a note.
+    Text that a spreadsheet would run as a formula is a string cell
+    (:func:`gisnet.output.cells.xlsx_row`).
     """
     try:
         from openpyxl import Workbook
@@ -515,9 +470,9 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
         ws = wb.create_sheet(title=name[:31])
         ws.freeze_panes = "A2"
         header = workbook_header(name, table.columns)
-        ws.append(header)
+        ws.append(xlsx_row(ws, header))
         for row in table.itertuples(index=False, name=None):
-            ws.append([_cell(v) for v in row])
+            ws.append(xlsx_row(ws, [_cell(v) for v in row]))
         doc = docs.get(name)
         for c, label in zip(table.columns, header, strict=True):
             col = doc.column("geometry" if c == "geometry_wkt" else c) if doc else None
@@ -527,6 +482,6 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
     ws.freeze_panes = "A2"
     ws.append(["sheet", "column", "label", "unit", "meaning"])
     for r in dictionary:
-        ws.append(r)
+        ws.append(xlsx_row(ws, r))
     wb.save(path)
     return Path(path)

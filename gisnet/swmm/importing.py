@@ -265,11 +265,29 @@ def town_file_text(model: SwmmModel, res: ImportResult, profile: str) -> str:
     return "\n".join(lines)
 
 
-def write_town(model: SwmmModel, res: ImportResult, out_dir: str | Path, profile: str) -> Path:
+def write_town(model: SwmmModel, res: ImportResult, out_dir: str | Path, profile: str, *,
+               force: bool = False) -> Path:
     """Write the layers to ``DIR/swmm.gpkg`` and ``DIR/gisnet.toml`` (each atomically).
 
+    A town already in ``DIR`` is kept: its town file and an existing
+    ``swmm.gpkg`` are replaced only with ``force``, and never a file that town
+    reads (:func:`gisnet.output.guard.guard_outputs`), nor the model itself.
+
     Returns the town file's path.
+
+    Raises
+    ------
+    ConfigError
+        An output would replace a town file or layer (without ``force``) or an
+        input of the town in ``DIR`` (even with ``force``).
     """
+    from ..output.guard import Output, guard_outputs
+
+    folder = Path(out_dir)
+    prof = Path(profile) if Path(profile).is_file() else None
+    guard_outputs([Output(folder / TOWN_FILE, "town_file"), Output(folder / GPKG_NAME, "layer")],
+                  inputs=[model.path, prof], force=force, force_option="--force",
+                  town_dirs=[folder], what="imported town")
     out = ensure_out_dir(out_dir, "town folder")
     gpkg = out / GPKG_NAME
     # written under its own name (GDAL wants a .gpkg extension) in a private folder
