@@ -58,6 +58,14 @@ UTIL_CLASS_ROLES: dict[str, str] = {
     "nocapacity": "no capacity (zero or adverse slope)",
     "unknown": "unknown (no diameter, slope or flow)",
 }
+#: The ground an order to connect stands on (``obligations.notice_ground``) -> words.
+GROUND_LABELS: dict[str, str] = {
+    "health_hazard": "a public health hazard is recorded for the property",
+    "highway_program": "the property lies in a highway improvement program",
+    "unconditioned": "the connection rule lets notice be given without a further ground",
+    "new_building": "a newly constructed building within the connection distance",
+    "septic_limit": "the ordinance's time limit for existing plumbing on a private system",
+}
 #: How a connection point was found (``control_manholes.source``) -> words.
 SOURCE_LABELS: dict[str, str] = {
     "lateral": "tap: the building's lateral on a public main",
@@ -108,12 +116,13 @@ VALUE_LABELS: dict[str, Mapping[str, str]] = {
     "window_basis": BASIS_LABELS,
     "slope_source": BASIS_LABELS,
     "direction_source": DIRECTION_SOURCE_LABELS,
+    "notice_ground": GROUND_LABELS,
 }
 #: Columns whose code values are shown as words without a table of their own
 #: (``shared_building_sewer`` -> ``Shared building sewer``).
 WORDED_COLUMNS = frozenset({"kind"})
 #: Columns holding ``;``-separated codes.
-LIST_COLUMNS = frozenset({"flags"})
+LIST_COLUMNS = frozenset({"flags", "notice_ground"})
 
 #: Column-name suffix -> unit (the label's unit and the popup's).
 SUFFIX_UNITS: dict[str, str] = {

@@ -79,6 +79,14 @@ DEFAULT_LAYERS = Path("layers") / "sample"
 SAMPLE_DATA = "sample"
 
 SLOPE_UNITS = ("ft/ft", "percent")
+#: ``[notices]`` keys a town fills in for its letters -> what each is.
+NOTICE_BLOCKS: dict[str, str] = {
+    "signatory": "the name of the official who signs the letters",
+    "title": "the signatory's title (e.g. Superintendent, Public Works Director)",
+    "contact": "where the owner asks questions: office, address, telephone",
+    "penalty": "the penalty paragraph, where the profile quotes none (penalty_quote)",
+    "appeal": "the appeal or hearing paragraph, where the profile quotes none (appeal_quote)",
+}
 DIAMETER_UNITS = ("in", "mm")
 
 _TOP_KEYS = {
@@ -173,6 +181,10 @@ class TownFile:
     notice_template
         ``[notices] template``: the town's own letter template for
         ``gisnet notices`` (absolute), or None for the profile's shipped one.
+    notice_blocks
+        ``[notices]`` blocks a town fills in for its letters (:data:`NOTICE_BLOCKS`:
+        ``signatory``, ``title``, ``contact``, and ``penalty`` / ``appeal`` where the
+        profile quotes no such paragraph), by key.
     layers
         Role -> :class:`LayerSpec`, in the town file's order.
     output
@@ -196,6 +208,7 @@ class TownFile:
     manning_n_by_material: bool = False
     plant_flows: Path | None = None
     notice_template: Path | None = None
+    notice_blocks: dict[str, str] = field(default_factory=dict)
     layers: dict[str, LayerSpec] = field(default_factory=dict)
     output: Path | str | None = None
     output_lock_timeout_s: float | None = None
@@ -477,9 +490,12 @@ class _Checker:
             tf.plant_flows = Path(self.file(t["path"], "plant_flows.path"))
         if "notices" in data:
             t = self.table(data["notices"], "notices")
-            self.unknown(t, {"template"}, "notices")
+            self.unknown(t, {"template", *NOTICE_BLOCKS}, "notices")
             if "template" in t:
                 tf.notice_template = Path(self.file(t["template"], "notices.template"))
+            for k in NOTICE_BLOCKS:
+                if k in t:
+                    tf.notice_blocks[k] = self.str_(t[k], f"notices.{k}").strip()
         if "output" in data:
             t = self.table(data["output"], "output")
             self.unknown(t, {"path", "lock_timeout_s"}, "output")

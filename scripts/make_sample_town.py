@@ -158,8 +158,10 @@ def cases_md(town: SampleTown) -> str:
          "stops 25 ft short of the main: source `unresolved`, findings `lateral_off_main`, "
          "`no_connection_point`"),
         ("§ 168-22.2G notice served", notice,
-         "within 300 ft, abutting a sewered street, `NOTICEDATE` set: `required`, "
-         "`deadline_date` = notice + 30 days"),
+         "within 300 ft, abutting a sewered street, `NOTICEDATE` set, `deadline_date` = "
+         "notice + 30 days; but no health hazard is recorded and the lots are on septic "
+         "(§ 168-22.3C: notice \"only when it shall be necessary to eliminate a public "
+         "health hazard\"): `review`, no letter"),
         ("§ 168-22.2G public health hazard", _ids(c["health_hazard"]["parcel"]),
          "`HEALTHHAZ` = Y: `required` (no notice date, so no `deadline_date`); the other "
          "septic lots within 300 ft on a sewered street stay `subject_to_notice`"),
@@ -353,6 +355,15 @@ def write_sample(out: Path) -> Path:
         "outlet_nodes": ["OF-01"],
         "units": {"slope": "percent"},
         "plant_flows": {"path": "plant_flows.csv"},
+        # the blocks every connection order carries (gisnet notices); the article sets no
+        # appeal, so the town gives its own
+        "notices": {
+            "signatory": "Sample Superintendent",
+            "title": "Superintendent, Fourth Ward Sewer Improvement Area (synthetic sample)",
+            "contact": "Sample town office, 1 Sample Road; telephone 555-0100 (synthetic)",
+            "appeal": "Sample text (synthetic town): a town writes here how an owner may ask "
+                      "for a review or hearing of this notice.",
+        },
     }
     header = "# Sample town (synthetic). Regenerate: python scripts/make_sample_town.py"
     write_town_file(out / "gisnet.toml", top, specs, header=header)

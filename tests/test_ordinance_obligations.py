@@ -86,7 +86,8 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
                _lot(3, highway_program=True),
                _lot(4),                                       # in the highway program area
                _lot(5, notice_date="2026-12-15", health_hazard=True),
-               _lot(6, septic=True, highway_program=True)]
+               _lot(6, septic=True, highway_program=True),
+               _lot(7, septic=True, highway_program=True, notice_date="2026-05-01")]
     program = [{"program_id": "RT9", "geometry": box(790, 0, 910, 200)}]
     town = _town(parcels, streets=[STREET], highway_program=program)
     ob = compute_obligations(town)["obligations"]
@@ -95,11 +96,12 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
     assert quiet["status"] == "subject_to_notice", quiet["reason"]
     assert quiet["deadline_days"] == 30 and pd.isna(quiet["deadline_date"])
     assert "no notice, health hazard or highway improvement program" in quiet["reason"]
+    # served, but on no ground recorded ("Such notice shall be given only when ..."): a
+    # person checks the notice before it is enforced; no order rests on it
     noticed = _row(ob, "P1")
-    assert noticed["status"] == "required" and noticed["deadline_days"] == 30
-    # 2026-03-02 + 30 days: March has 31 days, so 29 days to 31 March, 1 more: 1 April
-    assert noticed["deadline_date"] == pd.Timestamp("2026-04-01")
-    assert "2026-03-02" in noticed["reason"] and "2026-04-01" in noticed["reason"]
+    assert noticed["status"] == "review" and pd.isna(noticed["notice_ground"])
+    assert "2026-03-02" in noticed["reason"] and "no ground" in noticed["reason"]
+    assert "private system (§ 168-22.3C)" in noticed["reason"]
     hazard = _row(ob, "P2")
     assert hazard["status"] == "required" and hazard["deadline_days"] == 30
     assert pd.isna(hazard["deadline_date"]), "no notice served: the 30 days have not begun"
@@ -110,7 +112,9 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
         assert bool(r["highway_program"]) and r["status"] == "required", (pid, r["reason"])
         assert "highway improvement program" in r["reason"] and pd.isna(r["deadline_date"])
     year_end = _row(ob, "P5")  # 2026-12-15 + 30 days = 2027-01-14
+    assert year_end["status"] == "required" and year_end["notice_ground"] == "health_hazard"
     assert year_end["deadline_date"] == pd.Timestamp("2027-01-14")
+    assert "2026-12-15" in year_end["reason"] and "2027-01-14" in year_end["reason"]
     # § 168-22.3C: "At such times as a public sewer system becomes available to a
     # property served by a private sewage disposal system ... Such notice shall be given
     # only when it shall be necessary to eliminate a public health hazard."
@@ -118,10 +122,20 @@ def test_poughkeepsie_connection_is_due_30_days_after_notice_given_only_on_its_g
     assert septic_road["status"] == "subject_to_notice", septic_road["reason"]
     assert septic_road["section"] == "§ 168-22.3C" and pd.isna(septic_road["deadline_date"])
     assert "private system" in septic_road["reason"]
-    assert (ob.drop(index=ob.index[ob["parcel_id"] == "P6"])["section"] == "§ 168-22.2G").all()
-    # before: every one of these lots was "required"; now only those with a notice or
-    # one of its grounds are
-    assert ob["status"].value_counts().to_dict() == {"required": 5, "subject_to_notice": 2}
+    assert (ob.drop(index=ob.index[ob["parcel_id"].isin(["P6", "P7"])])["section"]
+            == "§ 168-22.2G").all()
+    # a notice already served on a ground § 168-22.3C excludes (a highway program, to a
+    # property on a private system) is flagged with that clause, not shown as an order
+    excluded = _row(ob, "P7")
+    assert excluded["status"] == "review" and excluded["section"] == "§ 168-22.3C"
+    assert "only ground recorded is a highway improvement program" in excluded["reason"]
+    # before: every one of these lots was "required"; now only those with one of the
+    # grounds of notice recorded are
+    assert ob["status"].value_counts().to_dict() == {"required": 4, "subject_to_notice": 2,
+                                                     "review": 2}
+    assert dict(zip(ob["parcel_id"], ob["notice_ground"], strict=True)) == {
+        "P0": None, "P1": None, "P2": "health_hazard", "P3": "highway_program",
+        "P4": "highway_program", "P5": "health_hazard", "P6": None, "P7": None}
 
 
 def test_berlin_highway_program_is_no_ground_and_new_buildings_date_from_notice():

@@ -234,10 +234,15 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
             want = "not_required"  # no building: no occupancy (Pough.), nothing to measure
         elif b["dist"] > lim or not b["abut"] or b["abut_d"] > lim:
             want = "not_required"
-        elif name == POUGH and (pd.notna(b["notice"]) or b["hazard"]):
+        elif name == POUGH and b["hazard"]:
             # § 168-22.2G: "within 30 days after the date of official notice", which may
             # be given "when it shall be necessary to eliminate a public health hazard"
             want = "required"
+        elif name == POUGH and pd.notna(b["notice"]):
+            # "Such notice shall be given only when it shall be necessary to eliminate a
+            # public health hazard or to promote a highway improvement program": served,
+            # but on no ground recorded: a person checks it before it is enforced
+            want = "review"
         elif name == POUGH:  # no notice date, hazard or highway program recorded
             want = "subject_to_notice"
         else:  # Berlin: the sample has no built dates, so newness cannot be told
@@ -254,7 +259,9 @@ def test_sample_statuses_follow_from_the_ordinance(sample_ob):
             assert "due 30 days after it" in r["reason"] and bool(r["within_distance"])
         elif not (want == "required" and name == POUGH):
             assert pd.isna(r["deadline_days"]), pid
-        if want == "review":  # the 15-year date: sewer available + 15 years
+        if want == "review" and name == POUGH:  # a notice served on no ground recorded
+            assert "no ground" in r["reason"] and pd.notna(b["notice"]), pid
+        elif want == "review":  # the 15-year date: sewer available + 15 years
             assert r["septic_deadline"] == r["sewer_available_date"] + pd.DateOffset(years=15)
             assert r["septic_deadline"].strftime("%Y-%m-%d") in r["reason"]
 

@@ -1,10 +1,12 @@
 """``gisnet notices``: notice letters and evidence packets, one PDF per parcel.
 
-By default for every parcel the town could order to connect (obligation
-status ``required`` or ``subject_to_notice``); with ``--parcel ID`` for those
-parcels. Writes ``notice-<parcel>.pdf`` per parcel, ``notices.pdf`` (all of
-them), ``notices.csv`` (UTF-8 with a BOM) and ``notices.xlsx`` (mail merge)
-into ``--out`` (default ``maps/notices``), all at once.
+By default for every parcel an order may be written for (obligation status
+``required`` with its ground recorded); with ``--parcel ID`` for those parcels
+(an id that is no order is refused). ``--candidates`` writes the staff list of
+the parcels the town could order once a ground is recorded, instead. Writes
+``notice-<parcel>.pdf`` per parcel, ``notices.pdf`` (all of them),
+``notices.csv`` (UTF-8 with a BOM) and ``notices.xlsx`` (mail merge) into
+``--out`` (default ``maps/notices``), all at once.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "notices",
         help="notice letters and evidence packets (PDF per parcel, combined PDF, CSV/XLSX)",
-        description="Write a printable packet for every parcel the town could order to "
-                    "connect (status required or subject_to_notice), or for the parcels "
-                    "named with --parcel: the letter (an editable template), the rule in the "
-                    "ordinance's words, the measured distance and how it was measured, the "
-                    "deadline, and a map of the measurement. One PDF per parcel, one combined "
+        description="Write a printable order for every parcel the ordinance lets the town "
+                    "order to connect on a ground recorded (status required), or for the "
+                    "parcels named with --parcel: the letter (an editable template), the "
+                    "rule in the ordinance's words, the measured distance and how it was "
+                    "measured, the deadline, and a map of the measurement. One PDF per "
+                    "parcel, one combined "
                     "PDF and a mail-merge table (CSV with BOM, XLSX).",
     )
     add_town_options(p)
@@ -37,6 +40,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "town could order to connect")
     p.add_argument("--notice-date", metavar="YYYY-MM-DD",
                    help="date of the notices; deadlines count from it (default: today)")
+    p.add_argument("--candidates", action="store_true",
+                   help="write the staff list of parcels the town could order but no letter "
+                        "is written for (no ground recorded, or a person must decide) to "
+                        "DIR/candidates.csv, instead of the letters")
     p.add_argument("--template", type=Path, metavar="FILE",
                    help="letter template (default: the town file's [notices] template, else "
                         "the profile's shipped one)")
@@ -47,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..notices import write_notices
+    from ..notices import write_candidates, write_notices
     from ..notices.packets import parse_date
     from ..notices.template import find_template, load_template
     from ..pipeline import analyse
@@ -60,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     progress(args, "measuring obligations")
     res = analyse(town, only=["obligations"], parcels=args.parcel_list,
                   assume_abutting=args.assume_abutting)
+    if args.candidates:
+        path = write_candidates(town, res, args.out)
+        say(args, f"staff list of candidates (no letter written): {path}")
+        return 0
     progress(args, f"writing notices to {args.out}")
     ns = write_notices(town, res, args.out, parcels=args.parcel_list,
                        notice_date=notice_date, template=tpl)

@@ -1,26 +1,22 @@
-"""Which parcels get a notice packet, and what each packet says.
+"""Which parcels get a connection order, and what each order says.
 
-The default selection (:data:`ORDERABLE`) is every parcel the town could
-order to connect. Poughkeepsie § 168-22.2G: the owner of property "abutting
-on any street, alley or right-of-way, in which there is now located ... a
-public sanitary sewer ... is hereby required ... to connect ... within 30 days
-after the date of official notice to do so, provided that said public sewer
-is within 300 feet of the property line"; Berlin sec. 16-50: buildings "shall
-be connected with the public sewer within ninety (90) days after the date of
-official notice to do so; provided that such public sewer is within two
-hundred (200) feet of the building". Those are the parcels the obligations
-analysis marks ``required`` (within the distance, abutting, not connected,
-covered by the rule: notice may be served now) and ``subject_to_notice``
-(within, abutting, not connected, but Poughkeepsie's notice "shall be given
-only when it shall be necessary to eliminate a public health hazard or to
-promote a highway improvement program" and no such ground is recorded yet).
-Parcels asked for by id get a packet whatever their status.
+An order to connect is written only where the ordinance lets a notice be given
+and the ground it stands on is recorded: an ``obligations`` row of status
+``required`` with a ``notice_ground`` (:func:`is_order`). Poughkeepsie
+§ 168-22.2G: "Such notice shall be given only when it shall be necessary to
+eliminate a public health hazard or to promote a highway improvement program";
+§ 168-22.3C limits notice to a property on a private system to a health hazard.
+Berlin sec. 16-50 orders newly constructed buildings; its existing-plumbing
+paragraph orders a resident on a health hazard or by the fifteen-year limit.
+Every other parcel the town could still order (``subject_to_notice``, and the
+``review`` rows within the distance) is a staff list (:func:`candidates`,
+``gisnet notices --candidates``), not a letter. A parcel asked for by id that
+is no order is an error naming it, raised before anything is written.
 
-The deadline of a packet (:func:`deadline`): where official notice was
-served before (the row's ``notice_date`` and ``deadline_date``), the date that
-notice set; else the notice date + the ``deadline_days`` of the parcel's row
-where the rule runs from official notice; else the row's ``septic_deadline``
-(Berlin's existing-plumbing date); else none applies.
+The deadline of an order and its quotations are settled in
+:mod:`gisnet.notices.terms`: never before the letter's date nor shorter than
+the ordinance's least compliance period; every passage presented as the
+ordinance's words is its words.
 """
 
 from __future__ import annotations
@@ -35,33 +31,49 @@ import pandas as pd
 
 from .. import labels
 from ..errors import ConfigError, NotFoundError
+from .terms import deadline, letter_blocks, quotations, quote_for
 
-#: Statuses of the parcels the town could order to connect (the default selection).
+#: Statuses of the parcels the town could order to connect: orders where a ground is
+#: recorded (``required``), the staff list otherwise.
 ORDERABLE = ("required", "subject_to_notice")
+#: Columns of the staff list of candidates (:func:`candidates`).
+CANDIDATE_COLUMNS = ("parcel_id", "address", "owner_name", "status", "status_label",
+                     "section", "distance_ft", "main_id", "notice_date", "health_hazard",
+                     "highway_program", "why_no_letter", "reason")
 #: The owner line of a parcel whose owner the parcels layer does not record.
 OWNER_UNKNOWN = "Owner of record"
 #: The address of a parcel whose address the parcels layer does not record.
 ADDRESS_UNKNOWN = "address not recorded"
 
 
+def is_order(ob: pd.DataFrame) -> pd.Series:
+    """Rows an order to connect may be written for: ``required`` with a recorded ground."""
+    ground = ob["notice_ground"] if "notice_ground" in ob.columns else pd.Series(
+        None, index=ob.index, dtype=object)
+    has = ground.notna() & (ground.astype(str).str.strip() != "")
+    return (ob["status"] == "required") & has
+
+
 def select_rows(ob: pd.DataFrame, parcel_ids: Iterable[str] | None = None) -> pd.DataFrame:
-    """The obligations rows that get a packet, in parcel-id order.
+    """The obligations rows that get an order, in parcel-id order.
 
     Parameters
     ----------
     ob
         The ``obligations`` layer.
     parcel_ids
-        Parcels asked for by id (then only these); None: every parcel whose
-        status is in :data:`ORDERABLE`.
+        Parcels asked for by id (then only these); None: every order (:func:`is_order`).
 
     Raises
     ------
     NotFoundError
         An id that is no parcel of the layer (the first one named).
+    ConfigError
+        A parcel asked for that no order may be written for (its status and why).
     """
+    orders = is_order(ob)
     if parcel_ids is None:
-        rows = ob[ob["status"].isin(ORDERABLE)]
+        rows = ob[orders]
     else:
         ids = list(dict.fromkeys(str(p) for p in parcel_ids))
         have = ob["parcel_id"].astype(str)
@@ -69,8 +81,58 @@ def select_rows(ob: pd.DataFrame, parcel_ids: Iterable[str] | None = None) -> pd
         if missing:
             raise NotFoundError(f"parcel {missing[0]!r} is not in the obligations layer"
                                 + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else ""))
-        rows = ob[have.isin(ids)]
+        asked = have.isin(ids)
+        refused = ob[asked & ~orders]
+        if len(refused):
+            r = refused.iloc[0]
+            raise ConfigError(
+                f"no connection order may be written for parcel {r['parcel_id']!r} "
+                f"({labels.status_label(r['status'])}: {why_no_letter(r)})"
+                + (f", nor for {len(refused) - 1} more asked for" if len(refused) > 1 else "")
+                + "; nothing was written. `gisnet notices --candidates` lists the parcels "
+                "the town could order once a ground is recorded")
+        rows = ob[asked]
     return rows.sort_values("parcel_id", kind="stable")
+
+
+def why_no_letter(row: Any) -> str:
+    """Why no order is written for an obligations row, in a sentence for staff."""
+    status = str(row.get("status"))
+    if status == "subject_to_notice":
+        return ("notice may be given only on a ground the ordinance names, and none is "
+                "recorded")
+    if status == "required":
+        return "no ground for the order is recorded"
+    if status == "review":
+        return "a person must decide first (see the reason)"
+    return "the ordinance does not require it to connect"
+
+
+def candidates(ob: pd.DataFrame) -> pd.DataFrame:
+    """The staff list: parcels the town could order, that get no letter yet.
+
+    Every ``subject_to_notice`` row, every ``required`` row with no ground
+    recorded, and every ``review`` row within the connection distance; columns
+    :data:`CANDIDATE_COLUMNS`, in parcel-id order.
+    """
+    within = ob["within_distance"].fillna(False).astype(bool)
+    pick = ((ob["status"] == "subject_to_notice") | ((ob["status"] == "required")
+                                                     & ~is_order(ob))
+            | ((ob["status"] == "review") & within))
+    rows = ob[pick].sort_values("parcel_id", kind="stable")
+    out = pd.DataFrame({
+        "parcel_id": rows["parcel_id"].astype(str),
+        "address": rows.get("address"), "owner_name": rows.get("owner_name"),
+        "status": rows["status"], "status_label": rows["status"].map(labels.status_label),
+        "section": rows["section"], "distance_ft": rows["distance_ft"].round(1),
+        "main_id": rows["main_id"],
+        "notice_date": pd.to_datetime(rows["notice_date"]).dt.strftime("%Y-%m-%d"),
+        "health_hazard": rows.get("health_hazard"),
+        "highway_program": rows.get("highway_program"),
+        "why_no_letter": [why_no_letter(r) for r in rows.to_dict("records")],
+        "reason": rows["reason"],
+    })
+    return out[list(CANDIDATE_COLUMNS)].reset_index(drop=True)
 
 
 def _text(v: Any) -> str | None:
@@ -87,48 +149,11 @@ def _date(v: Any) -> dt.date | None:
     return None if pd.isna(t) else t.date()
 
 
-def deadline(row: Any, notice_date: dt.date) -> tuple[int | None, dt.date | None, str]:
-    """``(days, date, sentence)`` of a packet's deadline (module docstring)."""
-    days = row.get("deadline_days")
-    served, due_served = _date(row.get("notice_date")), _date(row.get("deadline_date"))
-    if served is not None and due_served is not None:  # notice served before: it runs
-        return (int(days) if days is not None and not pd.isna(days) else None), due_served, (
-            f"Official notice was served on {served.isoformat()}: the connection was due "
-            f"within {int(days)} days, by {due_served.isoformat()}." if days is not None
-            and not pd.isna(days) else f"Connect by {due_served.isoformat()}.")
-    if days is not None and days is not pd.NA and not (isinstance(days, float)
-                                                       and np.isnan(days)):
-        days = int(days)
-        due = notice_date + dt.timedelta(days=days)
-        return days, due, (f"Connect within {days} days after the date of this notice "
-                           f"({notice_date.isoformat()}): by {due.isoformat()}.")
-    septic = _date(row.get("septic_deadline"))
-    if septic is not None:
-        return None, septic, (f"Connect by {septic.isoformat()} (the date the ordinance sets "
-                              "for existing plumbing).")
-    return None, None, "No deadline applies to this parcel under the rule."
-
-
-def rule_text(connection: Any, section: str | None) -> str:
-    """The rule of ``section`` in the ordinance's words, from the profile's ``[connection]``.
-
-    The connection section gives the properties covered (``applies_to_text``),
-    the rule (``text``) and its notice condition; the private-system sections
-    give ``septic_rule``.
-    """
-    c = connection
-    if section and section in {c.septic_section, c.septic_notice_section} and c.septic_rule:
-        return str(c.septic_rule)
-    parts = []
-    if c.applies_to_text:
-        parts.append(str(c.applies_to_text).strip().rstrip(",;"))
-    if c.text:
-        parts.append(str(c.text).strip())
-    text = " ... ".join(parts) if parts else f"within {c.distance_ft:g} ft of the public sewer"
-    text = text.rstrip(".") + "."
-    if c.notice_condition:
-        text += " " + str(c.notice_condition).strip()
-    return text
+def ground_text(profile: Any, ground: str) -> str:
+    """The ground of an order in a sentence for the owner."""
+    parts = [labels.GROUND_LABELS.get(g, g.replace("_", " "))
+             for g in str(ground).split(";") if g.strip()]
+    return "; ".join(parts)
 
 
 def _abutting_text(row: Any) -> str:
@@ -170,10 +195,33 @@ def safe_name(parcel_id: str, taken: set[str]) -> str:
     return name
 
 
-def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[Packet]:
-    """The packet of every row of ``rows`` (obligations rows, :func:`select_rows`)."""
+def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date,
+                  blocks: dict[str, str] | None = None) -> list[Packet]:
+    """The order of every row of ``rows`` (obligations rows, :func:`select_rows`).
+
+    Parameters
+    ----------
+    town
+        The loaded town.
+    rows
+        The rows to write orders for.
+    notice_date
+        The date of the letters.
+    blocks
+        The town's blocks (:func:`gisnet.notices.terms.letter_blocks`; default:
+        read from the town file).
+
+    Raises
+    ------
+    ConfigError
+        A block is missing, a quotation of the profile is not the ordinance's words, a
+        section cited has no quotation, or the profile sets no compliance period: all
+        found before anything is written.
+    """
     prof = town.profile
     con = prof.connection
+    blocks = letter_blocks(town) if blocks is None else blocks
+    quotes = quotations(prof) if len(rows) else {}
     taken: set[str] = set()
     out = []
     for row in rows.drop(columns=[rows.geometry.name] if hasattr(rows, "geometry") else [],
@@ -181,9 +229,10 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[P
         pid = str(row["parcel_id"])
         dist = row.get("distance_ft")
         dist = None if dist is None or pd.isna(dist) else float(dist)
-        days, due, sentence = deadline(row, notice_date)
+        due = deadline(row, notice_date, prof)
         served = _date(row.get("notice_date"))
         section = _text(row.get("section")) or con.section
+        quote = quote_for(prof, quotes, section)
         measure = _text(row.get("measure")) or con.measure
         measured_from = "property line" if measure == "property_line" else "building"
         measure_text = labels.measure_label(measure)
@@ -199,7 +248,8 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[P
             "jurisdiction": prof.profile.jurisdiction,
             "ordinance": prof.profile.ordinance,
             "section": section,
-            "rule_text": rule_text(con, section),
+            "rule_text": quote.words,
+            "ground_text": ground_text(prof, _text(row.get("notice_ground")) or ""),
             "distance": "not measured" if dist is None else f"{dist:,.1f} ft",
             "distance_limit": f"{limit:,.0f} ft",
             "measured_from": measured_from,
@@ -210,11 +260,13 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date) -> list[P
             "reason": _text(row.get("reason")) or "",
             "notice_date": notice_date.isoformat(),
             "notice_served": "" if served is None else served.isoformat(),
-            "deadline_days": "" if days is None else str(days),
-            "deadline_date": "" if due is None else due.isoformat(),
-            "deadline_text": sentence,
+            "deadline_days": "" if due.days is None else str(due.days),
+            "deadline_date": due.date.isoformat(),
+            "deadline_text": due.text,
+            "overdue_since": "" if due.overdue_since is None else due.overdue_since.isoformat(),
+            **{k: blocks[k] for k in ("signatory", "title", "contact", "penalty", "appeal")},
         }
-        out.append(Packet(pid, values, dist, days, due, str(row.get("status")),
+        out.append(Packet(pid, values, dist, due.days, due.date, str(row.get("status")),
                           safe_name(pid, taken)))
     return out
 

@@ -96,7 +96,7 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
         ("Address", values["address"]),
         ("Status", values["status_label"]),
         ("Section", values["section"]),
-        ("Rule", values["rule_text"]),
+        ("Ground", values["ground_text"]),  # (the letter quotes the rule in full)
         ("Distance", f"{values['distance']} to main {values['main_id']} "
                      f"(limit {values['distance_limit']})"),
         ("Measured", values["measure_text"]),

@@ -32,18 +32,21 @@ from ..output.publish import (
     staging_area,
 )
 from ..output.writing import EXCEL_CELL_MAX, RESULTS_FILE, refuse_inputs_as_outputs
-from .packets import Packet, build_packets, select_rows
+from .packets import Packet, build_packets, candidates, select_rows
 from .template import Template, find_template, shorten
+from .terms import letter_blocks
 
 log = logging.getLogger(__name__)
 
 COMBINED_FILE = "notices.pdf"
+#: The staff list of parcels the town could order once a ground is recorded.
+CANDIDATES_CSV = "candidates.csv"
 CSV_FILE = "notices.csv"
 XLSX_FILE = "notices.xlsx"
 #: Columns of the mail-merge table (CSV and XLSX), in order.
 MERGE_COLUMNS = ("parcel_id", "owner_name", "address", "status", "status_label", "section",
                  "distance_ft", "measured_from", "main_id", "notice_date", "notice_served",
-                 "deadline_days", "deadline_date", "file")
+                 "deadline_days", "deadline_date", "overdue_since", "file")
 
 
 @dataclass
@@ -96,7 +99,8 @@ def merge_table(packets: list[Packet]) -> pd.DataFrame:
             "measured_from": v["measured_from"], "main_id": v["main_id"],
             "notice_date": v["notice_date"], "notice_served": v["notice_served"] or None,
             "deadline_days": p.deadline_days,
-            "deadline_date": v["deadline_date"] or None, "file": p.file_name,
+            "deadline_date": v["deadline_date"] or None,
+            "overdue_since": v["overdue_since"] or None, "file": p.file_name,
         })
     table = pd.DataFrame(rows, columns=list(MERGE_COLUMNS))
     table["deadline_days"] = table["deadline_days"].astype("Int64")
@@ -158,7 +162,7 @@ def _check_out(out: Path) -> None:
 def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                   parcels: Iterable[str] | None = None, notice_date: dt.date | None = None,
                   template: str | os.PathLike[str] | Template | None = None,
-                  figures: bool = True) -> NoticeSet:
+                  figures: bool = True, blocks: dict[str, str] | None = None) -> NoticeSet:
     """Write a notice packet per parcel, a combined PDF and the mail-merge tables.
 
     Parameters
@@ -171,8 +175,8 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
     out
         The output folder (created; a folder of its own, e.g. ``maps/notices``).
     parcels
-        Parcel ids to write packets for (default: every parcel the town could
-        order to connect, :data:`gisnet.notices.packets.ORDERABLE`).
+        Parcel ids to write orders for (default: every parcel an order may be written
+        for, :func:`gisnet.notices.packets.is_order`; an id that is none is an error).
     notice_date
         The date of the notices (default today; the deadline counts from it).
     template
@@ -180,6 +184,9 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
         :func:`gisnet.notices.template.find_template`).
     figures
         Draw the map of each packet.
+    blocks
+        The letter's blocks (signatory, title, contact, penalty, appeal), overriding the
+        town file's ``[notices]`` (:func:`gisnet.notices.terms.letter_blocks`).
 
     A packet that cannot be written (its figure or PDF fails) is reported in
     :attr:`NoticeSet.failed` and logged; it never costs the other packets.
@@ -210,7 +217,13 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
         raise NotFoundError("the results hold no obligations layer: run the obligations "
                             "analysis first")
     rows = select_rows(ob, parcels)
-    packets = build_packets(town, rows, notice_date)
+    packets = build_packets(town, rows, notice_date, letter_blocks(town, blocks))
+    if parcels is None:
+        staff = len(candidates(ob))
+        if staff:
+            notes.append(f"{staff} parcel(s) within the distance get no letter: no ground "
+                         "for notice is recorded, or a person must decide first (gisnet "
+                         "notices --candidates lists them)")
     names = [p.file_name for p in packets] + [COMBINED_FILE, CSV_FILE, XLSX_FILE, MANIFEST_FILE]
     refuse_inputs_as_outputs([out / n for n in names], town, tpl.path, what="notice file")
     _check_out(out)
@@ -262,3 +275,29 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
         files = publish(stage, out, manifest, town)
     log.info("notices: %d packet(s) in %s", len(packets), out)
     return NoticeSet(out, packets, files, tpl, notice_date, notes, failed)
+
+
+def write_candidates(town: Any, results: Any, out: str | os.PathLike[str]) -> Path:
+    """Write the staff list of parcels the town could order but writes no letter for.
+
+    The list (:func:`gisnet.notices.packets.candidates`) goes to
+    ``out/candidates.csv`` (UTF-8 with a BOM); the file is written atomically.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    layers = result_layers(results)
+    ob = layers.get("obligations")
+    if ob is None:
+        raise NotFoundError("the results hold no obligations layer: run the obligations "
+                            "analysis first")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / CANDIDATES_CSV
+    refuse_inputs_as_outputs([path], town, None, what="candidates file")
+    tmp = path.with_name(path.name + ".tmp")
+    _write_csv(tmp, candidates(ob))
+    os.replace(tmp, path)
+    return path

@@ -38,6 +38,7 @@ from .building_sewers import BuildingSewers, building_sewers, sentence
 from .deciding import Ordinance, ParcelFacts, decide
 from .measuring import (
     EligibleMains,
+    accessory_only,
     availability,
     building_age,
     check_town,
@@ -63,7 +64,7 @@ OBLIGATION_COLUMNS = [
     "section", "reason", "approximate", "distance_limit_ft", "abutting_main_id",
     "abutting_distance_ft", "nearest_x", "nearest_y", "from_x", "from_y", "built_date",
     "sewer_available_date", "notice_date", "deadline_date", "health_hazard", "highway_program",
-    "in_district", "profile",
+    "notice_ground", "in_district", "profile",
 ]
 #: Columns of the ``obligation_evidence`` layer (then the measured line).
 EVIDENCE_COLUMNS = ["parcel_id", "building_id", "main_id", "distance_ft", "measure",
@@ -295,6 +296,7 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         district_given=nf.district_given, in_district=nf.in_district,
         notice_date=nf.notice_date, hazard=nf.hazard, highway=nf.highway,
         residential=nf.residential, use_known=nf.use_known, use=use,
+        accessory_only=accessory_only(town, P, tuple(con.accessory_uses or ())),
     )
     dec = decide(facts, Ordinance.of(con))
 
@@ -329,6 +331,8 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         "deadline_date": dec.deadline_date,
         "health_hazard": nf.hazard,
         "highway_program": nf.highway,
+        "notice_ground": pd.Series(dec.ground, dtype=object).where(
+            pd.Series(dec.ground, dtype=object) != "", None),
         "in_district": pd.array(nf.in_district if nf.district_given
                                 else np.full(n, None, dtype=object), dtype="boolean"),
         "profile": prof.id,

@@ -2,10 +2,10 @@
 
 The measured facts of every parcel (:class:`ParcelFacts`) and the terms of
 the town's connection rule (:class:`Ordinance`, from the profile's
-``[connection]``) go through :data:`RULES` in order; the first rule whose
-predicate holds for a parcel decides its status, the section cited, the
-deadline and the one-sentence reason. Read top to bottom, the table is the
-ordinance:
+``[connection]``; both in :mod:`gisnet.obligations.facts`) go through
+:data:`RULES` in order; the first rule whose predicate holds for a parcel
+decides its status, the section cited, the deadline and the one-sentence
+reason. Read top to bottom, the table is the ordinance:
 
 ====  ================================  =================  ============================
  #    rule                              status             when
@@ -16,6 +16,7 @@ ordinance:
  4    unmeasurable                      review             no usable parcel geometry
  5    unoccupied_lot                    not_required       no building (or no buildings
                                                            layer), unoccupied land use
+ 5a   accessory_only                    not_required       only garages, sheds ... on it
  6    occupied_lot_without_building     review             no footprint, occupied use
  7    no_building                       not_required       building measure, no building
  8    beyond_distance                   not_required       farther than the distance
@@ -32,7 +33,11 @@ ordinance:
  19   existing_building_undated         review             residence, no availability date
  20   existing_building                 not_required       existing, not covered
  21   age_unknown                       review             new or existing cannot be told
- 22   notice_served                     required           notice date recorded
+ 22   notice_served                     required           notice date and a lawful
+                                                           ground recorded
+ 22a  notice_served_excluded_ground     review             notice served to a septic
+                                                           property, highway program only
+ 22b  notice_served_no_ground           review             notice served, no ground
  23   notice_grounds                    required           hazard / highway program
  24   septic_highway_only               subject_to_notice  septic, highway program only
  25   subject_to_notice                 subject_to_notice  no notice, no ground recorded
@@ -42,6 +47,12 @@ ordinance:
 A parcel no rule decides stays ``not_required`` without a reason (the last
 rule of each ``applies_to`` catches every parcel left, so none does).
 
+Each rule that orders a connection names the ground the order stands on
+(:attr:`Rule.ground`, the ``notice_ground`` column): the ground recorded for
+the parcel (a public health hazard, a highway improvement program), or the
+rule's own (a newly constructed building, the 15-year limit, a notice that
+needs no ground). A letter is written only where one is (:mod:`gisnet.notices`).
+
 Reasons are templates: ``{name}`` is replaced by the per-parcel text or the
 ordinance term of that name (see :data:`FIELDS`), built only for the parcels
 the rule decides.
@@ -49,7 +60,6 @@ the rule decides.
 
 from __future__ import annotations
 
-import dataclasses
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,212 +70,13 @@ import numpy as np
 import pandas as pd
 
 from ..rules import within
+from .facts import Ordinance, ParcelFacts
+
+__all__ = ["RULES", "STATUSES", "Decision", "Ordinance", "ParcelFacts", "Rule", "decide"]
 
 #: The statuses a parcel can get.
 STATUSES = ("connected", "required", "subject_to_notice", "not_required", "review",
             "outside_district")
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True)
-class Ordinance:
-    """The terms of the connection rule the table reads (the profile's ``[connection]``).
-
-    Attributes
-    ----------
-    distance_ft
-        "within N feet": the distance limit.
-    measure
-        ``property_line`` or ``building``.
-    section, septic_section
-        The sections cited (the septic section for the existing-plumbing rule).
-    deadline_days
-        Days after official notice to connect.
-    require_abutting
-        The parcel must abut a street or right-of-way holding the sewer.
-    applies_to
-        ``all`` buildings, or ``new_buildings`` (newly constructed) only.
-    unknown_age
-        How a building of unknown age is treated: ``review``, ``new`` or ``existing``.
-    septic_max_years
-        Existing plumbing must connect this many years after the sewer became
-        available (None: no such rule).
-    unoccupied_land_uses
-        Land uses of a lot that, with no building, is not used for human
-        occupancy, employment or recreation.
-    notice_condition, septic_rule
-        Text appended to the reason of a ``required`` parcel; a notice condition
-        also makes an unnoticed parcel ``subject_to_notice`` (:attr:`notice_conditioned`).
-    notice_highway_program
-        Notice may be given to promote a highway improvement program.
-    septic_notice_section
-        The section that limits notice to a property on a private system to a
-        public health hazard (None: no such limit).
-    """
-
-    distance_ft: float
-    measure: str
-    section: str
-    septic_section: str | None
-    deadline_days: int
-    require_abutting: bool
-    applies_to: str
-    unknown_age: str
-    septic_max_years: int | None
-    unoccupied_land_uses: tuple[str, ...]
-    notice_condition: str
-    septic_rule: str | None
-    notice_highway_program: bool = False
-    septic_notice_section: str | None = None
-
-    @classmethod
-    def of(cls, connection: Any) -> Ordinance:
-        """The terms of a profile's ``connection`` section."""
-        c = connection
-        return cls(
-            distance_ft=float(c.distance_ft), measure=c.measure, section=c.section,
-            septic_section=c.septic_section, deadline_days=int(c.deadline_days),
-            require_abutting=bool(c.require_abutting), applies_to=c.applies_to,
-            unknown_age=c.unknown_age or "review",
-            septic_max_years=c.septic_max_years or None,
-            unoccupied_land_uses=tuple(c.unoccupied_land_uses or ()),
-            notice_condition=c.notice_condition or "", septic_rule=c.septic_rule or None,
-            notice_highway_program=bool(c.notice_highway_program),
-            septic_notice_section=c.septic_notice_section or None,
-        )
-
-    @property
-    def notice_conditioned(self) -> bool:
-        """Notice to connect may be given only on a condition (a health hazard, a
-        highway improvement program): until then a parcel is only subject to notice."""
-        return bool(self.notice_condition)
-
-    @property
-    def new_buildings_only(self) -> bool:
-        return self.applies_to == "new_buildings"
-
-    @property
-    def dates_existing_plumbing(self) -> bool:
-        """The existing-plumbing (septic) rule sets a date to connect by."""
-        return self.new_buildings_only and self.septic_max_years is not None
-
-    def cited(self, key: str) -> str:
-        """The section a rule cites: ``section``, ``septic_section`` or
-        ``septic_notice_section``."""
-        return {"section": self.section, "septic_section": self.septic_section or "",
-                "septic_notice_section": self.septic_notice_section or ""}[key]
-
-
-#: Stands for an optional fact left out; ParcelFacts fills it in (read-only, never seen).
-_LEFT_OUT = np.empty(0)
-_LEFT_OUT.flags.writeable = False
-
-
-def _left_out() -> np.ndarray:
-    return _LEFT_OUT
-
-
-@dataclass
-class ParcelFacts:
-    """What was measured and found about each parcel: arrays aligned with the parcels.
-
-    Attributes
-    ----------
-    connected, connected_by
-        Already connected, and the sentence saying how (lateral or flag).
-    measured
-        A nearest eligible main was found (the parcel has usable geometry and
-        the town has eligible mains).
-    eligible_mains
-        Number of eligible mains in the town.
-    main_ids
-        Ids of the eligible mains (``main`` and ``abutting_main`` index them).
-    main, distance_ft
-        Nearest eligible main (position, -1 for none) and its distance (ft).
-    approximate, upper_ft
-        The parcel stands in for its building (no buildings layer), and the
-        farthest the building can then be (ft).
-    within, uncertain
-        Within the distance (on the measured distance); and, for an approximate
-        measure, whether the building may be beyond it.
-    abutting_tested, assume_abutting
-        The abutting test ran (streets layer present and required); the caller
-        asked to treat parcels as abutting without one.
-    abuts, abutting_main, abutting_distance_ft
-        Abuts a street holding an eligible main (False where not tested); the
-        nearest such main (-1) and its distance (ft).
-    no_building, land_use
-        No building on the parcel (buildings layer present); its land use.
-    is_new, age_known, sewer_available, septic
-        Newly constructed building, whether that is known, the date the sewer
-        became available (datetime64[ms]) and whether it is on a private system.
-    buildings_given
-        The town has a buildings layer (without one, occupancy is judged from
-        the land use alone).
-    district_given, in_district
-        The town gives a district layer; the parcel lies in the district.
-    notice_date, hazard, highway
-        Date official notice was served (NaT: none recorded); a public health
-        hazard recorded; in a highway improvement program.
-    residential, use_known, use
-        The building (or lot) is a residence; whether its use is known; the use.
-        Left out, ``in_district``, ``residential`` and ``use_known`` are all True,
-        ``hazard`` and ``highway`` all False, ``use`` None and ``notice_date`` NaT.
-    """
-
-    connected: np.ndarray
-    connected_by: np.ndarray
-    measured: np.ndarray
-    eligible_mains: int
-    main_ids: np.ndarray
-    main: np.ndarray
-    distance_ft: np.ndarray
-    approximate: np.ndarray
-    upper_ft: np.ndarray
-    within: np.ndarray
-    uncertain: np.ndarray
-    abutting_tested: bool
-    assume_abutting: bool
-    abuts: np.ndarray
-    abutting_main: np.ndarray
-    abutting_distance_ft: np.ndarray
-    no_building: np.ndarray
-    land_use: np.ndarray
-    is_new: np.ndarray
-    age_known: np.ndarray
-    sewer_available: np.ndarray
-    septic: np.ndarray
-    buildings_given: bool = True
-    district_given: bool = False
-    in_district: np.ndarray = dataclasses.field(default_factory=_left_out)
-    notice_date: np.ndarray = dataclasses.field(default_factory=_left_out)
-    hazard: np.ndarray = dataclasses.field(default_factory=_left_out)
-    highway: np.ndarray = dataclasses.field(default_factory=_left_out)
-    residential: np.ndarray = dataclasses.field(default_factory=_left_out)
-    use_known: np.ndarray = dataclasses.field(default_factory=_left_out)
-    use: np.ndarray = dataclasses.field(default_factory=_left_out)
-
-    def __post_init__(self) -> None:
-        n = len(self.connected)
-        for name, fill in (("in_district", True), ("hazard", False), ("highway", False),
-                           ("residential", True), ("use_known", True)):
-            if getattr(self, name) is _LEFT_OUT:
-                setattr(self, name, np.full(n, fill))
-        if self.use is _LEFT_OUT:
-            self.use = np.full(n, None, dtype=object)
-        if self.notice_date is _LEFT_OUT:
-            self.notice_date = np.full(n, np.datetime64("NaT", "ms"))
-
-    @property
-    def n(self) -> int:
-        return len(self.connected)
-
-    @property
-    def every(self) -> np.ndarray:
-        """True for every parcel (a rule that catches all still open)."""
-        return np.ones(self.n, dtype=bool)
 
 
 # --------------------------------------------------------------------------- predicates
@@ -291,6 +102,14 @@ def notice_grounds(f: ParcelFacts, o: Ordinance) -> np.ndarray:
     if o.septic_notice_section:
         highway = highway & ~f.septic
     return f.hazard | highway
+
+
+def septic_highway_only(f: ParcelFacts, o: Ordinance) -> np.ndarray:
+    """A property on a private system whose only ground is a highway improvement program,
+    where the profile limits notice to such a property to a health hazard (§ 168-22.3C)."""
+    if not o.septic_notice_section or not o.notice_highway_program:
+        return np.zeros(f.n, dtype=bool)
+    return f.septic & f.highway & ~f.hazard
 
 
 def treated_as_new(f: ParcelFacts, o: Ordinance) -> np.ndarray:
@@ -335,6 +154,11 @@ class Rule:
     septic_date
         The parcel gets the existing-plumbing date (sewer available +
         ``septic_max_years``) as its ``septic_deadline``, where known.
+    ground
+        The ground an order to connect stands on (``notice_ground``): a code of
+        :data:`gisnet.labels.GROUND_LABELS`, or ``recorded`` for the grounds
+        recorded for the parcel (:func:`recorded_grounds`); empty: the rule
+        orders nothing.
     """
 
     name: str
@@ -345,6 +169,7 @@ class Rule:
     cites: str = "section"
     deadline: bool = False
     septic_date: bool = False
+    ground: str = ""
 
 
 _WITHIN = "Within {limit} ({where}"
@@ -356,14 +181,14 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: f.connected,
          "connected", "{connected_by}"),
     Rule("outside_district",
-         "§ 168-22.2G: the owner of all houses, buildings or property '... situated within "
-         "the area' (the Fourth Ward Sewer Improvement Area); sec. 16-50: '... situated "
+         "§ 168-22.2G: the owner of all houses, buildings or property '… situated within "
+         "the area' (the Fourth Ward Sewer Improvement Area); sec. 16-50: '… situated "
          "within the City'. A parcel outside the town's district layer is not bound.",
          lambda f, o: ~f.in_district,
          "outside_district", "The parcel lies outside the district the connection rule "
          "binds (the town's district layer), so {section} does not apply to it."),
     Rule("no_eligible_main",
-         "Poughkeepsie § 168-22.2G / Berlin sec. 16-50: a street 'in which there is ... "
+         "Poughkeepsie § 168-22.2G / Berlin sec. 16-50: a street 'in which there is … "
          "located a public sanitary sewer'; with none in the town nothing obliges.",
          lambda f, o: ~f.measured & (f.eligible_mains == 0),
          "not_required", "No eligible public sanitary gravity main in the town, so nothing "
@@ -374,12 +199,22 @@ RULES: tuple[Rule, ...] = (
          "review", "The parcel has no usable geometry, so it could not be measured."),
     Rule("unoccupied_lot",
          "§ 168-22.2G / sec. 16-50: 'houses, buildings or property used for human "
-         "occupancy, employment, recreation or other ... purposes'; an empty lot of an "
+         "occupancy, employment, recreation or other … purposes'; an empty lot of an "
          "unoccupied land use is none of these.",
          lambda f, o: unoccupied(f, o),
          "not_required", "No building on the parcel and its land use is {land_use}: "
          "{section} applies to property used for human occupancy, employment or recreation "
          "(main {main} is {distance} from the parcel)."),
+    Rule("accessory_only",
+         "§ 168-22.2G: 'houses, buildings or property used for human occupancy, employment, "
+         "recreation or other similar purposes'; a lot whose only buildings are garages or "
+         "sheds (the buildings layer's use, the profile's accessory_uses) is used for none "
+         "of these.",
+         lambda f, o: f.accessory_only & (len(o.accessory_uses) > 0),
+         "not_required", "The only building on the parcel is a {use} (buildings layer use), "
+         "not used for human occupancy, employment, recreation or other similar purposes, "
+         "so {section} does not require it to connect (main {main} is {distance} from the "
+         "parcel)."),
     Rule("occupied_lot_without_building",
          "sec. 16-50: 'within two hundred (200) feet of the building measured on a straight "
          "line from the sewer to the building'; an occupied land use with no footprint is "
@@ -390,7 +225,7 @@ RULES: tuple[Rule, ...] = (
          "parcel; {section} measures from the building: check the buildings layer (the "
          "parcel is {distance} from main {main})."),
     Rule("no_building",
-         "sec. 16-50: '... measured on a straight line from the sewer to the building'; "
+         "sec. 16-50: '… measured on a straight line from the sewer to the building'; "
          "with no building there is nothing to measure.",
          lambda f, o: (o.measure == "building") & f.no_building,
          "not_required", "No building on the parcel; {section} measures from the building "
@@ -403,28 +238,31 @@ RULES: tuple[Rule, ...] = (
          "not_required", "Nearest eligible main {main} is {distance} from {measured_from}, "
          "beyond the {limit} of {section}{approx_note}."),
     Rule("main_through_lot",
-         "§ 168-22.2G / sec. 16-50: 'abutting on any street, alley or right-of-way in which "
-         "there is ... located a public sanitary sewer'; a main across the lot itself (an "
+         "§ 168-22.2G: 'abutting on any street, alley or right-of-way, in which there is now "
+         "located … a public sanitary sewer'; sec. 16-50: 'abutting on any street, alley, or "
+         "right-of-way in which there is located a public sanitary sewer'; a main across the "
+         "lot itself (an "
          "easement) may be such a right-of-way: not for gisnet to decide.",
          lambda f, o: f.abutting_tested & ~f.abuts & (f.distance_ft <= 0.01),
          "review", "Main {main} runs through or along the parcel (0 ft), but the parcel "
          "abuts no street holding a public sanitary sewer: if the main lies in an easement or "
          "right-of-way across the lot, {section} applies; check."),
     Rule("not_abutting",
-         "§ 168-22.2G / sec. 16-50: 'abutting on any street, alley or right-of-way in which "
-         "there is ... located a public sanitary sewer'.",
+         "§ 168-22.2G: 'abutting on any street, alley or right-of-way, in which there is now "
+         "located … a public sanitary sewer'; sec. 16-50: 'abutting on any street, alley, or "
+         "right-of-way in which there is located a public sanitary sewer'.",
          lambda f, o: f.abutting_tested & ~f.abuts,
          "not_required", _WITHIN + "), but the parcel abuts no street or right-of-way holding "
          "a public sanitary sewer ({section})."),
     Rule("abutting_sewer_beyond",
-         "§ 168-22.2G: connect 'with the proper public sewer ... provided that said public "
+         "§ 168-22.2G: connect 'with the proper public sewer … provided that said public "
          "sewer is within 300 feet': the sewer in the street it abuts must be within the "
          "distance, not just any sewer.",
          lambda f, o: f.abutting_tested & ~within(f.abutting_distance_ft, o.distance_ft),
          "not_required", _WITHIN + "), but the sewer in the street it abuts (main "
          "{abutting_main}) is {abutting_distance} away, beyond {limit} ({section})."),
     Rule("abutting_untested",
-         "§ 168-22.2G / sec. 16-50: 'abutting on any street ...'; without a streets layer "
+         "§ 168-22.2G / sec. 16-50: 'abutting on any street …'; without a streets layer "
          "(and not told to assume it) gisnet cannot test it: a person checks.",
          lambda f, o: ((not f.abutting_tested) and o.require_abutting
                        and not f.assume_abutting) & f.every,
@@ -439,12 +277,14 @@ RULES: tuple[Rule, ...] = (
     # ---- Berlin: newly constructed buildings (sec. 16-50), existing plumbing (paragraph
     #      after sec. 16-51)
     Rule("new_building",
-         "sec. 16-50: 'all newly constructed houses, buildings, or properties ... shall be "
-         "connected with the public sewer within ninety (90) days after the date of official "
-         "notice to do so'.",
+         "sec. 16-50: 'All newly constructed houses, buildings, or properties … shall be "
+         "connected, at the expense of the property owner, with the public sewer in "
+         "accordance with the provisions of this article within ninety (90) days after the "
+         "date of official notice to do so'.",
          lambda f, o: o.new_buildings_only & treated_as_new(f, o),
          "required", "{building_age} within {limit} ({where}, {abutting}): connect within "
-         "{deadline_days} days after official notice ({section}).", deadline=True),
+         "{deadline_days} days after official notice ({section}).", deadline=True,
+         ground="new_building"),
     Rule("resident_health_hazard",
          "Berlin ch. 16, existing-plumbing paragraph: 'A resident shall be required to "
          "connect an existing plumbing system to the sanitary sewer system when such system "
@@ -454,9 +294,9 @@ RULES: tuple[Rule, ...] = (
                        & f.use_known & f.hazard),
          "required", "Existing residence within {limit} ({where}, {abutting}) and the City "
          "finds its septic system a health hazard: the resident must connect the existing "
-         "plumbing now ({septic_section}).", cites="septic_section"),
+         "plumbing now ({septic_section}).", cites="septic_section", ground="health_hazard"),
     Rule("existing_use_unknown",
-         "existing-plumbing paragraph: 'A resident ...', '... available to his residence': "
+         "existing-plumbing paragraph: 'A resident …', '… available to his residence': "
          "it covers residences; with neither the building's use nor the lot's land use known, "
          "a person checks.",
          lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o) & ~f.use_known,
@@ -465,7 +305,7 @@ RULES: tuple[Rule, ...] = (
          "paragraph speaks of 'a resident') cannot be told: its use and land use are "
          "unknown ({septic_section}).", cites="septic_section"),
     Rule("existing_non_residential",
-         "sec. 16-50 covers 'all newly constructed houses, buildings, or properties'; the "
+         "sec. 16-50 covers 'All newly constructed houses, buildings, or properties'; the "
          "existing-plumbing paragraph speaks of 'a resident' and 'his residence': an existing "
          "building that is no residence falls under neither.",
          lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o) & ~f.residential,
@@ -474,25 +314,27 @@ RULES: tuple[Rule, ...] = (
          "existing-plumbing paragraph binds residents only."),
     Rule("existing_building_dated",
          "Berlin ch. 16, existing-plumbing paragraph: an existing plumbing system meeting "
-         "the sec. 16-50 measurement must connect 'in no event more than fifteen (15) years "
-         "from the date the sanitary sewer was available to the residence'.",
+         "the sec. 16-50 measurement must connect: 'in no event shall a resident be permitted "
+         "more than fifteen (15) years to connect his plumbing system to the sanitary sewer "
+         "system from the date that the sanitary sewer was available to his residence'.",
          lambda f, o: (o.dates_existing_plumbing & treated_as_existing(f, o)
                        & sewer_dated(f)),
          "required", "Existing residence within {limit} ({where}, {abutting}); {section} "
          "covers newly constructed buildings, so the {plumbing} must connect by "
          "{septic_deadline}, {septic_years} years after the sewer became available, or sooner "
          "if the City finds the septic system a health hazard ({septic_section}).",
-         cites="septic_section", septic_date=True),
+         cites="septic_section", septic_date=True, ground="septic_limit"),
     Rule("existing_building_undated",
-         "existing-plumbing paragraph: '... years from the date the sanitary sewer was "
-         "available'; with that date unknown the limit cannot be dated: a person checks.",
+         "existing-plumbing paragraph: '… fifteen (15) years to connect his plumbing system to "
+         "the sanitary sewer system from the date that the sanitary sewer was available to his "
+         "residence'; with that date unknown the limit cannot be dated: a person checks.",
          lambda f, o: o.dates_existing_plumbing & treated_as_existing(f, o),
          "review", "Existing residence within {limit} ({where}, {abutting}); {section} covers "
          "newly constructed buildings and the date the sewer became available is unknown, so "
          "the {septic_years}-year limit cannot be dated ({septic_section}).",
          cites="septic_section"),
     Rule("existing_building",
-         "sec. 16-50 covers 'all newly constructed houses, buildings, or properties'; "
+         "sec. 16-50 covers 'All newly constructed houses, buildings, or properties'; "
          "an existing one is not covered (no existing-plumbing rule in the profile).",
          lambda f, o: (o.new_buildings_only & (o.septic_max_years is None)
                        & treated_as_existing(f, o)),
@@ -508,12 +350,36 @@ RULES: tuple[Rule, ...] = (
          "is missing{if_existing}.", septic_date=True),
     # ---- Poughkeepsie: every building, on official notice (§ 168-22.2G)
     Rule("notice_served",
-         "§ 168-22.2G: '... to connect such facilities directly with the proper public sewer "
-         "... within 30 days after the date of official notice to do so'.",
-         lambda f, o: (not o.new_buildings_only) & noticed(f),
+         "§ 168-22.2G: '… to connect such facilities directly with the proper public sewer "
+         "… within 30 days after the date of official notice to do so'; 'Such notice shall be "
+         "given only when it shall be necessary to eliminate a public health hazard or to "
+         "promote a highway improvement program': served, and on a ground recorded.",
+         lambda f, o: ((not o.new_buildings_only) & noticed(f)
+                       & (notice_grounds(f, o) | (not o.notice_conditioned))),
          "required", _WITHIN + ", {abutting}): official notice was served on "
-         "{notice_date}; connect within {deadline_days} days, by {deadline_date} "
-         "({section}).{septic_note}", deadline=True),
+         "{notice_date} ({grounds}); connect within {deadline_days} days, by {deadline_date} "
+         "({section}).{septic_note}", deadline=True, ground="recorded"),
+    Rule("notice_served_excluded_ground",
+         "§ 168-22.3C: 'At such times as a public sewer system becomes available to a "
+         "property served by a private sewage disposal system … Such notice shall be given "
+         "only when it shall be necessary to eliminate a public health hazard.' A notice "
+         "served on a highway improvement program alone to such a property rests on a ground "
+         "the ordinance excludes: a person checks it.",
+         lambda f, o: (not o.new_buildings_only) & noticed(f) & septic_highway_only(f, o),
+         "review", _WITHIN + ", {abutting}): official notice was served on {notice_date}, "
+         "but the parcel is on a private system and its only ground recorded is a highway "
+         "improvement program; {septic_notice_section} lets notice be given to such a "
+         "property only to eliminate a public health hazard: check the notice before "
+         "enforcing it.", cites="septic_notice_section"),
+    Rule("notice_served_no_ground",
+         "§ 168-22.2G: 'Such notice shall be given only when it shall be necessary to "
+         "eliminate a public health hazard or to promote a highway improvement program': a "
+         "notice served with no such ground recorded cannot be shown lawful: a person checks.",
+         lambda f, o: (not o.new_buildings_only) & noticed(f) & o.notice_conditioned,
+         "review", _WITHIN + ", {abutting}): official notice was served on {notice_date}, "
+         "but no ground on which {section} lets notice be given is recorded for the parcel "
+         "(a public health hazard{or_highway}): record the ground, or check the notice "
+         "before enforcing it."),
     Rule("notice_grounds",
          "§ 168-22.2G: 'Such notice shall be given only when it shall be necessary to "
          "eliminate a public health hazard or to promote a highway improvement program.' "
@@ -521,10 +387,10 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: (not o.new_buildings_only) & o.notice_conditioned & notice_grounds(f, o),
          "required", _WITHIN + ", {abutting}) and {grounds}: official notice must be served; "
          "connect within {deadline_days} days after it ({section}).{septic_note}",
-         deadline=True),
+         deadline=True, ground="recorded"),
     Rule("septic_highway_only",
          "§ 168-22.3C: 'At such times as a public sewer system becomes available to a "
-         "property served by a private sewage disposal system ... Such notice shall be given "
+         "property served by a private sewage disposal system … Such notice shall be given "
          "only when it shall be necessary to eliminate a public health hazard.' A highway "
          "improvement program is no ground for notice to a property on a private system.",
          lambda f, o: ((not o.new_buildings_only) & o.notice_conditioned
@@ -535,7 +401,7 @@ RULES: tuple[Rule, ...] = (
          cites="septic_notice_section", deadline=True),
     Rule("subject_to_notice",
          "§ 168-22.2G: connection is due 'within 30 days after the date of official notice', "
-         "and 'such notice shall be given only when it shall be necessary to eliminate a "
+         "and 'Such notice shall be given only when it shall be necessary to eliminate a "
          "public health hazard or to promote a highway improvement program': with no notice "
          "and no such ground recorded, connection can be ordered but is not yet due.",
          lambda f, o: (not o.new_buildings_only) & o.notice_conditioned & f.every,
@@ -544,13 +410,15 @@ RULES: tuple[Rule, ...] = (
          "or highway improvement program is recorded for the parcel ({section}).{notice}"
          "{septic_note}", deadline=True),
     Rule("within_and_abutting",
-         "§ 168-22.2G: 'all houses, buildings or property used for human occupancy ... "
-         "abutting on any street ... [shall] connect directly with the proper public sewer "
-         "within 30 days after the date of official notice to do so' (a profile whose notice "
-         "is not conditioned).",
+         "§ 168-22.2G: 'The owner of all houses, buildings or property used for human "
+         "occupancy … abutting on any street … is hereby required … to connect such "
+         "facilities directly with the proper public sewer in accordance with the provisions "
+         "of this Article within 30 days after the date of official notice to do so' (a "
+         "profile whose notice is not conditioned).",
          lambda f, o: (not o.new_buildings_only) & f.every,
          "required", _WITHIN + ", {abutting}): connect within {deadline_days} days after "
-         "official notice ({section}).{notice}{septic_note}", deadline=True),
+         "official notice ({section}).{notice}{septic_note}", deadline=True,
+         ground="unconditioned"),
 )
 
 
@@ -655,6 +523,23 @@ def _grounds(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
     out = choose(hz, "a public health hazard is recorded", "")
     out[~hz & hw] = "it lies in a highway improvement program"
     out[hz & hw] = "a public health hazard and a highway improvement program are recorded"
+    out[~hz & ~hw] = "no ground for notice is needed"
+    return out
+
+
+def recorded_grounds(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
+    """The grounds for notice recorded for the parcels ``ix`` that the ordinance allows
+    (``health_hazard``, ``highway_program``, both ``;``-joined; ``unconditioned`` where
+    notice needs no ground)."""
+    hz = f.hazard[ix]
+    hw = f.highway[ix] & o.notice_highway_program
+    if o.septic_notice_section:
+        hw = hw & ~f.septic[ix]
+    out = choose(hz, "health_hazard", "")
+    out[~hz & hw] = "highway_program"
+    out[hz & hw] = "health_hazard;highway_program"
+    if not o.notice_conditioned:
+        out[~hz & ~hw] = "unconditioned"
     return out
 
 
@@ -662,7 +547,8 @@ def _use(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
     """The building's use, else the lot's land use, else ``use unknown``."""
     use = pd.Series(f.use[ix], dtype=object)
     use = use.where(use.notna(), pd.Series(f.land_use[ix], dtype=object))
-    return use.where(use.notna(), "use unknown").astype(str).to_numpy(dtype=object)
+    use = use.where(use.notna(), "use unknown").astype(str).str.replace("_", " ")
+    return use.to_numpy(dtype=object)
 
 
 def _septic_note(f: ParcelFacts, o: Ordinance, ix: np.ndarray) -> np.ndarray:
@@ -696,6 +582,10 @@ FIELDS: dict[str, Callable[[ParcelFacts, Ordinance, np.ndarray], np.ndarray | st
     "notice_date": lambda f, o, ix: _date_text(f.notice_date[ix]),
     "deadline_date": lambda f, o, ix: _date_text(deadline_dates(f, o, ix)),
     "grounds": _grounds,
+    "or_highway": lambda f, o, ix: choose(
+        f.septic[ix] & bool(o.septic_notice_section), " only: the parcel is on a private "
+        f"system ({o.septic_notice_section or ''})",
+        " or a highway improvement program" if o.notice_highway_program else ""),
     "use": _use,
     # the terms of the ordinance
     "limit": lambda f, o, ix: f"{o.distance_ft:g} ft",
@@ -741,6 +631,9 @@ class Decision:
         Existing-plumbing date (datetime64[ms], NaT where none).
     rule
         Name of the rule that decided (None where none did).
+    ground
+        The ground an order to connect stands on (:attr:`Rule.ground`; empty where
+        the parcel's rule orders nothing or no ground is recorded).
     """
 
     status: np.ndarray
@@ -750,6 +643,7 @@ class Decision:
     septic_deadline: np.ndarray
     rule: np.ndarray
     deadline_date: np.ndarray | None = None
+    ground: np.ndarray | None = None
 
 
 def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Decision:
@@ -773,6 +667,7 @@ def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Dec
     deadline = np.full(n, -1, dtype=np.int64)
     septic = np.full(n, np.datetime64("NaT", "ms"))
     due = np.full(n, np.datetime64("NaT", "ms"))
+    ground = np.full(n, "", dtype=object)
     for rule in rules:
         m = np.asarray(rule.when(f, o), dtype=bool) & open_
         if not m.any():
@@ -788,7 +683,11 @@ def decide(f: ParcelFacts, o: Ordinance, rules: tuple[Rule, ...] = RULES) -> Dec
             due[ix] = deadline_dates(f, o, ix)
         if rule.septic_date:
             septic[ix] = septic_dates(f, o, ix)
+        if rule.ground == "recorded":
+            ground[ix] = recorded_grounds(f, o, ix)
+        elif rule.ground:
+            ground[ix] = rule.ground
     deadline_days = pd.array(deadline, dtype="Int64")
     deadline_days[deadline < 0] = pd.NA
     return Decision(status, section, reason, deadline_days, septic.astype("datetime64[ms]"),
-                    rule_of, due.astype("datetime64[ms]"))
+                    rule_of, due.astype("datetime64[ms]"), ground)

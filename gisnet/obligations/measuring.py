@@ -198,6 +198,41 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
     return geoms, meta
 
 
+def is_one_of(value: object, codes: tuple[str, ...]) -> bool:
+    """A use equal to one of ``codes``, or beginning with one and ``_`` (case-insensitive)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return False
+    s = str(value).strip().lower()
+    return any(s == c or s.startswith(c + "_") for c in (c.strip().lower() for c in codes))
+
+
+def accessory_only(town: Town, parcels: gpd.GeoDataFrame, accessory_uses: tuple[str, ...]
+                   ) -> np.ndarray:
+    """Parcels whose every building has an accessory use (garage, shed ...).
+
+    The buildings layer's ``use`` decides: a building is accessory when its use is
+    one of ``accessory_uses`` (or begins with one and ``_``); a building with no
+    use recorded is not (it counts as used for occupancy). A parcel with no
+    building, or a town with no buildings layer or no ``use`` column, is never
+    accessory-only.
+    """
+    n = len(parcels)
+    out = np.zeros(n, dtype=bool)
+    buildings = town.layer("buildings")
+    if buildings is None or not accessory_uses or "use" not in buildings.columns:
+        return out
+    b = buildings.reset_index(drop=True)
+    row = building_rows(parcels, b)
+    ok = row >= 0
+    if not ok.any():
+        return out
+    uses = text_values(b["use"]).to_numpy(dtype=object)
+    acc = np.array([is_one_of(u, accessory_uses) for u in uses], dtype=bool)
+    every = pd.Series(acc[ok]).groupby(row[ok]).all()
+    out[every.index[every.to_numpy()].to_numpy(dtype=np.int64)] = True
+    return out
+
+
 def nearest_per_parcel(meta: pd.DataFrame, geoms: np.ndarray, measure: str
                        ) -> tuple[pd.DataFrame, np.ndarray]:
     """One measured row per parcel, in parcel order: under the ``building``

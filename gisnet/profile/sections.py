@@ -117,6 +117,11 @@ class Connection(ProfileTable):
         "Land uses (parcel ``land_use``; a building's ``use`` equal to one or beginning with "
         "one and ``_``) of a residence, for a rule that speaks of \"a resident\".",
         optional=True)
+    accessory_uses: tuple[str, ...] | None = key(
+        "Building uses (buildings ``use``: equal to one, or beginning with one and ``_``) "
+        "that are not used for human occupancy, employment or recreation (garage, shed): a "
+        "lot whose every building has one need not connect. None: every building counts.",
+        optional=True)
     notice_highway_program: bool | None = key(
         "Notice to connect may be given to promote a highway improvement program (as well as "
         "to eliminate a public health hazard).", optional=True)
@@ -147,6 +152,29 @@ class Connection(ProfileTable):
     lateral_cost_rule: str | None = key("Text of the building-sewer cost rule.", optional=True)
     private_disposal_section: str | None = key("Section on private disposal where no public "
                                                "sewer is available.", optional=True)
+    quote: str | None = key(
+        "The connection rule in the ordinance's words, verbatim (\"\u2026\" where words are "
+        "left out): what a letter quotes for ``section`` (checked against the text).",
+        optional=True)
+    septic_quote: str | None = key("The ordinance's words of ``septic_section`` (verbatim).",
+                                   optional=True)
+    septic_notice_quote: str | None = key("The ordinance's words of "
+                                          "``septic_notice_section`` (verbatim).",
+                                          optional=True)
+    compliance_days: int | None = key(
+        "The least time the ordinance allows to comply with a notice: no letter's deadline "
+        "is sooner than its date plus this.", "days", optional=True)
+    compliance_section: str | None = key("Section of ``compliance_days``.", optional=True)
+    compliance_quote: str | None = key("The ordinance's words of ``compliance_section`` "
+                                       "(verbatim).", optional=True)
+    penalty_section: str | None = key("Section of the penalty for not complying (a letter's "
+                                      "penalty paragraph).", optional=True)
+    penalty_quote: str | None = key("The ordinance's words of ``penalty_section`` "
+                                    "(verbatim).", optional=True)
+    appeal_section: str | None = key("Section of the appeal (or hearing) open to an owner (a "
+                                     "letter's appeal paragraph).", optional=True)
+    appeal_quote: str | None = key("The ordinance's words of ``appeal_section`` (verbatim).",
+                                   optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
         if self.distance_ft <= 0:
@@ -174,6 +202,13 @@ class Connection(ProfileTable):
             yield "abutting_tolerance_ft", "must be >= 0"
         if self.building_sewer_reach_ft is not None and self.building_sewer_reach_ft < 0:
             yield "building_sewer_reach_ft", "must be >= 0"
+        if self.compliance_days is not None and self.compliance_days < 0:
+            yield "compliance_days", "must be >= 0"
+        if self.compliance_days is not None and not self.compliance_section:
+            yield "compliance_section", "is required when compliance_days is set"
+        for k in ("septic", "septic_notice", "compliance", "penalty", "appeal"):
+            if getattr(self, f"{k}_quote") and not getattr(self, f"{k}_section"):
+                yield f"{k}_section", f"is required when {k}_quote is set"
 
 
 @documented
