@@ -252,3 +252,46 @@ def test_dwf_average_is_baseline_times_pattern_mean() -> None:
     assert len(m.dwf) == 30
     np.testing.assert_allclose(m.dwf["avg_flow_gpd"], 1.0 * np.mean(hourly) * cfs_gpd,
                                rtol=1e-5)
+
+
+def test_names_are_read_without_regard_to_case(tmp_path: Path) -> None:
+    """SWMM matches names without regard to case: a [DWF] naming pattern ``dwf`` where
+    [PATTERNS] defines ``DWF``, or a link naming node ``kro3001``, is the same model
+    (SWMM itself runs the changed file: checked here)."""
+    from gisnet.swmm import read_model
+
+    src = DATA / "Pump_Control_Model.inp"
+    text = src.read_text()
+    head, dwf = text.split("[DWF]", 1)
+    dwf, tail = dwf.split("[PATTERNS]", 1)
+    changed = head + "[DWF]" + dwf.replace('"DWF"', '"dwf"') + "[PATTERNS]" + tail
+    sec = changed.index("[CONDUITS]")
+    changed = changed[:sec] + changed[sec:].replace(" KRO3001 ", " kro3001 ", 1)
+    assert changed.count("kro3001") == 1 and changed.count('"dwf"') == 30
+    p = tmp_path / "case.inp"
+    p.write_text(changed)
+    a, b = read_model(src), read_model(p)
+    assert a.conduits[["main_id", "from_node", "to_node"]].equals(
+        b.conduits[["main_id", "from_node", "to_node"]])
+    np.testing.assert_allclose(b.dwf["avg_flow_gpd"], a.dwf["avg_flow_gpd"])
+    from pyswmm import Simulation
+
+    with Simulation(str(p)) as sim:  # SWMM runs it as written
+        for _ in sim:
+            pass
+
+
+def test_names_differing_only_in_case_are_an_error(tmp_path: Path, capsys) -> None:
+    text = (DATA / "Example1.inp").read_text()
+    bad = {
+        "node": (text.replace("\n10               ", "\nj10              ", 1)
+                 .replace("\n13               ", "\nJ10              ", 1), "'J10'"),
+        "pattern": (SI_MODEL + "[PATTERNS]\nP1 DAILY 1 1 1 1 1 1 1\np1 1\n", "'P1'"),
+    }
+    for case, (t, name) in bad.items():
+        p = tmp_path / f"{case}.inp"
+        p.write_text(t)
+        assert main(["import-swmm", str(p), str(tmp_path / case), "--crs", LOCAL_FT,
+                     "--profile", PROFILE]) == 2, case
+        err = capsys.readouterr().err.strip()
+        assert "differ only in case" in err and name in err and p.name in err, (case, err)

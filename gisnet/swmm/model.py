@@ -221,6 +221,7 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
     seen = _unique_names(path, sections, NODE_SECTIONS, "node")
     link_sections = ("CONDUITS", *LINK_SECTIONS)
     _unique_names(path, sections, link_sections, "link")
+    _canonical_names(path, sections)
     for sec in link_sections:
         for r in sections.get(sec, []):
             name = r.tokens[0]
@@ -242,18 +243,84 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
 
 def _unique_names(path: Path, sections: dict[str, list[Row]], names_of, what: str
                   ) -> dict[str, tuple[str, int]]:
-    """Name -> (section, line) of the rows of ``names_of`` sections; a name used twice
-    is an error naming both lines."""
+    """Name -> (section, line) of the rows of ``names_of`` sections.
+
+    SWMM reads names without regard to case (``Kurve4`` and ``kurve4`` are one
+    name), so a name used twice, or two names that differ only in case, are an
+    error naming both lines.
+    """
     seen: dict[str, tuple[str, int]] = {}
+    folded: dict[str, str] = {}
     for sec in names_of:
         for r in sections.get(sec, []):
             name = r.tokens[0]
-            if name in seen:
-                s0, l0 = seen[name]
-                raise _fail(path, sec, r.line, f"{what} name {name!r} is used twice "
-                            f"(first in [{s0}] line {l0})")
+            first = folded.get(name.upper())
+            if first is not None:
+                s0, l0 = seen[first]
+                if first == name:
+                    raise _fail(path, sec, r.line, f"{what} name {name!r} is used twice "
+                                f"(first in [{s0}] line {l0})")
+                raise _fail(path, sec, r.line, f"{what} names {first!r} ([{s0}] line {l0}) "
+                            f"and {name!r} differ only in case: SWMM reads them as one name")
             seen[name] = (sec, r.line)
+            folded[name.upper()] = name
     return seen
+
+
+def _series_names(path: Path, rows: list[Row], what: str) -> dict[str, str]:
+    """Upper-case name -> the name as first written, of a section whose objects run
+    over several rows ([PATTERNS], [CURVES], [TIMESERIES]). Two spellings that
+    differ only in case are an error naming both lines (SWMM reads them as one)."""
+    out: dict[str, str] = {}
+    line: dict[str, int] = {}
+    for r in rows:
+        name = r.tokens[0]
+        first = out.setdefault(name.upper(), name)
+        line.setdefault(name.upper(), r.line)
+        if first != name:
+            raise _fail(path, what, r.line, f"names {first!r} (line {line[name.upper()]}) "
+                        f"and {name!r} differ only in case: SWMM reads them as one name")
+    return out
+
+
+#: Sections whose rows name a node, a link or a pattern (by token position):
+#: rewritten to the name as its definition spells it.
+NODE_REFS = {"CONDUITS": (1, 2), "PUMPS": (1, 2), "ORIFICES": (1, 2), "WEIRS": (1, 2),
+             "OUTLETS": (1, 2), "COORDINATES": (0,), "DWF": (0,), "INFLOWS": (0,),
+             "DIVIDERS": (2,)}
+LINK_REFS = {"XSECTIONS": (0,), "VERTICES": (0,), "LOSSES": (0,)}
+
+
+def _canonical_names(path: Path, sections: dict[str, list[Row]]) -> None:
+    """Rewrite every reference to a node, link, pattern or curve to the spelling of
+    its definition, as SWMM matches names without regard to case."""
+    nodes = {n.upper(): n for sec in NODE_SECTIONS for n in
+             (r.tokens[0] for r in sections.get(sec, []))}
+    links = {n.upper(): n for sec in ("CONDUITS", *LINK_SECTIONS) for n in
+             (r.tokens[0] for r in sections.get(sec, []))}
+    pats = _series_names(path, sections.get("PATTERNS", []), "PATTERNS")
+    curves = _series_names(path, sections.get("CURVES", []), "CURVES")
+    _series_names(path, sections.get("TIMESERIES", []), "TIMESERIES")
+
+    def fix(rows: list[Row], ks, names: dict[str, str]) -> None:
+        for r in rows:
+            for k in ks:
+                if k < len(r.tokens):
+                    r.tokens[k] = names.get(r.tokens[k].upper(), r.tokens[k])
+
+    for sec, ks in NODE_REFS.items():
+        fix(sections.get(sec, []), ks, nodes)
+    for sec, ks in LINK_REFS.items():
+        fix(sections.get(sec, []), ks, links)
+    subs = {n.upper(): n for n in (r.tokens[0] for r in sections.get("SUBCATCHMENTS", []))}
+    fix(sections.get("POLYGONS", []), (0,), subs)
+    fix(sections.get("SUBCATCHMENTS", []), (2,), {**subs, **nodes})
+    for r in sections.get("DWF", []):
+        r.tokens[3:] = [pats.get(t.upper(), t) for t in r.tokens[3:]]
+    fix(sections.get("PUMPS", []), (3,), curves)
+    for r in sections.get("XSECTIONS", []):
+        if len(r.tokens) > 3 and r.tokens[1].upper() == "CUSTOM":
+            r.tokens[3] = curves.get(r.tokens[3].upper(), r.tokens[3])
 
 
 def _options(path: Path, sections: dict[str, list[Row]]) -> dict[str, tuple[str, int]]:
