@@ -125,7 +125,8 @@ class TownSettings:
             slope_units=tf.slope_units,
             diameter_units=tf.diameter_units,
             manning_n_by_material=tf.manning_n_by_material,
-            extra={**dict(extra or {}), "mains_inverts": None if mains is None else mains.inverts},
+            extra={**dict(extra or {}), "mains_inverts": None if mains is None else mains.inverts,
+                   "splits": dict(tf.splits), "swmm_model": tf.swmm_model},
         )
 
 

@@ -92,6 +92,7 @@ DIAMETER_UNITS = ("in", "mm")
 _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
     "units", "layers", "plant_flows", "manning_n_by_material", "notices", "output",
+    "splits", "swmm",
 }
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units",
                "inverts"}
@@ -194,6 +195,12 @@ class TownFile:
     output_lock_timeout_s
         ``[output] lock_timeout_s``: seconds a PostGIS write waits for another
         client's lock before it stops (None: the default, 5 s).
+    splits
+        ``[splits]``: node id -> {main id or edge key: share} of the flow
+        leaving the node (docs/swmm.md, "Splits").
+    swmm_model
+        ``[swmm] model``: the SWMM model the town was imported from (absolute),
+        which ``gisnet check-swmm`` compares with; None.
     """
 
     path: Path | None
@@ -212,6 +219,8 @@ class TownFile:
     layers: dict[str, LayerSpec] = field(default_factory=dict)
     output: Path | str | None = None
     output_lock_timeout_s: float | None = None
+    splits: dict[str, dict[str, float]] = field(default_factory=dict)
+    swmm_model: Path | None = None
 
     @property
     def folder(self) -> Path:
@@ -510,6 +519,20 @@ class _Checker:
                                                "a PostGIS database)")
             if "path" in t:
                 tf.output = self.file(t["path"], "output.path")
+        if "splits" in data:
+            for node, t in self.table(data["splits"], "splits").items():
+                t = self.table(t, f"splits.{node}")
+                for link, v in t.items():
+                    if (isinstance(v, bool) or not isinstance(v, int | float)
+                            or not math.isfinite(v) or v < 0):
+                        raise self.fail(f"splits.{node}.{link}", "must be a share >= 0 "
+                                        f"(a fraction of the node's flow), not {v!r}")
+                tf.splits[str(node)] = {str(k): float(v) for k, v in t.items()}
+        if "swmm" in data:
+            t = self.table(data["swmm"], "swmm")
+            self.unknown(t, {"model"}, "swmm")
+            if "model" in t:
+                tf.swmm_model = Path(self.file(t["model"], "swmm.model"))
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:

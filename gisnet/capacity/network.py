@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import operator
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -413,7 +413,32 @@ def _split_fractions(net: Network, ru: np.ndarray, dag: np.ndarray, capacity: np
     return frac, pd.DataFrame(srows, columns=["node_id", "main_ids", "fractions", "basis"])
 
 
-def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity: np.ndarray
+def _decide_splits(rule: Callable[[int, np.ndarray, float], tuple[np.ndarray, str]],
+                   es: np.ndarray, ru: np.ndarray, node_flow: np.ndarray, out_order: np.ndarray,
+                   out_off: np.ndarray, frac: np.ndarray, basis: dict[int, str]) -> None:
+    """Shares of the splits whose out-edges are ``es`` (one level), by ``rule``,
+    from the flow now arriving at each node."""
+    tails = np.unique(ru[es])
+    for x in tails[(out_off[tails + 1] - out_off[tails]) > 1].tolist():
+        outs = out_order[out_off[x]:out_off[x + 1]]
+        share, why = rule(x, outs, float(node_flow[x, 0] + node_flow[x, 1]))
+        frac[outs] = share
+        basis[x] = why
+
+
+def _split_table(net: Network, frac: np.ndarray, basis: dict[int, str], out_order: np.ndarray,
+                 out_off: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for x, why in basis.items():
+        es = out_order[out_off[x]:out_off[x + 1]]
+        rows.append({"node_id": str(net.nodes[x]),
+                     "main_ids": ",".join(str(k) for k in net.keys[es]),
+                     "fractions": ",".join(f"{frac[e]:.4f}" for e in es), "basis": why})
+    return pd.DataFrame(rows, columns=["node_id", "main_ids", "fractions", "basis"])
+
+
+def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity: np.ndarray,
+               rule: Callable[[int, np.ndarray, float], tuple[np.ndarray, str]] | None = None
                ) -> Accumulation:
     """Carry flows and population down the graph in one topological pass.
 
@@ -427,7 +452,11 @@ def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity:
         Edges that carry sanitary flow (:func:`sanitary_flow_edges`).
     capacity
         Full-flow capacity of each edge (any unit; NaN unknown), used to split
-        the flow at nodes with several outgoing pipes.
+        the flow at nodes with several outgoing pipes when ``rule`` is None.
+    rule
+        Decides the shares at a split once the flow arriving there is known:
+        ``rule(node, out_edges, avg_gpd) -> (shares, basis)``
+        (:class:`gisnet.capacity.splits.SplitRule`); None: by full-flow capacity.
 
     Returns
     -------
@@ -443,6 +472,7 @@ def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity:
         node_level, edge_level = _levels(ru, rv, dag, n)
     out_order, out_off = _csr(ru, dag, n)
     frac, splits = _split_fractions(net, ru, dag, capacity, out_order, out_off)
+    basis: dict[int, str] = {}
 
     # Local inflow of cycle edges arrives at the cycle's representative node.
     node_flow = np.zeros((n, 3))
@@ -458,10 +488,14 @@ def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity:
         es = order[bounds[i]:bounds[i + 1]]
         if es.size == 0:
             continue
+        if rule is not None:
+            _decide_splits(rule, es, ru, node_flow, out_order, out_off, frac, basis)
         val = local[es] + node_flow[ru[es]] * frac[es, None]
         edge_flow[es] = val
         np.add.at(node_flow, rv[es], val)
     computed = np.zeros(m, dtype=bool)
     computed[dag] = True
+    if basis:
+        splits = _split_table(net, frac, basis, out_order, out_off)
     return Accumulation(edge_flow, node_flow, computed, in_cycle, frac, rep, node_level,
                         out_order, out_off, cycles, splits)

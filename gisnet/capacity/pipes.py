@@ -32,7 +32,7 @@ from ..report import Report
 from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points
 from ..units import CFS_TO_GPD
-from .formulas import manning_full_flow_cfs, min_slope_ft_per_ft, peaking_factor
+from .formulas import min_slope_ft_per_ft, peaking_factor
 from .network import (
     Accumulation,
     Network,
@@ -42,6 +42,8 @@ from .network import (
     sanitary_flow_edges,
 )
 from .plants import plant_layer
+from .sections import edge_sections, full_flow_cfs
+from .splits import split_rule
 
 __all__ = ["PIPE_FLAGS", "CapacityResult", "compute_capacity"]
 
@@ -313,12 +315,13 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     slope_source = np.where(from_inv, "inverts",
                             np.where(np.isfinite(net.stored_slope), "stored", "none"))
     n_arr = _manning_n(town, net)
-    cap_cfs = manning_full_flow_cfs(net.diameter_in, slope, n_arr)
+    sections = edge_sections(town.layers.get("mains"), net.main_id, net.diameter_in)
+    cap_cfs = full_flow_cfs(sections.area_ft2, sections.radius_ft, slope, n_arr,
+                            sections.barrels)
     cap_cfs = np.where(net.gravity, cap_cfs, np.nan)
     cap_gpd = cap_cfs * CFS_TO_GPD
-    area = np.pi * (net.diameter_in / 12.0) ** 2 / 4.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        velocity = cap_cfs / area
+        velocity = cap_cfs / (sections.area_ft2 * sections.barrels)
     min_slope = min_slope_ft_per_ft(net.diameter_in, cap.min_slope_pct)
 
     # Flows.
@@ -332,7 +335,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
                    f"{int(stray.sum())} pipe(s) that carry no sanitary flow (storm or inactive) "
                    "have connections; their flow is not carried",
                    layer="mains", feature_id=",".join(net.main_id[stray][:50]))
-    acc = accumulate(net, local, flow_edge, cap_gpd)
+    rule = split_rule(town, net, cap_cfs, slope, n_arr, sections)
+    acc = accumulate(net, local, flow_edge, cap_gpd, rule)
     _report_accumulation(report, acc)
 
     dom, ind, pop = acc.edge_flow[:, 0], acc.edge_flow[:, 1], acc.edge_flow[:, 2]
@@ -352,7 +356,7 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "no_slope": grav & (slope_source == "none"),
         "adverse_slope": grav & np.isfinite(slope) & (slope < 0),
         "flat_slope": grav & np.isfinite(slope) & (slope == 0),
-        "no_diameter": grav & ~(net.diameter_in > 0),
+        "no_diameter": grav & ~(sections.area_ft2 > 0),
         "force_main": ~grav,
         "inactive": ~flow_edge & ~net.active,
         "no_sanitary_flow": ~flow_edge & net.active,
@@ -362,6 +366,12 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "flow_split": acc.computed & (cnt[acc.rep[net.u]] > 1),
     }
     flags = _flags(masks, m)
+    is_split = masks["flow_split"]
+    split_share = np.where(is_split, acc.frac, np.nan)
+    node_basis = dict(zip(acc.splits["node_id"], acc.splits["basis"], strict=True))
+    split_basis = np.full(m, "", dtype=object)
+    for e in np.flatnonzero(is_split).tolist():
+        split_basis[e] = node_basis.get(str(net.nodes[acc.rep[net.u[e]]]), "")
     for name in ("adverse_slope", "flat_slope", "no_diameter", "no_slope"):
         mask = masks[name]
         if mask.any():
@@ -401,6 +411,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "min_slope": min_slope,
         "min_slope_ok": np.where(ms_known, ~below, True) if m else np.array([], dtype=bool),
         "computed": acc.computed,
+        "split_share": split_share,
+        "split_rule": split_basis,
         "flags": flags,
     }, geometry=gpd.GeoSeries(net.geometry, crs=crs), crs=crs)
 

@@ -24,7 +24,8 @@ from ..report import Report
 from ..units import CFS_TO_GPD
 from .exporting import SwmmExport
 
-__all__ = ["COMPARISON_COLUMNS", "FLOW_RTOL", "SwmmRun", "comparison_layer", "run_swmm"]
+__all__ = ["COMPARISON_COLUMNS", "FLOW_RTOL", "SwmmRun", "below", "comparison_layer",
+           "finished_errors", "run_swmm"]
 
 #: Relative flow difference above which gisnet and SWMM disagree (1 %).
 FLOW_RTOL = 0.01
@@ -77,8 +78,7 @@ def run_swmm(inp: str | Path, full_depth_ft: dict[str, float]) -> SwmmRun:
                 d = np.array([lk.depth for lk in links])
                 depth_max = np.maximum(depth_max, d)
             flows = np.array([lk.flow for lk in links])
-            routing_err = float(sim.flow_routing_error)
-            runoff_err = float(sim.runoff_error)
+            runoff_err, routing_err = finished_errors(sim)
     except (SWMMException, Exception) as exc:  # swmm-toolkit raises plain Exception
         if isinstance(exc, GisnetError):
             raise
@@ -93,7 +93,19 @@ def run_swmm(inp: str | Path, full_depth_ft: dict[str, float]) -> SwmmRun:
     return SwmmRun(df, routing_err, runoff_err)
 
 
-def _below(G: nx.MultiDiGraph, sources: set) -> dict:
+def finished_errors(sim) -> tuple[float, float]:
+    """Runoff and flow routing continuity errors (%) of a pyswmm run, read once SWMM has
+    ended it: SWMM totals them when the run ends, so read during the run they are 0.
+    The values equal the report's (``.rpt``) "Continuity Error (%)" lines."""
+    model = sim._model  # pyswmm's toolkit handle: end the run, then read the totals
+    model.swmm_end()
+    sim._isStarted = False
+    err = model.swmm_getMassBalErr()
+    model.swmm_report()
+    return float(err[0]), float(err[1])
+
+
+def below(G: nx.MultiDiGraph, sources: set) -> dict:
     """Every node downstream of (or at) a source -> the source it was reached from,
     in one breadth-first pass from all sources at once."""
     origin = {n: n for n in sources if n in G}
@@ -113,9 +125,9 @@ def _explain(G: nx.MultiDiGraph, pipes: pd.DataFrame, ex: SwmmExport, diff: np.n
     a non-gravity link upstream (one pass over the graph per cause)."""
     flags = pipes["flags"].astype(str).to_numpy()
     u = pipes["from_node"].to_numpy(object)
-    split = _below(G, set(u[np.char.find(flags.astype(str), "flow_split") >= 0]))
-    cycle = _below(G, set(u[np.char.find(flags.astype(str), "cycle") >= 0]))
-    pump = _below(G, set(ex.pumps["to_node"]) if len(ex.pumps) else set())
+    split = below(G, set(u[np.char.find(flags.astype(str), "flow_split") >= 0]))
+    cycle = below(G, set(u[np.char.find(flags.astype(str), "cycle") >= 0]))
+    pump = below(G, set(ex.pumps["to_node"]) if len(ex.pumps) else set())
     out = np.full(len(pipes), "", dtype=object)
     for i in np.flatnonzero(diff):
         if "cycle" in flags[i]:

@@ -5,7 +5,9 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
 
 - every graph edge that carries flow by gravity -> a conduit named by its
   edge key (the main id; ``main_id@2``... for the pieces of a split main),
-  circular, Geom1 = diameter, Length = gisnet's length, Manning n = the
+  its cross-section (circular, Geom1 = diameter, or the shape and Geom1-4
+  the mains carry, CUSTOM with its shape curve in [CURVES]), Length = gisnet's
+  length, Manning n = the
   profile's (the ``manning_n`` gisnet's capacity used), offsets = the pipe's
   inverts above its nodes' inverts;
 - non-gravity edges (force mains, imported pumps, weirs, orifices) -> ideal
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..capacity.network import edge_inflows
+from ..capacity.sections import edge_sections
 from ..errors import ConfigError
 from ..units import CFS_TO_GPD
 
@@ -59,7 +62,8 @@ class SwmmExport:
         ``name, invert_ft, max_depth_ft, x, y``.
     conduits
         ``name, main_id, from_node, to_node, length_ft, manning_n, up_offset_ft,
-        down_offset_ft, geom1_ft, vertices`` (list of (x, y)).
+        down_offset_ft, geom1_ft, shape, geom2_ft, geom3_ft, geom4_ft, barrels,
+        shape_curve, vertices`` (list of (x, y)).
     pumps
         ``name, main_id, from_node, to_node, vertices``.
     dwf
@@ -196,8 +200,17 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
                      "node with other outflowing links and are written as conduits: "
                      + ", ".join(p["edge_key"][~grav & ~as_pump].head(10)))
     grav = ~as_pump
+    sec = edge_sections(town.layer("mains"), p["main_id"].astype(str).to_numpy(object),
+                        p["diameter_in"].to_numpy(float))
     diam = p["diameter_in"].to_numpy(float).copy()
-    nodiam = np.flatnonzero(grav & ~(diam > 0))
+    shaped = sec.shape != "CIRCULAR"
+    bad = np.flatnonzero(grav & shaped & ~(sec.area_ft2 > 0))
+    if bad.size:
+        raise ConfigError(f"{bad.size} conduit(s) have a cross-section gisnet cannot write "
+                          "to SWMM (no area from their shape and dimensions): "
+                          + ", ".join(f"{p.at[i, 'edge_key']} ({sec.shape[i]})"
+                                      for i in bad[:10]))
+    nodiam = np.flatnonzero(grav & ~shaped & ~(diam > 0))
     for i in nodiam:  # SWMM needs one: the neighbours' (said in the notes)
         ends = {p.at[i, "from_node"], p.at[i, "to_node"]}
         near = diam[(p["from_node"].isin(ends) | p["to_node"].isin(ends)).to_numpy()
@@ -243,7 +256,10 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
                                    "to_node": out, "length_ft": OUTLET_LINK_FT,
                                    "manning_n": 0.013, "up_offset_ft": 0.0,
                                    "down_offset_ft": 0.0,
-                                   "geom1_ft": float(np.nanmax(diam)) / 12.0 * 2.0,
+                                   "geom1_ft": 2.0 * float(np.nanmax(np.where(
+                                       shaped, sec.geom[:, 0], diam / 12.0))),
+                                   "shape": "CIRCULAR", "geom2_ft": 0.0, "geom3_ft": 0.0,
+                                   "geom4_ft": 0.0, "barrels": 1.0, "shape_curve": None,
                                    "vertices": []})
             notes.append(f"outlet {nm} receives {int(ins[n])} pipes: it is a junction with "
                          f"outfall {out} through conduit {nm}_OUTLET (SWMM allows one link "
@@ -266,7 +282,13 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         "manning_n": p["manning_n"].to_numpy(float),
         "up_offset_ft": up - np.array([ninv[n] for n in fn]),
         "down_offset_ft": dn - np.array([ninv[n] for n in tn]),
-        "geom1_ft": diam / 12.0, "vertices": verts})
+        "geom1_ft": np.where(shaped, sec.geom[:, 0], diam / 12.0),
+        "shape": sec.shape, "geom2_ft": np.where(shaped, sec.geom[:, 1], 0.0),
+        "geom3_ft": np.where(shaped, sec.geom[:, 2], 0.0),
+        "geom4_ft": np.where(shaped, sec.geom[:, 3], 0.0), "barrels": sec.barrels,
+        "shape_curve": [" ".join(f"{v:.6g}" for v in sec.curves[i].ravel())
+                        if i in sec.curves else None for i in range(len(p))],
+        "vertices": verts})
     pumps = conduits[~grav][["name", "main_id", "from_node", "to_node", "vertices"]]
     conduits = pd.concat([conduits[grav], pd.DataFrame(extra_conduits)], ignore_index=True) \
         if extra_conduits else conduits[grav].reset_index(drop=True)
@@ -331,7 +353,20 @@ def inp_text(ex: SwmmExport) -> str:
         out += ["", "[PUMPS]", ";;Name From To Curve Status Startup Shutoff"]
         out += [f"{r.name} {r.from_node} {r.to_node} * ON 0 0" for r in ex.pumps.itertuples()]
     out += ["", "[XSECTIONS]", ";;Link Shape Geom1 Geom2 Geom3 Geom4 Barrels"]
-    out += [f"{r.name} CIRCULAR {_f(r.geom1_ft)} 0 0 0 1" for r in ex.conduits.itertuples()]
+    curves = []
+    for r in ex.conduits.itertuples():
+        if r.shape == "CUSTOM":
+            curves.append((f"{r.name}_SHAPE", r.shape_curve))
+            out.append(f"{r.name} CUSTOM {_f(r.geom1_ft)} {r.name}_SHAPE 0 0 {r.barrels:g}")
+        else:
+            out.append(f"{r.name} {r.shape} {_f(r.geom1_ft)} {_f(r.geom2_ft)} "
+                       f"{_f(r.geom3_ft)} {_f(r.geom4_ft)} {r.barrels:g}")
+    if curves:
+        out += ["", "[CURVES]", ";;Name Type X Y"]
+        for name, text in curves:
+            v = text.split()
+            out += [f"{name} {'SHAPE' if k == 0 else ''} {v[k]} {v[k + 1]}"
+                    for k in range(0, len(v), 2)]
     out += ["", "[DWF]", ";;Node Constituent Baseline Patterns"]
     out += [f"{r.node} FLOW {r.flow_gpd / CFS_TO_GPD:.9g}" for r in ex.dwf.itertuples()]
     out += ["", "[REPORT]", "INPUT NO", "CONTROLS NO", "NODES ALL", "LINKS ALL", "",

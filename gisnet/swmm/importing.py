@@ -51,7 +51,8 @@ from ..townfile import TOWN_FILE
 from ..units import feet_per_unit
 from .model import SwmmModel
 
-__all__ = ["GPKG_NAME", "SCALE_RTOL", "ImportResult", "model_crs", "model_layers", "write_town"]
+__all__ = ["GPKG_NAME", "SCALE_RTOL", "ImportResult", "model_crs", "model_layers",
+           "tap_upstream_nodes", "write_town"]
 
 GPKG_NAME = "swmm.gpkg"
 #: Relative difference of drawn length and Length under which a model counts as drawn to scale.
@@ -136,7 +137,9 @@ def model_layers(model: SwmmModel, crs: CRS) -> ImportResult:
     mains = pd.DataFrame({
         "main_id": c["main_id"], "from_node": c["from_node"], "to_node": c["to_node"],
         "kind": "sanitary", "swmm_type": "conduit", "diameter_in": c["diameter_in"],
-        "shape": c["shape"], "barrels": c["barrels"], "roughness": c["roughness"],
+        "shape": c["shape"], "geom1_ft": c["geom1_ft"], "geom2_ft": c["geom2_ft"],
+        "geom3_ft": c["geom3_ft"], "geom4_ft": c["geom4_ft"], "shape_curve": c["shape_curve"],
+        "barrels": c["barrels"], "roughness": c["roughness"],
         "swmm_length_ft": c["length_ft"],
     })
     slope = (c["up_invert_ft"] - c["down_invert_ft"]) / c["length_ft"]
@@ -160,7 +163,7 @@ def model_layers(model: SwmmModel, crs: CRS) -> ImportResult:
         lk = model.links
         lg = gpd.GeoDataFrame({
             "main_id": lk["main_id"], "from_node": lk["from_node"], "to_node": lk["to_node"],
-            "kind": "force", "swmm_type": lk["swmm_type"]},
+            "kind": "force", "swmm_type": lk["swmm_type"], "crest_ft": lk["crest_ft"]},
             geometry=gpd.GeoSeries(_lines(model, lk, xy), crs=crs), crs=crs)
         mains = pd.concat([mains, lg], ignore_index=True)
         counts = lk["swmm_type"].value_counts()
@@ -214,13 +217,25 @@ def _parcels(model: SwmmModel, crs: CRS, fpu: float, mains: gpd.GeoDataFrame,
     if len(subs) > len(missing):
         notes.append(f"{len(subs) - len(missing)} subcatchment(s) imported as parcels (land use "
                      "swmm_subcatchment, no sanitary flow: SWMM subcatchments make runoff)")
-    # DWF: a small square on the first gravity conduit leaving the node.
+    # DWF: a small square on the conduit leaving the node whose inlet is lowest (the one
+    # dry-weather flow continues in; the first in file order among equals); at a node a
+    # pump, weir, orifice or outlet leaves, on the end of a conduit arriving there, so that
+    # the flow reaches the node and is shared there as the node's own
     grav = mains[mains["swmm_type"] == "conduit"]
-    first_out = grav.drop_duplicates("from_node").set_index("from_node").geometry
+    inlet = model.conduits["up_invert_ft"].to_numpy(float)
+    order = np.argsort(inlet, kind="stable")
+    first_out = grav.iloc[order].drop_duplicates("from_node").set_index("from_node").geometry
+    last_in = grav.drop_duplicates("to_node").set_index("to_node").geometry
+    upstream = tap_upstream_nodes(model)
     nodes = model.nodes.set_index("node_id")
     no_out = []
     for d in model.dwf.itertuples():
-        if d.node_id in first_out.index:
+        if d.node_id in upstream and d.node_id in last_in.index:
+            line = last_in.loc[d.node_id]
+            along = min(0.05 * line.length, 1.0 / fpu)
+            p = shapely.line_interpolate_point(line, line.length - along)
+            h = max(along * 0.1, 1e-3 / fpu)
+        elif d.node_id in first_out.index:
             line = first_out.loc[d.node_id]
             along = min(0.05 * line.length, 1.0 / fpu)
             p = shapely.line_interpolate_point(line, along)
@@ -232,6 +247,12 @@ def _parcels(model: SwmmModel, crs: CRS, fpu: float, mains: gpd.GeoDataFrame,
         rows.append({"parcel_id": DWF_PREFIX + d.node_id, "land_use": "swmm_dwf",
                      "outlet_node": d.node_id, "flow_gpd": d.avg_flow_gpd, "area_model": np.nan})
         geoms.append(_square(p, h))
+    moved = sorted(set(model.dwf["node_id"]) & upstream)
+    if moved:
+        notes.append(f"{len(moved)} [DWF] node(s) are left by a pump, weir, orifice or outlet, "
+                     "or by no conduit, and the flow is tapped on the end of a conduit "
+                     f"arriving there ({', '.join(moved[:10])}): that conduit carries it in "
+                     "gisnet, not in SWMM")
     if no_out:
         notes.append(f"{len(no_out)} [DWF] node(s) have no conduit leaving them "
                      f"({', '.join(no_out[:10])}): gisnet taps their flow on the nearest "
@@ -242,6 +263,14 @@ def _parcels(model: SwmmModel, crs: CRS, fpu: float, mains: gpd.GeoDataFrame,
     cols = ["parcel_id", "land_use", "outlet_node", "flow_gpd", "area_model"]
     return gpd.GeoDataFrame(pd.DataFrame(rows, columns=cols),
                             geometry=gpd.GeoSeries(geoms, crs=crs), crs=crs)
+
+
+def tap_upstream_nodes(model: SwmmModel) -> set[str]:
+    """[DWF] nodes whose flow gisnet taps on a conduit arriving there: nodes a pump,
+    weir, orifice or outlet leaves, or no conduit leaves."""
+    dwf = set(model.dwf["node_id"])
+    other = set(model.links["from_node"]) if len(model.links) else set()
+    return {n for n in dwf if n in other or n not in set(model.conduits["from_node"])}
 
 
 def _toml_str(s: str) -> str:
@@ -256,7 +285,9 @@ def town_file_text(model: SwmmModel, res: ImportResult, profile: str) -> str:
     lines += [f"name = {_toml_str(model.path.stem)}", f"profile = {_toml_str(profile)}",
               f"crs = {_toml_str(res.crs.to_string())}",
               f"snap_tolerance_ft = {res.snap_tolerance_ft:.6g}",
-              "outlet_nodes = [" + ", ".join(_toml_str(o) for o in res.outlets) + "]", ""]
+              "outlet_nodes = [" + ", ".join(_toml_str(o) for o in res.outlets) + "]", "",
+              "# the model this town came from: 'gisnet check-swmm' compares with SWMM's run of it",
+              "[swmm]", f"model = {_toml_str(str(model.path.resolve()))}", ""]
     for role in ("mains", "manholes", "parcels"):
         lines += [f"[layers.{role}]", f'path = "{GPKG_NAME}"', f'layer = "{role}"']
         if role == "mains":

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..capacity.sections import GEOM_LENGTHS, SHAPES, UNSUPPORTED, full_area_radius
 from ..errors import LayerError
 from ..units import CFS_TO_GPD, FT_M, MGD_TO_GPD
 
@@ -97,12 +98,15 @@ class SwmmModel:
         model gives no positive depth), ``x, y``.
     conduits
         ``main_id, from_node, to_node, length_ft, roughness, up_offset_ft,
-        down_offset_ft, up_invert_ft, down_invert_ft, shape, geom1_ft,
-        diameter_in`` (circular only, else NaN), ``barrels``, ``line``
+        down_offset_ft, up_invert_ft, down_invert_ft, shape, geom1_ft ...
+        geom4_ft`` (SWMM's Geom1-4 in feet; side slopes as written),
+        ``shape_curve`` (CUSTOM: the SHAPE curve's pairs as text),
+        ``diameter_in`` (circular only, else NaN), ``barrels``, ``line``
         (of the row in [CONDUITS]).
     links
         Pumps, orifices, weirs and outlets: ``main_id, swmm_type, from_node,
-        to_node``.
+        to_node, crest_ft`` (elevation of a weir's crest, an orifice's or
+        outlet's bottom; NaN for pumps).
     vertices
         Link name -> (k, 2) array of its [VERTICES].
     subcatchments
@@ -221,6 +225,7 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
     seen = _unique_names(path, sections, NODE_SECTIONS, "node")
     link_sections = ("CONDUITS", *LINK_SECTIONS)
     _unique_names(path, sections, link_sections, "link")
+    _canonical_names(path, sections)
     for sec in link_sections:
         for r in sections.get(sec, []):
             name = r.tokens[0]
@@ -242,18 +247,84 @@ def _check_rows(path: Path, sections: dict[str, list[Row]]) -> None:
 
 def _unique_names(path: Path, sections: dict[str, list[Row]], names_of, what: str
                   ) -> dict[str, tuple[str, int]]:
-    """Name -> (section, line) of the rows of ``names_of`` sections; a name used twice
-    is an error naming both lines."""
+    """Name -> (section, line) of the rows of ``names_of`` sections.
+
+    SWMM reads names without regard to case (``Kurve4`` and ``kurve4`` are one
+    name), so a name used twice, or two names that differ only in case, are an
+    error naming both lines.
+    """
     seen: dict[str, tuple[str, int]] = {}
+    folded: dict[str, str] = {}
     for sec in names_of:
         for r in sections.get(sec, []):
             name = r.tokens[0]
-            if name in seen:
-                s0, l0 = seen[name]
-                raise _fail(path, sec, r.line, f"{what} name {name!r} is used twice "
-                            f"(first in [{s0}] line {l0})")
+            first = folded.get(name.upper())
+            if first is not None:
+                s0, l0 = seen[first]
+                if first == name:
+                    raise _fail(path, sec, r.line, f"{what} name {name!r} is used twice "
+                                f"(first in [{s0}] line {l0})")
+                raise _fail(path, sec, r.line, f"{what} names {first!r} ([{s0}] line {l0}) "
+                            f"and {name!r} differ only in case: SWMM reads them as one name")
             seen[name] = (sec, r.line)
+            folded[name.upper()] = name
     return seen
+
+
+def _series_names(path: Path, rows: list[Row], what: str) -> dict[str, str]:
+    """Upper-case name -> the name as first written, of a section whose objects run
+    over several rows ([PATTERNS], [CURVES], [TIMESERIES]). Two spellings that
+    differ only in case are an error naming both lines (SWMM reads them as one)."""
+    out: dict[str, str] = {}
+    line: dict[str, int] = {}
+    for r in rows:
+        name = r.tokens[0]
+        first = out.setdefault(name.upper(), name)
+        line.setdefault(name.upper(), r.line)
+        if first != name:
+            raise _fail(path, what, r.line, f"names {first!r} (line {line[name.upper()]}) "
+                        f"and {name!r} differ only in case: SWMM reads them as one name")
+    return out
+
+
+#: Sections whose rows name a node, a link or a pattern (by token position):
+#: rewritten to the name as its definition spells it.
+NODE_REFS = {"CONDUITS": (1, 2), "PUMPS": (1, 2), "ORIFICES": (1, 2), "WEIRS": (1, 2),
+             "OUTLETS": (1, 2), "COORDINATES": (0,), "DWF": (0,), "INFLOWS": (0,),
+             "DIVIDERS": (2,)}
+LINK_REFS = {"XSECTIONS": (0,), "VERTICES": (0,), "LOSSES": (0,)}
+
+
+def _canonical_names(path: Path, sections: dict[str, list[Row]]) -> None:
+    """Rewrite every reference to a node, link, pattern or curve to the spelling of
+    its definition, as SWMM matches names without regard to case."""
+    nodes = {n.upper(): n for sec in NODE_SECTIONS for n in
+             (r.tokens[0] for r in sections.get(sec, []))}
+    links = {n.upper(): n for sec in ("CONDUITS", *LINK_SECTIONS) for n in
+             (r.tokens[0] for r in sections.get(sec, []))}
+    pats = _series_names(path, sections.get("PATTERNS", []), "PATTERNS")
+    curves = _series_names(path, sections.get("CURVES", []), "CURVES")
+    _series_names(path, sections.get("TIMESERIES", []), "TIMESERIES")
+
+    def fix(rows: list[Row], ks, names: dict[str, str]) -> None:
+        for r in rows:
+            for k in ks:
+                if k < len(r.tokens):
+                    r.tokens[k] = names.get(r.tokens[k].upper(), r.tokens[k])
+
+    for sec, ks in NODE_REFS.items():
+        fix(sections.get(sec, []), ks, nodes)
+    for sec, ks in LINK_REFS.items():
+        fix(sections.get(sec, []), ks, links)
+    subs = {n.upper(): n for n in (r.tokens[0] for r in sections.get("SUBCATCHMENTS", []))}
+    fix(sections.get("POLYGONS", []), (0,), subs)
+    fix(sections.get("SUBCATCHMENTS", []), (2,), {**subs, **nodes})
+    for r in sections.get("DWF", []):
+        r.tokens[3:] = [pats.get(t.upper(), t) for t in r.tokens[3:]]
+    fix(sections.get("PUMPS", []), (3,), curves)
+    for r in sections.get("XSECTIONS", []):
+        if len(r.tokens) > 3 and r.tokens[1].upper() == "CUSTOM":
+            r.tokens[3] = curves.get(r.tokens[3].upper(), r.tokens[3])
 
 
 def _options(path: Path, sections: dict[str, list[Row]]) -> dict[str, tuple[str, int]]:
@@ -322,6 +393,83 @@ def _pattern_means(path: Path, rows: list[Row]) -> dict[str, float]:
                         f"factor(s), {PATTERN_LENGTHS[kind]} expected")
         out[name] = float(np.mean(f))
     return out
+
+
+#: Token of the crest height (weirs) or offset (orifices, outlets) in its section's rows.
+CREST_TOKEN = {"weir": 4, "orifice": 4, "outlet": 3}
+
+
+def _shape_curves(path: Path, rows: list[Row]) -> dict[str, np.ndarray]:
+    """The [CURVES] of type SHAPE: name -> (k, 2) depth / full height, width / full height."""
+    kind: dict[str, str] = {}
+    pts: dict[str, list[float]] = {}
+    for r in rows:
+        name, rest = r.tokens[0], r.tokens[1:]
+        if name not in kind:
+            kind[name] = rest[0].upper() if rest else ""
+            rest = rest[1:]
+        elif rest and not _is_number(rest[0]):
+            rest = rest[1:]
+        for k, _ in enumerate(rest):
+            pts.setdefault(name, []).append(_num(path, "CURVES", r, len(r.tokens) - len(rest)
+                                                 + k, f"curve value {k + 1}"))
+    out = {}
+    for name, t in kind.items():
+        if t != "SHAPE":
+            continue
+        v = pts.get(name, [])
+        if len(v) < 4 or len(v) % 2:
+            raise _fail(path, "CURVES", None, f"shape curve {name!r} has {len(v)} value(s): "
+                        "pairs of depth / full height and width / full height expected")
+        out[name] = np.asarray(v, dtype=float).reshape(-1, 2)
+    return out
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _xsections(path: Path, rows: list[Row], names: list[str], shape: list[str],
+               curves: dict[str, np.ndarray], ftl: float
+               ) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+    """Geom1-4 (feet; side slopes as written), barrels and CUSTOM curves (as text) of
+    the conduits; a shape gisnet cannot represent is an error naming the conduit."""
+    geoms = np.zeros((len(rows), 4))
+    barrels = np.ones(len(rows))
+    curve_of: list[str | None] = [None] * len(rows)
+    for i, r in enumerate(rows):
+        s = shape[i]
+        if s in UNSUPPORTED or s not in SHAPES:
+            raise _fail(path, "XSECTIONS", r.line, f"conduit {names[i]!r} has shape {s}, which "
+                        "gisnet cannot represent (it takes "
+                        f"{', '.join(SHAPES)}); no capacity could be computed for it")
+        geoms[i, 0] = _num(path, "XSECTIONS", r, 2, "Geom1") * ftl
+        if s == "CUSTOM":
+            if len(r.tokens) < 4 or r.tokens[3] not in curves:
+                raise _fail(path, "XSECTIONS", r.line, f"conduit {names[i]!r} is CUSTOM with "
+                            f"shape curve {r.tokens[3] if len(r.tokens) > 3 else None!r}, "
+                            "which [CURVES] does not define as a SHAPE curve")
+            c = curves[r.tokens[3]]
+            curve_of[i] = " ".join(f"{v:.6g}" for v in c.ravel())
+            bt = 6 if len(r.tokens) > 6 else 4
+            barrels[i] = _num(path, "XSECTIONS", r, bt, "barrels", 1.0) or 1.0
+            continue
+        lengths = GEOM_LENGTHS.get(s, (True, True, True))
+        for k in range(1, 4):
+            v = _num(path, "XSECTIONS", r, k + 2, f"Geom{k + 1}", 0.0)
+            geoms[i, k] = v * ftl if lengths[k - 1] else v
+        barrels[i] = _num(path, "XSECTIONS", r, 6, "barrels", 1.0) or 1.0
+        g1, g2, g3, g4 = (float(v) for v in geoms[i][:4])
+        a, _ = full_area_radius(s, g1, g2, g3, g4)
+        if not a > 0:
+            raise _fail(path, "XSECTIONS", r.line, f"conduit {names[i]!r}: {s} with Geom1-4 "
+                        f"{' '.join(r.tokens[2:6])} has no area gisnet can compute "
+                        "(a dimension missing or not positive, or a standard size code)")
+    return geoms, barrels, curve_of
 
 
 def read_model(path: str | Path) -> SwmmModel:
@@ -417,37 +565,43 @@ def read_model(path: str | Path) -> SwmmModel:
         up_inv = up_inv_node + np.nan_to_num(in_off) * ftl
         dn_inv = dn_inv_node + np.nan_to_num(out_off) * ftl
     shape = [xs[n].tokens[1].upper() for n in names]
-    geom1 = np.array([_num(path, "XSECTIONS", xs[n], 2, "Geom1")
-                      if shape[i] not in ("IRREGULAR", "CUSTOM", "STREET") else np.nan
-                      for i, n in enumerate(names)]) * ftl
-    barrels = np.array([_num(path, "XSECTIONS", xs[n], 6, "barrels", 1.0)
-                        if shape[i] not in ("IRREGULAR", "CUSTOM", "STREET") else 1.0
-                        for i, n in enumerate(names)])
+    curves = _shape_curves(path, sections.get("CURVES", []))
+    geoms, barrels, curve_of = _xsections(path, [xs[n] for n in names], names, shape, curves,
+                                          ftl)
+    geom1 = geoms[:, 0]
     circ = np.array([s in ("CIRCULAR", "FORCE_MAIN") for s in shape])
     conduits = pd.DataFrame({
         "main_id": names, "from_node": frm, "to_node": to, "length_ft": length,
         "roughness": rough, "up_offset_ft": up_inv - up_inv_node,
         "down_offset_ft": dn_inv - dn_inv_node, "up_invert_ft": up_inv,
         "down_invert_ft": dn_inv, "shape": shape, "geom1_ft": geom1,
+        "geom2_ft": geoms[:, 1], "geom3_ft": geoms[:, 2], "geom4_ft": geoms[:, 3],
+        "shape_curve": curve_of,
         "diameter_in": np.where(circ, geom1 * 12.0, np.nan), "barrels": barrels,
         "line": [r.line for r in crow]})
-    for sec_name in ("XSECTIONS",):
-        for i in np.flatnonzero(~circ):
-            r = xs[names[i]]
-            notes.append(f"[{sec_name}] line {r.line}: conduit {names[i]} is {shape[i]}, not "
-                         "circular: no diameter, so gisnet computes no Manning capacity for it")
+    other = sorted({shape[i] for i in np.flatnonzero(~circ)})
+    if other:
+        notes.append(f"{int((~circ).sum())} conduit(s) have non-circular sections "
+                     f"({', '.join(other)}): capacity from each shape's full area and "
+                     "hydraulic radius")
     many = np.flatnonzero(barrels > 1)
     if many.size:
         notes.append(f"{many.size} conduit(s) have several barrels "
-                     f"({', '.join(names[i] for i in many[:10])}): the diameter is one barrel's")
+                     f"({', '.join(names[i] for i in many[:10])}): capacity is the barrels' "
+                     "together, the diameter one barrel's")
 
     # Other links.
     lrows = []
     for sec, kind in LINK_SECTIONS.items():
         for r in sections.get(sec, []):
+            crest = np.nan
+            if kind in CREST_TOKEN:
+                off = _num(path, sec, r, CREST_TOKEN[kind], "crest height or offset", 0.0)
+                crest = off * ftl if offsets == "ELEVATION" else node_inv[r.tokens[1]] + off * ftl
             lrows.append({"main_id": r.tokens[0], "swmm_type": kind, "from_node": r.tokens[1],
-                          "to_node": r.tokens[2], "line": r.line})
-    links = pd.DataFrame(lrows, columns=["main_id", "swmm_type", "from_node", "to_node", "line"])
+                          "to_node": r.tokens[2], "crest_ft": crest, "line": r.line})
+    links = pd.DataFrame(lrows, columns=["main_id", "swmm_type", "from_node", "to_node",
+                                         "crest_ft", "line"])
 
     vertices: dict[str, list[tuple[float, float]]] = {}
     for r in sections.get("VERTICES", []):
