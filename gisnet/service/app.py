@@ -16,7 +16,7 @@ from ..errors import GisnetError
 from ..serialize import dumps
 from .body import JSONBodyRoute
 from .docs import add_docs_routes
-from .errors import LimitError, TooLargeError, http_status
+from .errors import LimitError, TooLargeError, http_status, public_message
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
 from .ogc import add_ogc_routes
@@ -72,7 +72,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(GisnetError)
     async def _gisnet(request: Request, exc: GisnetError) -> Response:
-        body: dict[str, Any] = {"detail": str(exc)}
+        body: dict[str, Any] = {"detail": public_message(exc)}
         fld = getattr(exc, "field", None)
         if fld:
             body["field"] = fld
@@ -109,7 +109,38 @@ def _install_error_handlers(app: FastAPI) -> None:
                         status_code=500, media_type=JSON)
 
 
-def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI:
+#: Base URL of the links the service writes when none is configured: the address
+#: ``gisnet serve`` listens on by default.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def base_url_of(text: str) -> str:
+    """A base URL for the service's links, checked: ``http(s)://host[:port][/path]``
+    without query or fragment, returned without a trailing slash.
+
+    Raises
+    ------
+    gisnet.errors.ConfigError
+        For anything else.
+    """
+    from urllib.parse import urlsplit
+
+    from ..errors import ConfigError
+
+    try:
+        u = urlsplit(text.strip())
+        u.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        raise ConfigError(f"base URL {text!r} is not a URL ({exc})") from None
+    if u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment \
+            or u.username or u.password:
+        raise ConfigError(f"base URL {text!r} must be http(s)://host[:port][/path], without "
+                          "credentials, query or fragment")
+    return text.strip().rstrip("/")
+
+
+def create_app(state: TownState, limits: ServiceLimits | None = None, *,
+               base_url: str | None = None) -> FastAPI:
     """The FastAPI application answering from ``state``.
 
     Parameters
@@ -121,6 +152,12 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
         defaults: 16 MiB bodies, 20,000 items, 100,000 vertices, JSON 32 levels
         deep). Its read deadlines are enforced by the server
         (:func:`gisnet.service.server.make_server`), not by the application.
+    base_url
+        The URL clients reach the service at (``https://gis.example.gov/sewer``):
+        every link the service writes (the OGC API's ``self``, ``next``,
+        ``items`` ...) starts with it, whatever ``Host`` header a request
+        carries. Default :data:`DEFAULT_BASE_URL`; ``gisnet serve`` passes
+        ``--base-url``, else its listening address.
 
     Returns
     -------
@@ -140,6 +177,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     )
     app.state.gisnet = state
     app.state.limits = limits
+    app.state.base_url = base_url_of(base_url or DEFAULT_BASE_URL)
     app.router.route_class = JSONBodyRoute  # JSON bodies decoded by gisnet (body.py)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     if limits.cors_origins:  # a town's web viewer on another origin

@@ -23,7 +23,7 @@ from shapely.geometry import Point
 from ..report import Report
 from ..schema import column_names
 from ..town import Town
-from .errors import RequestError, UnknownIdError
+from .errors import RequestError, ServiceUnavailable, UnknownIdError
 from .geojson import (
     POINTS_AND_AREAS,
     check_types,
@@ -213,6 +213,34 @@ MAP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 MAP_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
              ".json": JSON, ".geojson": GEOJSON, ".js": "text/javascript",
              ".css": "text/css"}
+
+
+#: The run's manifest (:data:`gisnet.output.publish.MANIFEST_FILE`), served without
+#: the server's paths.
+MANIFEST_NAME = "gisnet-manifest.json"
+
+
+def map_response(path: Path) -> Any:
+    """The response serving map file ``path`` (found by :func:`map_path`).
+
+    The run's manifest names the town file by its absolute path on the server;
+    it is served with that path cut to the file's name (``town_file``). Other
+    files are served as they are.
+    """
+    from fastapi.responses import FileResponse, Response
+
+    if path.name == MANIFEST_NAME:
+        import json
+
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise ServiceUnavailable(f"map {path.name!r} cannot be read (damaged: not "
+                                     "UTF-8 JSON)") from None
+        if isinstance(doc, dict) and isinstance(doc.get("town_file"), str):
+            doc["town_file"] = Path(doc["town_file"]).name
+        return Response(json.dumps(doc, indent=2).encode(), media_type=JSON)
+    return FileResponse(path, media_type=MAP_TYPES[path.suffix])
 
 
 def map_path(out_dir: Path | None, name: str) -> Path:

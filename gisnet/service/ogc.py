@@ -22,6 +22,7 @@ says it in ``Content-Crs``.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import threading
 import urllib.parse
 from typing import Any
@@ -56,6 +57,9 @@ CRS84 = CRS.from_user_input("OGC:CRS84")
 #: Prefix of the input layers' collection ids (``input_parcels`` ...).
 INPUT_PREFIX = "input_"
 LIMIT_DEFAULT, LIMIT_MAX = 10, 10_000
+#: Largest ``offset`` accepted (far beyond any layer's row count).
+OFFSET_MAX = 10_000_000
+_DIGITS = re.compile(r"-?[0-9]+")
 OPENAPI_TYPE = "application/vnd.oai.openapi+json;version=3.0"
 _FEATURE = b'{"type":"Feature",'
 
@@ -225,8 +229,34 @@ class Collection:
                 for i, f in zip(pos, frags, strict=True)]
 
 
+#: Layers whose findings mix points, lines and empty geometries: served as points.
+AS_POINTS = frozenset({"quality"})
+#: The property holding the full shape of a layer served as points (WKT, storage CRS).
+SHAPE_WKT = "shape_wkt"
+
+
+def as_points(gdf: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """``gdf`` with each geometry replaced by its representative point (a point on
+    it: :func:`shapely.point_on_surface`) and the full shape kept as WKT in
+    :data:`SHAPE_WKT` (in the layer's CRS); an empty or missing geometry becomes
+    null, its WKT null. OGC clients such as QGIS give a collection one geometry
+    type, which a layer of points, lines and empty geometries does not have."""
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+    wkt = np.full(len(geoms), None, dtype=object)
+    pts = np.full(len(geoms), None, dtype=object)
+    if (~empty).any():
+        wkt[~empty] = shapely.to_wkt(geoms[~empty], rounding_precision=-1)
+        pts[~empty] = shapely.point_on_surface(geoms[~empty])
+    out = gdf.drop(columns=[gdf.geometry.name])
+    out[SHAPE_WKT] = wkt
+    return gpd.GeoDataFrame(out, geometry=gpd.GeoSeries(pts, index=gdf.index, crs=gdf.crs),
+                            crs=gdf.crs)
+
+
 def collections_of(state: TownState) -> dict[str, Collection]:
-    """Every result layer and input layer of the town as a :class:`Collection`."""
+    """Every result layer and input layer of the town as a :class:`Collection`;
+    the layers of :data:`AS_POINTS` as points (:func:`as_points`)."""
     docs = layer_docs()
     working = CRS.from_user_input(state.town.crs)
     out: dict[str, Collection] = {}
@@ -234,8 +264,13 @@ def collections_of(state: TownState) -> dict[str, Collection]:
         if name == "parcels":
             continue
         d = docs.get(name)
-        out[name] = Collection(name, tab, name.replace("_", " ").capitalize(),
-                               d.description if d else "", working)
+        desc = d.description if d else ""
+        if name in AS_POINTS and isinstance(tab.gdf, gpd.GeoDataFrame) \
+                and tab.gdf.crs is not None:
+            tab = ResultTable(name, as_points(tab.gdf), eager=False)
+            desc += (f" Served as points: each finding at a point on its shape; the whole "
+                     f"shape is the property {SHAPE_WKT} (WKT, in the storage CRS).")
+        out[name] = Collection(name, tab, name.replace("_", " ").capitalize(), desc, working)
     for role, gdf in state.town.layers.items():
         cid = INPUT_PREFIX + role
         tab = (state.tables["parcels"] if role == "parcels" and "parcels" in state.tables
@@ -247,24 +282,42 @@ def collections_of(state: TownState) -> dict[str, Collection]:
 
 
 def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
+    """The configured base URL of the links (never the request's ``Host``)."""
+    return str(request.app.state.base_url)
+
+
+def _self_url(request: Request) -> str:
+    """The request's URL under the configured base URL."""
+    q = request.url.query
+    return f"{_base(request)}{request.url.path}" + (f"?{q}" if q else "")
 
 
 def _json(obj: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(dumps(obj), media_type=JSON, headers=headers)
 
 
-def _int(q: Any, name: str, default: int, lo: int, hi: int | None = None) -> int:
+def whole_number(q: Any, name: str, default: int, lo: int, hi: int,
+                 error: type[RequestError]) -> int:
+    """Query parameter ``name`` as a whole number from ``lo`` to ``hi`` (decimal
+    digits only), ``default`` when absent or empty; ``error`` naming it otherwise."""
     v = q.get(name)
     if v is None or v == "":
         return default
-    try:
-        n = int(v)
-    except ValueError:
-        raise ParameterError(name, f"must be a whole number, not {v!r}") from None
+    shown = repr(v) if len(v) <= 40 else repr(v[:30]) + f"... ({len(v)} characters)"
+    if not _DIGITS.fullmatch(v) or len(v) > 30:
+        raise error(name, f"must be a whole number from {lo} to {hi}, not {shown}")
+    n = int(v)
     if n < lo:
-        raise ParameterError(name, f"must be at least {lo}, not {n}")
-    return n if hi is None else min(n, hi)
+        raise error(name, f"must be at least {lo}, not {n}")
+    if n > hi:
+        raise error(name, f"must be at most {hi:,}, not {n:,}"
+                          + (" (the largest page; follow the next links)"
+                             if name == "limit" else ""))
+    return n
+
+
+def _int(q: Any, name: str, default: int, lo: int, hi: int) -> int:
+    return whole_number(q, name, default, lo, hi, ParameterError)
 
 
 def _bbox(text: str | None) -> list[float] | None:
@@ -379,7 +432,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                                       f"{', '.join(c.queryables)}")
         _f(q)
         limit = _int(q, "limit", LIMIT_DEFAULT, 1, LIMIT_MAX)
-        offset = _int(q, "offset", 0, 0)
+        offset = _int(q, "offset", 0, 0, OFFSET_MAX)
         crs = c.supported(q.get("crs"), "crs")
         bbox_crs = c.supported(q.get("bbox-crs"), "bbox-crs")
         if "bbox-crs" in q and "bbox" not in q:
@@ -398,7 +451,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                 qs = urllib.parse.urlencode([*params, ("offset", str(off))])
                 return {"href": f"{url}?{qs}", "rel": rel, "type": GEOJSON}
 
-            links = [{"href": str(request.url), "rel": "self", "type": GEOJSON},
+            links = [{"href": _self_url(request), "rel": "self", "type": GEOJSON},
                      {"href": f"{b}/collections/{c.id}", "rel": "collection", "type": JSON}]
             if offset + limit < len(pos):
                 links.append(link("next", offset + limit))
@@ -449,10 +502,12 @@ def _param(name: str, desc: str, schema: dict[str, Any], explode: bool = False
 CRS_ITEM_PARAM = _param("crs", "CRS of the answer's coordinates, one of the collection's "
                                "`crs` (default CRS84)", {"type": "string", "format": "uri"})
 ITEMS_PARAMS = [
-    _param("limit", "features per page (1-10000; more is served as 10000)",
+    _param("limit", f"features per page, 1 to {LIMIT_MAX:,} (more is a 400 naming the "
+                    "cap; page with the `next` links)",
            {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "default": LIMIT_DEFAULT}),
-    _param("offset", "features to skip (the `next` link carries it)",
-           {"type": "integer", "minimum": 0, "default": 0}),
+    _param("offset", f"features to skip, 0 to {OFFSET_MAX:,} (more is a 400); the `next` "
+                     "link carries it",
+           {"type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0}),
     _param("bbox", "minx,miny,maxx,maxy in bbox-crs (default CRS84): features intersecting",
            {"type": "array", "minItems": 4, "maxItems": 6, "items": {"type": "number"}}),
     _param("bbox-crs", "CRS of bbox, one of the collection's `crs`",
