@@ -20,6 +20,7 @@ from .errors import LimitError, TooLargeError, http_status, public_message
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
 from .ogc import add_ogc_routes
+from .openapi import install_openapi
 from .routes import (
     add_capacity_routes,
     add_obligation_routes,
@@ -33,6 +34,8 @@ from .tiles import add_tile_routes
 log = logging.getLogger("gisnet.service")
 
 _UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+#: Most fields a validation error lists (a batch of 20,000 bad ids names the first 100).
+MAX_ERRORS_LISTED = 100
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:
@@ -55,16 +58,21 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        errors = []
+        errors: list[dict[str, str]] = []
+        seen: set[str] = set()
         for e in exc.errors():
             f = _field_name(tuple(e.get("loc", ())))
+            if f in seen:  # one per field (unions)
+                continue
             msg = e.get("msg", "invalid")
             if e.get("type") == "json_invalid":
                 f, msg = "body", f"malformed JSON ({e.get('ctx', {}).get('error', msg)})"
             if e.get("type") == "extra_forbidden":
                 msg = "unknown field"
-            if not any(e2["field"] == f for e2 in errors):  # one per field (unions)
-                errors.append({"field": f, "message": msg})
+            seen.add(f)
+            errors.append({"field": f, "message": msg})
+            if len(errors) == MAX_ERRORS_LISTED:
+                break
         first = errors[0] if errors else {"field": "request", "message": "invalid"}
         body = {"detail": f"{first['field']}: {first['message']}", "field": first["field"],
                 "errors": errors}
@@ -191,4 +199,5 @@ def create_app(state: TownState, limits: ServiceLimits | None = None, *,
                 add_capacity_routes, add_result_routes, add_ogc_routes):
         add(app, state, limits)
     add_tile_routes(app, state.out_dir)  # tiled map pages (gisnet.service.tiles)
+    install_openapi(app, state, limits)  # every status, error body and parameter
     return app

@@ -16,7 +16,8 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+import shapely
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from pyproj import CRS
 from shapely.geometry import Point
 
@@ -26,6 +27,7 @@ from ..town import Town
 from .errors import RequestError, ServiceUnavailable, UnknownIdError
 from .geojson import (
     POINTS_AND_AREAS,
+    check_in_town,
     check_types,
     feature_items,
     parse_crs,
@@ -41,7 +43,7 @@ JSON = "application/json"
 # Request bodies
 # ---------------------------------------------------------------------------
 
-IdList = list[str | int]
+IdList = list[StrictStr | StrictInt]  # strict: 1.0 or true is not an id
 
 
 class _Body(BaseModel):
@@ -84,7 +86,8 @@ class WhatIfRequest(_Body):
     flow_gpd: float = Field(..., gt=0, le=MAX_FLOW_GPD, allow_inf_nan=False,
                             description="proposed average daily flow, gallons per day "
                                         "(at most 1e9)")
-    industrial: bool = Field(False, description="industrial wastewater (Berlin: state approval)")
+    industrial: bool = Field(False, strict=True,
+                             description="industrial wastewater (Berlin: state approval)")
 
 
 # ---------------------------------------------------------------------------
@@ -147,14 +150,17 @@ def input_points(town: Town, features: Any, crs_text: str | None, limits: Servic
     geoms, ids, props = parse_features(features, field="features", types=types,
                                        limits=limits)
     in_crs = parse_crs(crs_text, "crs")
+    check_in_town(shapely.get_coordinates(np.asarray(list(geoms), dtype=object)), in_crs,
+                  town, "features")
     work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
     ids = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
     return work, ids, props
 
 
-def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
-    """``[x, y]`` or a GeoJSON Point (or a Feature holding one) in ``crs_text``, as a
-    point in the working CRS; 422 naming ``point`` for anything else."""
+def point_of(value: Any, crs_text: str | None, town: Town) -> Any:
+    """``[x, y]`` or a GeoJSON Point (or a Feature holding one) in ``crs_text``, inside
+    the town (:func:`~gisnet.service.geojson.check_in_town`), as a point in the
+    working CRS; 422 naming ``point`` for anything else."""
     if isinstance(value, list):
         if len(value) != 2:
             raise RequestError("point", "expected [x, y]")
@@ -162,13 +168,20 @@ def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
         if not np.isfinite(value).all():
             raise RequestError("point", "coordinates must be finite numbers")
     else:
+        extra = (sorted(map(str, set(value) - {"type", "coordinates"}))
+                 if isinstance(value, dict) and value.get("type") == "Point" else [])
+        if extra:
+            raise RequestError("point", f"a Point has 'type' and 'coordinates' only, not "
+                                        f"{', '.join(map(repr, extra))}")
         items = feature_items(value, field="point")
         if len(items) != 1:
             raise RequestError("point", f"expected one Point, got {len(items)} features")
         check_types(items, ("Point",))
         geoms, _, _ = parse_features(value, field="point", types=("Point",))
         geom = geoms[0]
-    return to_working_crs([geom], parse_crs(crs_text, "crs"), work_crs, "point").iloc[0]
+    in_crs = parse_crs(crs_text, "crs")
+    check_in_town(np.array([[geom.x, geom.y]]), in_crs, town, "point")
+    return to_working_crs([geom], in_crs, CRS.from_user_input(town.crs), "point").iloc[0]
 
 
 def _as_layer(role: str, id_col: str, town: Town, geoms: gpd.GeoSeries,

@@ -33,7 +33,7 @@ import pandas as pd
 import shapely
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pyproj import CRS
+from pyproj import CRS, Transformer
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
@@ -174,12 +174,18 @@ class Collection:
 
     def supported(self, text: str | None, field: str) -> CRS:
         """The CRS a request names (default CRS84), which must be in :attr:`crs_list`."""
-        if text is None or not str(text).strip():
+        if text is None:
             return CRS84
         t = str(text).strip()
+        if not t:
+            raise ParameterError(field, "empty; name a CRS of the collection or leave it out "
+                                        "for CRS84")
         if t.startswith("[") and t.endswith("]"):  # safe CURIE [EPSG:2260]
             t = t[1:-1]
-        c = CRS84 if t.rstrip("/") in (CRS84_URI, "OGC:CRS84") else parse_crs(t, field)
+        try:
+            c = CRS84 if t.rstrip("/") in (CRS84_URI, "OGC:CRS84") else parse_crs(t, field)
+        except RequestError as exc:  # the OGC API answers 400 for a bad parameter
+            raise ParameterError(field, exc.message) from None
         for s in self.crs_list:
             if c.equals(s):
                 return s
@@ -194,16 +200,9 @@ class Collection:
             if not self.is_geo:
                 pos = pos[:0]
             else:
-                x0, y0, x1, y1 = bbox
-                if not bbox_crs.equals(CRS84):
-                    if north_first(bbox_crs):
-                        x0, y0, x1, y1 = y0, x0, y1, x1
-                    box = shapely.segmentize(shapely.box(x0, y0, x1, y1),
-                                             max(x1 - x0, y1 - y0) / 64 or 1)
-                    box = gpd.GeoSeries([box], crs=bbox_crs).to_crs(WGS84).iloc[0]
-                else:
-                    box = shapely.box(x0, y0, x1, y1)
-                pos = np.sort(self.tree().query(box, predicate="intersects"))
+                box = bbox_in_crs84(bbox, bbox_crs)
+                pos = (pos[:0] if box is None
+                       else np.sort(self.tree().query(box, predicate="intersects")))
         for col, val in filters.items():
             pos = pos[self.text(col)[pos] == val]
         return pos
@@ -254,6 +253,39 @@ def as_points(gdf: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
                             crs=gdf.crs)
 
 
+def bbox_in_crs84(bbox: list[float], crs: CRS) -> Any:
+    """The area of ``bbox`` (minx, miny, maxx, maxy in ``crs``, its axis order) in CRS84,
+    None when it holds nothing. Values beyond the CRS's area of use are clipped to it;
+    a box of no width or height is a line or a point; in CRS84 a minx over maxx crosses
+    the antimeridian."""
+    x0, y0, x1, y1 = bbox
+    if crs.equals(CRS84):
+        y0, y1 = max(y0, -90.0), min(y1, 90.0)
+        if y0 > y1:
+            return None
+        if x0 > x1:  # across the antimeridian
+            return shapely.union(shapely.box(x0, y0, 180.0, y1), shapely.box(-180.0, y0, x1, y1))
+        return shapely.envelope(shapely.multipoints([[max(x0, -180.0), y0],
+                                                     [min(x1, 180.0), y1]]))
+    if north_first(crs):
+        x0, y0, x1, y1 = y0, x0, y1, x1
+    area = crs.area_of_use
+    if area is not None:  # clip to the CRS's area of use, in its own units
+        tr = Transformer.from_crs(CRS84, crs, always_xy=True)
+        a0, b0, a1, b1 = tr.transform_bounds(*area.bounds, densify_pts=21)
+        if all(np.isfinite([a0, b0, a1, b1])):
+            x0, y0, x1, y1 = max(x0, a0), max(y0, b0), min(x1, a1), min(y1, b1)
+    if x0 > x1 or y0 > y1:
+        return None
+    ring = shapely.segmentize(shapely.box(x0, y0, x1, y1) if x0 < x1 and y0 < y1
+                              else shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]])),
+                              max(x1 - x0, y1 - y0) / 64 or 1)
+    out = gpd.GeoSeries([ring], crs=crs).to_crs(WGS84).iloc[0]
+    if out is None or out.is_empty or not np.isfinite(shapely.get_coordinates(out)).all():
+        return None
+    return out
+
+
 def collections_of(state: TownState) -> dict[str, Collection]:
     """Every result layer and input layer of the town as a :class:`Collection`;
     the layers of :data:`AS_POINTS` as points (:func:`as_points`)."""
@@ -301,7 +333,7 @@ def whole_number(q: Any, name: str, default: int, lo: int, hi: int,
     """Query parameter ``name`` as a whole number from ``lo`` to ``hi`` (decimal
     digits only), ``default`` when absent or empty; ``error`` naming it otherwise."""
     v = q.get(name)
-    if v is None or v == "":
+    if v is None:
         return default
     shown = repr(v) if len(v) <= 40 else repr(v[:30]) + f"... ({len(v)} characters)"
     if not _DIGITS.fullmatch(v) or len(v) > 30:
@@ -330,9 +362,9 @@ def _bbox(text: str | None) -> list[float] | None:
             from None
     if len(v) == 6:  # with heights: drop them
         v = [v[0], v[1], v[3], v[4]]
-    if len(v) != 4 or not all(np.isfinite(v)) or v[0] > v[2] or v[1] > v[3]:
-        raise ParameterError("bbox", f"must be 4 finite numbers minx,miny,maxx,maxy with "
-                                   f"min <= max, not {text!r}")
+    if len(v) != 4 or not all(np.isfinite(v)):
+        raise ParameterError("bbox", f"must be 4 finite numbers minx,miny,maxx,maxy, "
+                                   f"not {text!r}")
     return v
 
 
@@ -435,8 +467,6 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
         offset = _int(q, "offset", 0, 0, OFFSET_MAX)
         crs = c.supported(q.get("crs"), "crs")
         bbox_crs = c.supported(q.get("bbox-crs"), "bbox-crs")
-        if "bbox-crs" in q and "bbox" not in q:
-            raise ParameterError("bbox-crs", "given without bbox")
         bbox = _bbox(q.get("bbox"))
         filters = {k: q[k] for k in q if k in c.queryables}
 
@@ -537,6 +567,18 @@ def _downgrade(node: Any) -> Any:
     if out.get("type") == "null":
         out.pop("type")
         out["nullable"] = True
+    if isinstance(out.get("type"), list):  # ["object", "null"]
+        kinds = [t for t in out["type"] if t != "null"]
+        if "null" in out["type"]:
+            out["nullable"] = True
+        if len(kinds) == 1:
+            out["type"] = kinds[0]
+        else:
+            out.pop("type")
+            out["anyOf"] = [{"type": t} for t in kinds]
+    if "prefixItems" in out:  # a tuple: 3.0 has none, so the items' union
+        items = out.pop("prefixItems")
+        out["items"] = items[0] if len(items) == 1 else {"anyOf": items}
     if "const" in out:
         out["enum"] = [out.pop("const")]
     if isinstance(out.get("examples"), list) and "in" not in out:

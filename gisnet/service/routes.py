@@ -22,7 +22,7 @@ from .. import __version__
 from ..errors import ConfigError
 from ..serialize import crs_name, dumps, to_geojson, to_jsonable
 from .errors import RequestError, UnknownIdError
-from .geojson import parse_crs, to_working_crs
+from .geojson import check_in_town, parse_crs, to_working_crs
 from .inputs import (
     CRS_PARAM,
     GEOJSON,
@@ -191,6 +191,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
                   else out_crs)
 
         def run() -> Response:
+            check_in_town(np.array([[x, y]]), in_crs, town, "x")
             pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
             try:
                 res = tracing.trace_downstream(town, state.G, point=(pt.x, pt.y),
@@ -299,7 +300,7 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
                                      layer="parcels", feature=pid)
             kwargs["parcel_id"] = pid
         else:
-            pt = point_of(body.point, body.crs, work_crs)
+            pt = point_of(body.point, body.crs, town)
             kwargs["point"] = (pt.x, pt.y)
         res = _whatif(town, state.G, state.capacity, **kwargs)
         data = to_jsonable(res.to_dict(), crs=out_crs, working_crs=work_crs)
@@ -322,11 +323,12 @@ _LAYER_PARAMS = [
      "description": "layer name, e.g. sampling_plan, frontage, quality"},
     query_param("ID_COLUMN", "rows whose id column (one of the layer's `keys` in "
                              "GET /results, e.g. parcel_id) equals this value"),
-    query_param("limit", "at most this many rows, 1 to 10,000 (more is a 422 naming the "
-                         "cap), with numberMatched/numberReturned; "
-                         "/collections/{layer}/items pages with next links", "integer"),
-    query_param("offset", "rows to skip (with limit), 0 to 10,000,000 (more is a 422)",
-                "integer"),
+    {**query_param("limit", "at most this many rows, 1 to 10,000 (more is a 422 naming the "
+                            "cap), with numberMatched/numberReturned; "
+                            "/collections/{layer}/items pages with next links"),
+     "schema": {"type": "integer", "minimum": 1, "maximum": 10_000}},
+    {**query_param("offset", "rows to skip (with limit), 0 to 10,000,000 (more is a 422)"),
+     "schema": {"type": "integer", "minimum": 0, "maximum": 10_000_000}},
     CRS_PARAM,
 ]
 
@@ -355,16 +357,13 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
         q = request.query_params
         no_unknown(q, ("crs", "limit", "offset", *tab.index))
         out_crs = parse_crs(q.get("crs"))
-        keys = [k for k in tab.index if k in q]
-        if len(keys) > 1:
-            raise RequestError(keys[1], "filter by one id column at a time")
-        if keys:
-            pos = tab.lookup(keys[0], q[keys[0]])
-            if pos is None:
-                raise UnknownIdError(keys[0], f"no {name} row with {keys[0]} {q[keys[0]]!r}",
-                                     layer=name, feature=q[keys[0]])
-        else:
-            pos = tab.all_positions()
+        pos = tab.all_positions()
+        for k in (k for k in tab.index if k in q):  # every id given: rows with all of them
+            found = tab.lookup(k, q[k])
+            if found is None:
+                raise UnknownIdError(k, f"no {name} row with {k} {q[k]!r}", layer=name,
+                                     feature=q[k])
+            pos = np.intersect1d(pos, found)
         page, extra = pos, None
         if "limit" in q or "offset" in q:  # a page; /collections/{layer}/items has links
             lim = whole_number(q, "limit", min(len(pos), LIMIT_MAX) or 1, 1, LIMIT_MAX,
