@@ -150,9 +150,9 @@ def input_points(town: Town, features: Any, crs_text: str | None, limits: Servic
     geoms, ids, props = parse_features(features, field="features", types=types,
                                        limits=limits)
     in_crs = parse_crs(crs_text, "crs")
+    work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
     check_in_town(shapely.get_coordinates(np.asarray(list(geoms), dtype=object)), in_crs,
                   town, "features")
-    work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
     ids = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
     return work, ids, props
 
@@ -180,8 +180,9 @@ def point_of(value: Any, crs_text: str | None, town: Town) -> Any:
         geoms, _, _ = parse_features(value, field="point", types=("Point",))
         geom = geoms[0]
     in_crs = parse_crs(crs_text, "crs")
+    work = to_working_crs([geom], in_crs, CRS.from_user_input(town.crs), "point").iloc[0]
     check_in_town(np.array([[geom.x, geom.y]]), in_crs, town, "point")
-    return to_working_crs([geom], in_crs, CRS.from_user_input(town.crs), "point").iloc[0]
+    return work
 
 
 def _as_layer(role: str, id_col: str, town: Town, geoms: gpd.GeoSeries,

@@ -191,8 +191,8 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
                   else out_crs)
 
         def run() -> Response:
-            check_in_town(np.array([[x, y]]), in_crs, town, "x")
             pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
+            check_in_town(np.array([[x, y]]), in_crs, town, "x")
             try:
                 res = tracing.trace_downstream(town, state.G, point=(pt.x, pt.y),
                                                index=state.index)
