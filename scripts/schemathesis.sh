@@ -10,7 +10,7 @@ PY=${PYTHON:-python}
 ST=${SCHEMATHESIS:-schemathesis}
 EXAMPLES=${1:-30}
 PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-MAPS=$(mktemp -d)
+MAPS=$(mktemp -d)   # the served map folder (empty), and where schemathesis keeps its cache
 $PY -m gisnet serve --sample --host 127.0.0.1 --port "$PORT" --out "$MAPS" -q &
 SERVER=$!
 stop() { kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true; rm -rf "$MAPS"; }
@@ -26,7 +26,8 @@ until $PY -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$PORT/heal
     sleep 1
 done
 rc=0
-$ST run "http://127.0.0.1:$PORT/openapi.json" --checks all --max-examples "$EXAMPLES" \
-    --seed 1 --workers 1 --generation-database none --no-color || rc=$?
+(cd "$MAPS" && $ST run "http://127.0.0.1:$PORT/openapi.json" --checks all \
+    --max-examples "$EXAMPLES" --seed 1 --workers 1 --generation-database none --no-color) \
+    || rc=$?
 stop
 exit $rc
