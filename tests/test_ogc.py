@@ -174,7 +174,8 @@ def test_property_filter_equals_a_query(client, state):
                              & (df["measure"] == df["measure"].iloc[0])).sum())
     r = client.get("/collections/obligations/items?colour=red")
     assert r.status_code == 400 and "unknown parameter" in r.json()["detail"]
-    for bad in ("limit=0", "limit=x", "offset=-1", "bbox=1,2,3", "bbox=3,0,1,1"):
+    for bad in ("limit=0", "limit=x", "offset=-1", "bbox=1,2,3", "limit=10001",
+                "offset=10000001", "crs="):
         assert client.get(f"/collections/obligations/items?{bad}").status_code == 400, bad
 
 

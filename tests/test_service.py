@@ -578,8 +578,8 @@ def test_results_lists_layers_and_filters_by_id(client):
         ("/results/nope", {}, 404, None),
         ("/results/parcels", {}, 404, None),
         ("/results/pipes_capacity", {"bogus": "1"}, 422, "bogus"),
-        ("/results/control_manholes", {"building_id": "B1", "parcel_id": "P1"}, 422,
-         "building_id"),
+        ("/results/control_manholes", {"building_id": "B1", "parcel_id": "P9"}, 404,
+         "parcel_id"),  # several id columns: the rows having all of them (no parcel P9)
         ("/results/control_manholes", {"building_id": "B9"}, 404, None),
     ],
 )

@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,6 +54,15 @@ def town_state(tmp_path_factory) -> TownState:
     maps.mkdir()
     (maps / "obligations.html").write_text("<html>obligations</html>")
     (root / "secret.html").write_text("outside the map folder")
+    tiles = maps / "tiles"  # archives that cannot be read: 503 naming the archive
+    tiles.mkdir()
+    (tiles / "broken.pmtiles").write_bytes(b"not a tile archive " * 20)
+    (tiles / "empty.pmtiles").write_bytes(b"")
+    (tiles / "truncated.pmtiles").write_bytes(b"PMTiles\x03" + b"\x00" * 40)
+    # the run's manifest names the town file by its absolute path on the server
+    (maps / "gisnet-manifest.json").write_text(json.dumps(
+        {"format": 1, "town": "synthetic", "town_file": str(root / "town" / "gisnet.toml"),
+         "files": {}}))
     town = Town(name="synthetic", crs=CRS.from_user_input(CRS_FT),
                 ft_per_unit=1200 / 3937 / 0.3048, layers=make_town(200, seed=1),
                 profile=load_profile("poughkeepsie-fourth-ward"))
@@ -122,7 +132,60 @@ def _nested(depth: int) -> bytes:
 
 
 BIG = LIMITS.max_body_bytes
+ITEMS = "/collections/obligations/items"
 CORPUS = [
+    # -- damaged tile archives, pages and tiles that are not there ---------------------
+    Hostile("damaged-archive-tile", "GET", "/tiles/broken/0/0/0.mvt", status=503),
+    Hostile("empty-archive-tile", "GET", "/tiles/empty/3/1/1.mvt", status=503),
+    Hostile("truncated-archive-tile", "GET", "/tiles/truncated/0/0/0.mvt", status=503),
+    Hostile("damaged-archive-file", "GET", "/maps/tiles/broken.pmtiles", status=503),
+    Hostile("unknown-tile-layer", "GET", "/tiles/nothing/0/0/0.mvt", status=404),
+    Hostile("unknown-map", "GET", "/maps/nothing.html", status=404, field="name"),
+    # -- paging caps -------------------------------------------------------------------
+    Hostile("ogc-limit-over-the-cap", "GET", ITEMS + "?limit=10001", status=400,
+            field="limit"),
+    Hostile("ogc-limit-1e9", "GET", ITEMS + "?limit=1e9", status=400, field="limit"),
+    Hostile("ogc-limit-of-5000-digits", "GET", ITEMS + "?limit=" + "9" * 5000, status=400,
+            field="limit"),
+    Hostile("ogc-offset-over-the-cap", "GET", ITEMS + "?offset=10000001", status=400,
+            field="offset"),
+    Hostile("ogc-empty-limit", "GET", ITEMS + "?limit=", status=400, field="limit"),
+    Hostile("results-limit-over-the-cap", "GET", "/results/obligations?limit=10001",
+            field="limit"),
+    Hostile("results-offset-over-the-cap", "GET", "/results/obligations?offset=10000001",
+            field="offset"),
+    Hostile("ogc-crs-not-a-crs", "GET", ITEMS + "?crs=AAA", status=400, field="crs"),
+    # -- values the OpenAPI document excludes ----------------------------------------
+    Hostile("empty-crs", "GET", "/plants?crs=", field="crs"),
+    Hostile("boolean-id", "POST", "/obligations", {"parcel_ids": [True]},
+            field="parcel_ids[0]"),
+    Hostile("float-id", "POST", "/control-manholes", {"user_ids": [1.0]}, field="user_ids[0]"),
+    Hostile("industrial-as-number", "POST", "/whatif",
+            {"parcel_id": "P0000001", "flow_gpd": 10, "industrial": 0}, field="industrial"),
+    Hostile("feature-properties-false", "POST", "/obligations",
+            lambda x, y: {"features": {"type": "Feature", "properties": False,
+                                       "geometry": {"type": "Point", "coordinates": [x, y]}}},
+            field="features.properties"),
+    Hostile("feature-id-an-object", "POST", "/obligations",
+            lambda x, y: {"features": {"type": "Feature", "id": {"a": 1}, "properties": {},
+                                       "geometry": {"type": "Point", "coordinates": [x, y]}}},
+            field="features.id"),
+    Hostile("ring-of-three-positions", "POST", "/obligations",
+            lambda x, y: {"features": {"type": "MultiPolygon",
+                                       "coordinates": [[[[x, y], [x, y], [x, y]]]]}},
+            field="features"),
+    Hostile("geometry-type-an-object", "POST", "/whatif",
+            lambda x, y: {"point": {"type": {}, "coordinates": [x, y]}, "flow_gpd": 10},
+            field="point"),
+    Hostile("whatif-point-with-extra-member", "POST", "/whatif",
+            lambda x, y: {"point": {"type": "Point", "coordinates": [x, y], "z": 1},
+                          "flow_gpd": 10}, field="point"),
+    Hostile("whatif-point-outside-the-town", "POST", "/whatif",
+            {"point": [0.0, 0.0], "flow_gpd": 10}, field="point"),
+    Hostile("polygon-outside-the-town", "POST", "/obligations",
+            {"features": _polygon(10.0, 10.0, 5)}, field="features"),
+    Hostile("explicit-null-crs-and-parcel-ids", "POST", "/obligations",
+            {"parcel_ids": None, "features": None}, field="parcel_ids"),
     # -- path traversal and odd paths ---------------------------------------------------
     Hostile("traversal-encoded-slash", "GET", "/maps/..%2Fsecret.html", status=404,
             field="path"),
@@ -320,14 +383,22 @@ def test_the_corpus_is_large_and_covers_every_category():
     assert len(CORPUS) >= 30
     assert len({c.id for c in CORPUS}) == len(CORPUS)
     statuses = {c.status for c in CORPUS}
-    assert statuses == {404, 405, 413, 415, 422}
+    assert statuses == {400, 404, 405, 413, 415, 422, 503}
     assert {c.limit_name for c in CORPUS} >= {"max_body_bytes", "max_batch", "max_vertices",
                                               "max_json_depth"}
 
 
+def server_paths(town_state) -> list[str]:
+    """Absolute paths of the server's own folders: none may appear in an answer."""
+    maps = town_state.out_dir.resolve()
+    return [str(p) for p in (maps, maps.parent, Path.cwd(), Path.home())]
+
+
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.id)
-def test_hostile_request_gets_its_status_and_names_the_field(client, here, case):
+def test_hostile_request_gets_its_status_and_names_the_field(client, here, case, town_state):
     r = _send(client, case, here)
+    for path in server_paths(town_state):
+        assert path not in r.text, (path, r.text)
     assert r.status_code == case.status, r.text
     assert r.headers["content-type"].startswith("application/json")
     err = r.json()
@@ -641,3 +712,4 @@ def test_raw_traversal_paths_are_404(live, path):
     [(_, data)] = _until_closed([s], 4.0)
     assert data.startswith(b"HTTP/1.1 404 "), data[:200]
     assert b"outside the map folder" not in data
+

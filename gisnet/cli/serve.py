@@ -29,6 +29,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
+    p.add_argument("--base-url", default=None, metavar="URL",
+                   help="URL clients reach the service at, e.g. https://gis.example.gov/sewer "
+                        "behind a proxy: every link the service writes starts with it, "
+                        "never with a request's Host header (default: the listening "
+                        "address, http://HOST:PORT)")
     p.add_argument("--max-body-mb", type=float, default=16.0, metavar="MB",
                    help="largest request body accepted, MiB (default: 16); larger gets 413")
     p.add_argument("--max-batch", type=int, default=20_000, metavar="N",
@@ -53,10 +58,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..service import ServiceLimits, TownState, create_app
+    from ..service.app import base_url_of
     from ..service.server import make_server
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port} is not a TCP port (0-65535)")
+    if args.base_url is not None:
+        args.base_url = base_url_of(args.base_url)  # checked before the town is loaded
     for opt in ("max_body_mb", "max_batch", "max_vertices", "header_timeout", "body_timeout"):
         value = getattr(args, opt)
         if not value > 0 or value == float("inf"):  # NaN is not > 0
@@ -76,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                            header_timeout_s=args.header_timeout,
                            body_timeout_s=args.body_timeout,
                            cors_origins=tuple(args.cors_origin))
-    app = create_app(state, limits)
+    app = create_app(state, limits, base_url=listening_url(args))
     for name, why in state.unavailable.items():
         say(args, f"gisnet: {name} not available: {why}")
     say(args, f"gisnet: serving {town.name} ({len(town.layers['parcels'])} parcels) at "
@@ -92,6 +100,21 @@ def run(args: argparse.Namespace) -> int:
                 access_log=args.access_log,
                 log_level="info" if args.verbose else "warning").run()
     return 0
+
+
+def listening_url(args: argparse.Namespace) -> str:
+    """``--base-url``, else ``http://HOST:PORT`` of the listening address (the
+    machine's name when listening on every interface)."""
+    if args.base_url:
+        return str(args.base_url)
+    import socket
+
+    host = args.host
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.getfqdn()
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    return f"http://{host}:{args.port}"
 
 
 def _serve_maps(args: argparse.Namespace) -> int:

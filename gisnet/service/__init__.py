@@ -31,7 +31,8 @@ and its route groups), :mod:`~gisnet.service.body` (JSON bodies, decoded and
 checked), :mod:`~gisnet.service.inputs` and :mod:`~gisnet.service.geojson`
 (what requests send), :mod:`~gisnet.service.limits` and
 :mod:`~gisnet.service.errors`, :mod:`~gisnet.service.server` (uvicorn with
-read deadlines, for ``gisnet serve``).
+read deadlines, for ``gisnet serve``), :mod:`~gisnet.service.openapi` (the
+OpenAPI document: every status, one error schema, the town's CRSs and extent).
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from ..errors import GisnetError
 from ..serialize import dumps
 from .body import JSONBodyRoute
 from .docs import add_docs_routes
-from .errors import LimitError, TooLargeError, http_status
+from .errors import LimitError, TooLargeError, http_status, public_message
 from .inputs import JSON
 from .limits import BodyLimitMiddleware, ServiceLimits
 from .ogc import add_ogc_routes
+from .openapi import install_openapi
 from .routes import (
     add_capacity_routes,
     add_obligation_routes,
@@ -33,6 +34,8 @@ from .tiles import add_tile_routes
 log = logging.getLogger("gisnet.service")
 
 _UNION_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+#: Most fields a validation error lists (a batch of 20,000 bad ids names the first 100).
+MAX_ERRORS_LISTED = 100
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:
@@ -55,16 +58,21 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
-        errors: list[dict[str, Any]] = []
+        errors: list[dict[str, str]] = []
+        seen: set[str] = set()
         for e in exc.errors():
             f = _field_name(tuple(e.get("loc", ())))
+            if f in seen:  # one per field (unions)
+                continue
             msg = e.get("msg", "invalid")
             if e.get("type") == "json_invalid":
                 f, msg = "body", f"malformed JSON ({e.get('ctx', {}).get('error', msg)})"
             if e.get("type") == "extra_forbidden":
                 msg = "unknown field"
-            if not any(e2["field"] == f for e2 in errors):  # one per field (unions)
-                errors.append({"field": f, "message": msg})
+            seen.add(f)
+            errors.append({"field": f, "message": msg})
+            if len(errors) == MAX_ERRORS_LISTED:
+                break
         first = errors[0] if errors else {"field": "request", "message": "invalid"}
         body = {"detail": f"{first['field']}: {first['message']}", "field": first["field"],
                 "errors": errors}
@@ -72,7 +80,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(GisnetError)
     async def _gisnet(request: Request, exc: GisnetError) -> Response:
-        body: dict[str, Any] = {"detail": str(exc)}
+        body: dict[str, Any] = {"detail": public_message(exc)}
         fld = getattr(exc, "field", None)
         if fld:
             body["field"] = fld
@@ -109,7 +117,38 @@ def _install_error_handlers(app: FastAPI) -> None:
                         status_code=500, media_type=JSON)
 
 
-def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI:
+#: Base URL of the links the service writes when none is configured: the address
+#: ``gisnet serve`` listens on by default.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def base_url_of(text: str) -> str:
+    """A base URL for the service's links, checked: ``http(s)://host[:port][/path]``
+    without query or fragment, returned without a trailing slash.
+
+    Raises
+    ------
+    gisnet.errors.ConfigError
+        For anything else.
+    """
+    from urllib.parse import urlsplit
+
+    from ..errors import ConfigError
+
+    try:
+        u = urlsplit(text.strip())
+        u.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError as exc:
+        raise ConfigError(f"base URL {text!r} is not a URL ({exc})") from None
+    if u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment \
+            or u.username or u.password:
+        raise ConfigError(f"base URL {text!r} must be http(s)://host[:port][/path], without "
+                          "credentials, query or fragment")
+    return text.strip().rstrip("/")
+
+
+def create_app(state: TownState, limits: ServiceLimits | None = None, *,
+               base_url: str | None = None) -> FastAPI:
     """The FastAPI application answering from ``state``.
 
     Parameters
@@ -121,6 +160,12 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
         defaults: 16 MiB bodies, 20,000 items, 100,000 vertices, JSON 32 levels
         deep). Its read deadlines are enforced by the server
         (:func:`gisnet.service.server.make_server`), not by the application.
+    base_url
+        The URL clients reach the service at (``https://gis.example.gov/sewer``):
+        every link the service writes (the OGC API's ``self``, ``next``,
+        ``items`` ...) starts with it, whatever ``Host`` header a request
+        carries. Default :data:`DEFAULT_BASE_URL`; ``gisnet serve`` passes
+        ``--base-url``, else its listening address.
 
     Returns
     -------
@@ -140,6 +185,7 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
     )
     app.state.gisnet = state
     app.state.limits = limits
+    app.state.base_url = base_url_of(base_url or DEFAULT_BASE_URL)
     app.router.route_class = JSONBodyRoute  # JSON bodies decoded by gisnet (body.py)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     if limits.cors_origins:  # a town's web viewer on another origin
@@ -153,4 +199,5 @@ def create_app(state: TownState, limits: ServiceLimits | None = None) -> FastAPI
                 add_capacity_routes, add_result_routes, add_ogc_routes):
         add(app, state, limits)
     add_tile_routes(app, state.out_dir)  # tiled map pages (gisnet.service.tiles)
+    install_openapi(app, state, limits)  # every status, error body and parameter
     return app

@@ -11,6 +11,8 @@ town cannot support (e.g. no plants) 503. The limits are
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from ..errors import GisnetError, NotFoundError
 
 
@@ -101,6 +103,19 @@ class ServiceUnavailable(GisnetError):
     """An analysis could not be computed for this town (HTTP 503)."""
 
     status_code = 503
+
+
+def public_message(exc: GisnetError) -> str:
+    """The error's text for a client: as ``str(exc)``, but a file it names is given
+    by its name alone, never by the server's absolute path."""
+    if not exc.path:
+        return str(exc)
+    saved = exc.path
+    try:
+        exc.path = PurePath(saved).name or None
+        return str(exc)
+    finally:
+        exc.path = saved
 
 
 def http_status(exc: GisnetError) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import shapely
-from pyproj import CRS
+from pyproj import CRS, Transformer
 from shapely.geometry import shape
 from shapely.geometry.base import BaseGeometry
 
@@ -53,7 +53,7 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
     Parameters
     ----------
     text
-        The CRS as given; None or empty means EPSG:4326.
+        The CRS as given; None means EPSG:4326 (an empty text is refused).
     field
         Request field name used in the error message.
 
@@ -62,9 +62,12 @@ def parse_crs(text: str | None, field: str = "crs") -> CRS:
     RequestError
         If the text is none of those forms, or pyproj does not know the CRS.
     """
-    if text is None or str(text).strip() == "":
+    if text is None:
         return WGS84
     s = str(text).strip()
+    if not s:
+        raise RequestError(field, "empty; name a CRS (EPSG:4326 ...) or leave it out for "
+                                  "EPSG:4326")
     shown = repr(s) if len(s) <= 80 else repr(s[:60]) + f"... ({len(s)} characters)"
     if len(s) > MAX_CRS_CHARS:
         raise RequestError(field, f"{shown} is longer than {MAX_CRS_CHARS} characters")
@@ -129,10 +132,13 @@ def feature_items(value: Any, *, field: str = "features") -> list[tuple[str, Any
         if not isinstance(item, dict):
             raise RequestError(where, "expected a GeoJSON object")
         if item.get("type") == "Feature":
-            p = item.get("properties") or {}
+            p = item.get("properties")
+            p = {} if p is None else p
             if not isinstance(p, dict):
                 raise RequestError(f"{where}.properties", "properties must be an object")
             fid = item.get("id")
+            if fid is not None and (isinstance(fid, bool) or not isinstance(fid, str | int)):
+                raise RequestError(f"{where}.id", "a Feature id is a string or an integer")
             out.append((f"{where}.geometry", item.get("geometry"), p,
                         None if fid is None else str(fid)))
         else:
@@ -167,7 +173,17 @@ def count_vertices(g: Any) -> int:
 
 def check_positions(g: Any, where: str) -> None:
     """422 naming ``where`` unless every position of GeoJSON geometry ``g`` is 2 or 3
-    numbers (JSON ``true`` would otherwise be taken as 1)."""
+    numbers (JSON ``true`` would otherwise be taken as 1) and every ring of a polygon
+    holds at least 4 positions (RFC 7946 3.1.6)."""
+    t = g.get("type") if isinstance(g, dict) else None
+    depth = _POSITION_DEPTH.get(t) if isinstance(t, str) else None
+    if depth is not None and depth >= 2 and isinstance(g.get("coordinates"), list):
+        rings = [g["coordinates"]]
+        for _ in range(depth - 1):
+            rings = [c for lst in rings for c in lst if isinstance(c, list)]
+        if any(len(r) < 4 for r in rings):
+            raise RequestError(where, "invalid coordinates: a polygon ring needs at least 4 "
+                                      "positions, the last equal to the first")
     positions = _positions(g)
     # the common case in C loops: every length 2 or 3, every value an int or a float
     if (set(map(len, positions)) <= {2, 3}
@@ -275,3 +291,48 @@ def to_working_crs(geoms: Sequence[BaseGeometry], crs: CRS, working_crs: CRS,
         raise RequestError(field, f"coordinates cannot be transformed from {crs_name(crs)} "
                                   f"to the town CRS {crs_name(working_crs)}")
     return out
+
+
+#: Request points and geometry must lie within this distance (feet) of the bounding
+#: box of the town's mains: farther is almost always a point in another CRS than the
+#: one named, or x and y swapped.
+TOWN_MARGIN_FT = 2640.0
+
+
+def town_box(town: Any, crs: CRS) -> tuple[float, float, float, float]:
+    """Where request coordinates in ``crs`` (x, y order) may lie: the bounding box of
+    the mains grown by :data:`TOWN_MARGIN_FT`, drawn in ``crs`` (densified, so its
+    bounding box there holds the whole grown box); the whole range of longitude and
+    latitude for a town without mains."""
+    mains = town.layers.get("mains")
+    if mains is None or not len(mains):
+        return (-180.0, -90.0, 180.0, 90.0) if crs.is_geographic else (-1e15, -1e15, 1e15,
+                                                                         1e15)
+    m = TOWN_MARGIN_FT / town.ft_per_unit
+    x0, y0, x1, y1 = shapely.total_bounds(np.asarray(mains.geometry.array, dtype=object))
+    box = shapely.segmentize(shapely.box(x0 - m, y0 - m, x1 + m, y1 + m),
+                             max(x1 - x0, y1 - y0) / 16 + m)
+    xy = shapely.get_coordinates(box)
+    working = CRS.from_user_input(town.crs)
+    if not crs.equals(working):
+        tr = Transformer.from_crs(working, crs, always_xy=True)
+        xs, ys = tr.transform(xy[:, 0], xy[:, 1])
+        xy = np.column_stack([xs, ys])
+    return (float(xy[:, 0].min()), float(xy[:, 1].min()), float(xy[:, 0].max()),
+            float(xy[:, 1].max()))
+
+
+def check_in_town(xy: np.ndarray, crs: CRS, town: Any, field: str) -> None:
+    """:class:`RequestError` (422) naming ``field`` when a coordinate (rows of ``xy``,
+    x and y in ``crs``) lies outside :func:`town_box`."""
+    if not len(xy):
+        return
+    x0, y0, x1, y1 = town_box(town, crs)
+    bad = ~((xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1))
+    if bad.any():
+        x, y = xy[np.flatnonzero(bad)[0]]
+        raise RequestError(field, f"({x:.10g}, {y:.10g}) is outside the town: coordinates "
+                                  f"in {crs_name(crs)} must lie in x {x0:.10g}..{x1:.10g}, "
+                                  f"y {y0:.10g}..{y1:.10g} (the mains' extent and "
+                                  f"{TOWN_MARGIN_FT:,.0f} ft around it); is the CRS right, "
+                                  "and x before y?")

@@ -16,7 +16,8 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+import shapely
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from pyproj import CRS
 from shapely.geometry import Point
 from shapely.geometry.base import BaseGeometry
@@ -24,9 +25,10 @@ from shapely.geometry.base import BaseGeometry
 from ..report import Report
 from ..schema import column_names
 from ..town import Town
-from .errors import RequestError, UnknownIdError
+from .errors import RequestError, ServiceUnavailable, UnknownIdError
 from .geojson import (
     POINTS_AND_AREAS,
+    check_in_town,
     check_types,
     feature_items,
     parse_crs,
@@ -42,7 +44,7 @@ JSON = "application/json"
 # Request bodies
 # ---------------------------------------------------------------------------
 
-IdList = list[str | int]
+IdList = list[StrictStr | StrictInt]  # strict: 1.0 or true is not an id
 
 
 class _Body(BaseModel):
@@ -85,7 +87,8 @@ class WhatIfRequest(_Body):
     flow_gpd: float = Field(..., gt=0, le=MAX_FLOW_GPD, allow_inf_nan=False,
                             description="proposed average daily flow, gallons per day "
                                         "(at most 1e9)")
-    industrial: bool = Field(False, description="industrial wastewater (Berlin: state approval)")
+    industrial: bool = Field(False, strict=True,
+                             description="industrial wastewater (Berlin: state approval)")
 
 
 # ---------------------------------------------------------------------------
@@ -149,13 +152,16 @@ def input_points(town: Town, features: Any, crs_text: str | None, limits: Servic
                                        limits=limits)
     in_crs = parse_crs(crs_text, "crs")
     work = to_working_crs(geoms, in_crs, CRS.from_user_input(town.crs), "features")
+    check_in_town(shapely.get_coordinates(np.asarray(list(geoms), dtype=object)), in_crs,
+                  town, "features")
     named = [i if i is not None else f"input-{n + 1}" for n, i in enumerate(ids)]
     return work, named, props
 
 
-def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
-    """``[x, y]`` or a GeoJSON Point (or a Feature holding one) in ``crs_text``, as a
-    point in the working CRS; 422 naming ``point`` for anything else."""
+def point_of(value: Any, crs_text: str | None, town: Town) -> Any:
+    """``[x, y]`` or a GeoJSON Point (or a Feature holding one) in ``crs_text``, inside
+    the town (:func:`~gisnet.service.geojson.check_in_town`), as a point in the
+    working CRS; 422 naming ``point`` for anything else."""
     if isinstance(value, list):
         if len(value) != 2:
             raise RequestError("point", "expected [x, y]")
@@ -163,13 +169,21 @@ def point_of(value: Any, crs_text: str | None, work_crs: CRS) -> Any:
         if not np.isfinite(value).all():
             raise RequestError("point", "coordinates must be finite numbers")
     else:
+        extra = (sorted(map(str, set(value) - {"type", "coordinates"}))
+                 if isinstance(value, dict) and value.get("type") == "Point" else [])
+        if extra:
+            raise RequestError("point", f"a Point has 'type' and 'coordinates' only, not "
+                                        f"{', '.join(map(repr, extra))}")
         items = feature_items(value, field="point")
         if len(items) != 1:
             raise RequestError("point", f"expected one Point, got {len(items)} features")
         check_types(items, ("Point",))
         geoms, _, _ = parse_features(value, field="point", types=("Point",))
         geom = geoms[0]
-    return to_working_crs([geom], parse_crs(crs_text, "crs"), work_crs, "point").iloc[0]
+    in_crs = parse_crs(crs_text, "crs")
+    work = to_working_crs([geom], in_crs, CRS.from_user_input(town.crs), "point").iloc[0]
+    check_in_town(shapely.get_coordinates(geom)[:1], in_crs, town, "point")
+    return work
 
 
 def _as_layer(role: str, id_col: str, town: Town, geoms: gpd.GeoSeries,
@@ -214,6 +228,34 @@ MAP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 MAP_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
              ".json": JSON, ".geojson": GEOJSON, ".js": "text/javascript",
              ".css": "text/css"}
+
+
+#: The run's manifest (:data:`gisnet.output.publish.MANIFEST_FILE`), served without
+#: the server's paths.
+MANIFEST_NAME = "gisnet-manifest.json"
+
+
+def map_response(path: Path) -> Any:
+    """The response serving map file ``path`` (found by :func:`map_path`).
+
+    The run's manifest names the town file by its absolute path on the server;
+    it is served with that path cut to the file's name (``town_file``). Other
+    files are served as they are.
+    """
+    from fastapi.responses import FileResponse, Response
+
+    if path.name == MANIFEST_NAME:
+        import json
+
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise ServiceUnavailable(f"map {path.name!r} cannot be read (damaged: not "
+                                     "UTF-8 JSON)") from None
+        if isinstance(doc, dict) and isinstance(doc.get("town_file"), str):
+            doc["town_file"] = Path(doc["town_file"]).name
+        return Response(json.dumps(doc, indent=2).encode(), media_type=JSON)
+    return FileResponse(path, media_type=MAP_TYPES[path.suffix])
 
 
 def map_path(out_dir: Path | None, name: str) -> Path:

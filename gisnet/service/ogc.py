@@ -22,6 +22,7 @@ says it in ``Content-Crs``.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import threading
 import urllib.parse
 from typing import Any
@@ -32,7 +33,7 @@ import pandas as pd
 import shapely
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pyproj import CRS
+from pyproj import CRS, Transformer
 from starlette.concurrency import run_in_threadpool
 
 from .. import __version__
@@ -56,6 +57,9 @@ CRS84 = CRS.from_user_input("OGC:CRS84")
 #: Prefix of the input layers' collection ids (``input_parcels`` ...).
 INPUT_PREFIX = "input_"
 LIMIT_DEFAULT, LIMIT_MAX = 10, 10_000
+#: Largest ``offset`` accepted (far beyond any layer's row count).
+OFFSET_MAX = 10_000_000
+_DIGITS = re.compile(r"-?[0-9]+")
 OPENAPI_TYPE = "application/vnd.oai.openapi+json;version=3.0"
 _FEATURE = b'{"type":"Feature",'
 
@@ -170,12 +174,18 @@ class Collection:
 
     def supported(self, text: str | None, field: str) -> CRS:
         """The CRS a request names (default CRS84), which must be in :attr:`crs_list`."""
-        if text is None or not str(text).strip():
+        if text is None:
             return CRS84
         t = str(text).strip()
+        if not t:
+            raise ParameterError(field, "empty; name a CRS of the collection or leave it out "
+                                        "for CRS84")
         if t.startswith("[") and t.endswith("]"):  # safe CURIE [EPSG:2260]
             t = t[1:-1]
-        c = CRS84 if t.rstrip("/") in (CRS84_URI, "OGC:CRS84") else parse_crs(t, field)
+        try:
+            c = CRS84 if t.rstrip("/") in (CRS84_URI, "OGC:CRS84") else parse_crs(t, field)
+        except RequestError as exc:  # the OGC API answers 400 for a bad parameter
+            raise ParameterError(field, exc.message) from None
         for s in self.crs_list:
             if c.equals(s):
                 return s
@@ -190,16 +200,9 @@ class Collection:
             if not self.is_geo:
                 pos = pos[:0]
             else:
-                x0, y0, x1, y1 = bbox
-                if not bbox_crs.equals(CRS84):
-                    if north_first(bbox_crs):
-                        x0, y0, x1, y1 = y0, x0, y1, x1
-                    box = shapely.segmentize(shapely.box(x0, y0, x1, y1),
-                                             max(x1 - x0, y1 - y0) / 64 or 1)
-                    box = gpd.GeoSeries([box], crs=bbox_crs).to_crs(WGS84).iloc[0]
-                else:
-                    box = shapely.box(x0, y0, x1, y1)
-                pos = np.sort(self.tree().query(box, predicate="intersects"))
+                box = bbox_in_crs84(bbox, bbox_crs)
+                pos = (pos[:0] if box is None
+                       else np.sort(self.tree().query(box, predicate="intersects")))
         for col, val in filters.items():
             pos = pos[self.text(col)[pos] == val]
         return pos
@@ -225,8 +228,67 @@ class Collection:
                 for i, f in zip(pos, frags, strict=True)]
 
 
+#: Layers whose findings mix points, lines and empty geometries: served as points.
+AS_POINTS = frozenset({"quality"})
+#: The property holding the full shape of a layer served as points (WKT, storage CRS).
+SHAPE_WKT = "shape_wkt"
+
+
+def as_points(gdf: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """``gdf`` with each geometry replaced by its representative point (a point on
+    it: :func:`shapely.point_on_surface`) and the full shape kept as WKT in
+    :data:`SHAPE_WKT` (in the layer's CRS); an empty or missing geometry becomes
+    null, its WKT null. OGC clients such as QGIS give a collection one geometry
+    type, which a layer of points, lines and empty geometries does not have."""
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    empty = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+    wkt = np.full(len(geoms), None, dtype=object)
+    pts = np.full(len(geoms), None, dtype=object)
+    if (~empty).any():
+        wkt[~empty] = shapely.to_wkt(geoms[~empty], rounding_precision=-1)
+        pts[~empty] = shapely.point_on_surface(geoms[~empty])
+    out = gdf.drop(columns=[gdf.geometry.name])
+    out[SHAPE_WKT] = wkt
+    return gpd.GeoDataFrame(out, geometry=gpd.GeoSeries(pts, index=gdf.index, crs=gdf.crs),
+                            crs=gdf.crs)
+
+
+def bbox_in_crs84(bbox: list[float], crs: CRS) -> Any:
+    """The area of ``bbox`` (minx, miny, maxx, maxy in ``crs``, its axis order) in CRS84,
+    None when it holds nothing. Values beyond the CRS's area of use are clipped to it;
+    a box of no width or height is a line or a point; in CRS84 a minx over maxx crosses
+    the antimeridian."""
+    x0, y0, x1, y1 = bbox
+    if crs.equals(CRS84):
+        y0, y1 = max(y0, -90.0), min(y1, 90.0)
+        if y0 > y1:
+            return None
+        if x0 > x1:  # across the antimeridian
+            return shapely.union(shapely.box(x0, y0, 180.0, y1), shapely.box(-180.0, y0, x1, y1))
+        return shapely.envelope(shapely.multipoints([[max(x0, -180.0), y0],
+                                                     [min(x1, 180.0), y1]]))
+    if north_first(crs):
+        x0, y0, x1, y1 = y0, x0, y1, x1
+    area = crs.area_of_use
+    if area is not None:  # clip to the CRS's area of use, in its own units
+        tr = Transformer.from_crs(CRS84, crs, always_xy=True)
+        a0, b0, a1, b1 = tr.transform_bounds(*area.bounds, densify_pts=21)
+        if all(np.isfinite([a0, b0, a1, b1])):
+            x0, y0, x1, y1 = max(x0, a0), max(y0, b0), min(x1, a1), min(y1, b1)
+    if x0 > x1 or y0 > y1:
+        return None
+    ring = shapely.segmentize(shapely.box(x0, y0, x1, y1) if x0 < x1 and y0 < y1
+                              else shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]])),
+                              max(x1 - x0, y1 - y0) / 64 or 1)
+    out = gpd.GeoSeries([ring], crs=crs).to_crs(WGS84).iloc[0]
+    if out is None or out.is_empty or not np.isfinite(shapely.get_coordinates(out)).all():
+        return None
+    return out
+
+
 def collections_of(state: TownState) -> dict[str, Collection]:
-    """Every result layer and input layer of the town as a :class:`Collection`."""
+    """Every result layer and input layer of the town as a :class:`Collection`;
+    the layers of :data:`AS_POINTS` as points (:func:`as_points`)."""
     docs = layer_docs()
     working = CRS.from_user_input(state.town.crs)
     out: dict[str, Collection] = {}
@@ -234,8 +296,13 @@ def collections_of(state: TownState) -> dict[str, Collection]:
         if name == "parcels":
             continue
         d = docs.get(name)
-        out[name] = Collection(name, tab, name.replace("_", " ").capitalize(),
-                               d.description if d else "", working)
+        desc = d.description if d else ""
+        if name in AS_POINTS and isinstance(tab.gdf, gpd.GeoDataFrame) \
+                and tab.gdf.crs is not None:
+            tab = ResultTable(name, as_points(tab.gdf), eager=False)
+            desc += (f" Served as points: each finding at a point on its shape; the whole "
+                     f"shape is the property {SHAPE_WKT} (WKT, in the storage CRS).")
+        out[name] = Collection(name, tab, name.replace("_", " ").capitalize(), desc, working)
     for role, gdf in state.town.layers.items():
         cid = INPUT_PREFIX + role
         tab = (state.tables["parcels"] if role == "parcels" and "parcels" in state.tables
@@ -247,24 +314,42 @@ def collections_of(state: TownState) -> dict[str, Collection]:
 
 
 def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
+    """The configured base URL of the links (never the request's ``Host``)."""
+    return str(request.app.state.base_url)
+
+
+def _self_url(request: Request) -> str:
+    """The request's URL under the configured base URL."""
+    q = request.url.query
+    return f"{_base(request)}{request.url.path}" + (f"?{q}" if q else "")
 
 
 def _json(obj: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(dumps(obj), media_type=JSON, headers=headers)
 
 
-def _int(q: Any, name: str, default: int, lo: int, hi: int | None = None) -> int:
+def whole_number(q: Any, name: str, default: int, lo: int, hi: int,
+                 error: type[RequestError]) -> int:
+    """Query parameter ``name`` as a whole number from ``lo`` to ``hi`` (decimal
+    digits only), ``default`` when absent or empty; ``error`` naming it otherwise."""
     v = q.get(name)
-    if v is None or v == "":
+    if v is None:
         return default
-    try:
-        n = int(v)
-    except ValueError:
-        raise ParameterError(name, f"must be a whole number, not {v!r}") from None
+    shown = repr(v) if len(v) <= 40 else repr(v[:30]) + f"... ({len(v)} characters)"
+    if not _DIGITS.fullmatch(v) or len(v) > 30:
+        raise error(name, f"must be a whole number from {lo} to {hi}, not {shown}")
+    n = int(v)
     if n < lo:
-        raise ParameterError(name, f"must be at least {lo}, not {n}")
-    return n if hi is None else min(n, hi)
+        raise error(name, f"must be at least {lo}, not {n}")
+    if n > hi:
+        raise error(name, f"must be at most {hi:,}, not {n:,}"
+                          + (" (the largest page; follow the next links)"
+                             if name == "limit" else ""))
+    return n
+
+
+def _int(q: Any, name: str, default: int, lo: int, hi: int) -> int:
+    return whole_number(q, name, default, lo, hi, ParameterError)
 
 
 def _bbox(text: str | None) -> list[float] | None:
@@ -277,9 +362,9 @@ def _bbox(text: str | None) -> list[float] | None:
             from None
     if len(v) == 6:  # with heights: drop them
         v = [v[0], v[1], v[3], v[4]]
-    if len(v) != 4 or not all(np.isfinite(v)) or v[0] > v[2] or v[1] > v[3]:
-        raise ParameterError("bbox", f"must be 4 finite numbers minx,miny,maxx,maxy with "
-                                   f"min <= max, not {text!r}")
+    if len(v) != 4 or not all(np.isfinite(v)):
+        raise ParameterError("bbox", f"must be 4 finite numbers minx,miny,maxx,maxy, "
+                                   f"not {text!r}")
     return v
 
 
@@ -379,11 +464,9 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                                       f"{', '.join(c.queryables)}")
         _f(q)
         limit = _int(q, "limit", LIMIT_DEFAULT, 1, LIMIT_MAX)
-        offset = _int(q, "offset", 0, 0)
+        offset = _int(q, "offset", 0, 0, OFFSET_MAX)
         crs = c.supported(q.get("crs"), "crs")
         bbox_crs = c.supported(q.get("bbox-crs"), "bbox-crs")
-        if "bbox-crs" in q and "bbox" not in q:
-            raise ParameterError("bbox-crs", "given without bbox")
         bbox = _bbox(q.get("bbox"))
         filters = {k: q[k] for k in q if k in c.queryables}
 
@@ -398,7 +481,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
                 qs = urllib.parse.urlencode([*params, ("offset", str(off))])
                 return {"href": f"{url}?{qs}", "rel": rel, "type": GEOJSON}
 
-            links = [{"href": str(request.url), "rel": "self", "type": GEOJSON},
+            links = [{"href": _self_url(request), "rel": "self", "type": GEOJSON},
                      {"href": f"{b}/collections/{c.id}", "rel": "collection", "type": JSON}]
             if offset + limit < len(pos):
                 links.append(link("next", offset + limit))
@@ -449,10 +532,12 @@ def _param(name: str, desc: str, schema: dict[str, Any], explode: bool = False
 CRS_ITEM_PARAM = _param("crs", "CRS of the answer's coordinates, one of the collection's "
                                "`crs` (default CRS84)", {"type": "string", "format": "uri"})
 ITEMS_PARAMS = [
-    _param("limit", "features per page (1-10000; more is served as 10000)",
+    _param("limit", f"features per page, 1 to {LIMIT_MAX:,} (more is a 400 naming the "
+                    "cap; page with the `next` links)",
            {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "default": LIMIT_DEFAULT}),
-    _param("offset", "features to skip (the `next` link carries it)",
-           {"type": "integer", "minimum": 0, "default": 0}),
+    _param("offset", f"features to skip, 0 to {OFFSET_MAX:,} (more is a 400); the `next` "
+                     "link carries it",
+           {"type": "integer", "minimum": 0, "maximum": OFFSET_MAX, "default": 0}),
     _param("bbox", "minx,miny,maxx,maxy in bbox-crs (default CRS84): features intersecting",
            {"type": "array", "minItems": 4, "maxItems": 6, "items": {"type": "number"}}),
     _param("bbox-crs", "CRS of bbox, one of the collection's `crs`",
@@ -482,6 +567,18 @@ def _downgrade(node: Any) -> Any:
     if out.get("type") == "null":
         out.pop("type")
         out["nullable"] = True
+    if isinstance(out.get("type"), list):  # ["object", "null"]
+        kinds = [t for t in out["type"] if t != "null"]
+        if "null" in out["type"]:
+            out["nullable"] = True
+        if len(kinds) == 1:
+            out["type"] = kinds[0]
+        else:
+            out.pop("type")
+            out["anyOf"] = [{"type": t} for t in kinds]
+    if "prefixItems" in out:  # a tuple: 3.0 has none, so the items' union
+        items = out.pop("prefixItems")
+        out["items"] = items[0] if len(items) == 1 else {"anyOf": items}
     if "const" in out:
         out["enum"] = [out.pop("const")]
     if isinstance(out.get("examples"), list) and "in" not in out:

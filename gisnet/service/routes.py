@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import Response
 from pyproj import CRS
 from shapely.geometry import Point
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +22,7 @@ from .. import __version__
 from ..errors import ConfigError
 from ..serialize import crs_name, dumps, to_geojson, to_jsonable
 from .errors import RequestError, UnknownIdError
-from .geojson import parse_crs, to_working_crs
+from .geojson import check_in_town, parse_crs, to_working_crs
 from .inputs import (
     CRS_PARAM,
     GEOJSON,
@@ -37,6 +37,7 @@ from .inputs import (
     ids_of,
     input_points,
     map_path,
+    map_response,
     no_unknown,
     point_of,
     q_float,
@@ -44,6 +45,7 @@ from .inputs import (
     sub_town,
 )
 from .limits import ServiceLimits, check_batch
+from .ogc import LIMIT_MAX, OFFSET_MAX, whole_number
 from .state import TownState
 
 CRS_QUERY = Query(None, description="CRS of the response geometry (default EPSG:4326), "
@@ -190,6 +192,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
 
         def run() -> Response:
             pt = to_working_crs([Point(x, y)], in_crs, work_crs, "x").iloc[0]
+            check_in_town(np.array([[x, y]]), in_crs, town, "x")
             try:
                 res = tracing.trace_downstream(town, state.G, point=(pt.x, pt.y),
                                                index=state.index)
@@ -297,7 +300,7 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
                                      layer="parcels", feature=pid)
             kwargs["parcel_id"] = pid
         else:
-            pt = point_of(body.point, body.crs, work_crs)
+            pt = point_of(body.point, body.crs, town)
             kwargs["point"] = (pt.x, pt.y)
         res = _whatif(town, state.G, state.capacity, **kwargs)
         data = to_jsonable(res.to_dict(), crs=out_crs, working_crs=work_crs)
@@ -320,21 +323,16 @@ _LAYER_PARAMS = [
      "description": "layer name, e.g. sampling_plan, frontage, quality"},
     query_param("ID_COLUMN", "rows whose id column (one of the layer's `keys` in "
                              "GET /results, e.g. parcel_id) equals this value"),
-    query_param("limit", "at most this many rows (with numberMatched/numberReturned); "
-                         "/collections/{layer}/items pages with next links", "integer"),
-    query_param("offset", "rows to skip (with limit)", "integer"),
+    {**query_param("limit", "at most this many rows, 1 to 10,000 (more is a 422 naming the "
+                            "cap), with numberMatched/numberReturned; "
+                            "/collections/{layer}/items pages with next links"),
+     "schema": {"type": "integer", "minimum": 1, "maximum": 10_000}},
+    {**query_param("offset", "rows to skip (with limit), 0 to 10,000,000 (more is a 422)"),
+     "schema": {"type": "integer", "minimum": 0, "maximum": 10_000_000}},
     CRS_PARAM,
 ]
 
 
-def q_int(q: Any, name: str, default: int, lo: int) -> int:
-    """A whole-number query parameter of at least ``lo``."""
-    v = q.get(name)
-    if v is None:
-        return default
-    if not v.strip().isdigit() or int(v) < lo:
-        raise RequestError(name, f"must be a whole number >= {lo}, not {v!r}")
-    return int(v)
 
 
 def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> None:
@@ -359,23 +357,22 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
         q = request.query_params
         no_unknown(q, ("crs", "limit", "offset", *tab.index))
         out_crs = parse_crs(q.get("crs"))
-        keys = [k for k in tab.index if k in q]
-        if len(keys) > 1:
-            raise RequestError(keys[1], "filter by one id column at a time")
-        if keys:
-            pos = tab.lookup(keys[0], q[keys[0]])
-            if pos is None:
-                raise UnknownIdError(keys[0], f"no {name} row with {keys[0]} {q[keys[0]]!r}",
-                                     layer=name, feature=q[keys[0]])
-        else:
-            pos = tab.all_positions()
+        pos = tab.all_positions()
+        for k in (k for k in tab.index if k in q):  # every id given: rows with all of them
+            found = tab.lookup(k, q[k])
+            if found is None:
+                raise UnknownIdError(k, f"no {name} row with {k} {q[k]!r}", layer=name,
+                                     feature=q[k])
+            pos = np.intersect1d(pos, found)
         page, extra = pos, None
         if "limit" in q or "offset" in q:  # a page; /collections/{layer}/items has links
-            lim, off = (q_int(q, "limit", len(pos), 1), q_int(q, "offset", 0, 0))
+            lim = whole_number(q, "limit", min(len(pos), LIMIT_MAX) or 1, 1, LIMIT_MAX,
+                               RequestError)
+            off = whole_number(q, "offset", 0, 0, OFFSET_MAX, RequestError)
             page = pos[off:off + lim]
             extra = {"numberMatched": len(pos), "numberReturned": len(page)}
-        link = {"Link": f'</collections/{name}/items>; rel="alternate"; '
-                        'type="application/geo+json"'}
+        link = {"Link": f'<{request.app.state.base_url}/collections/{name}/items>; '
+                        'rel="alternate"; type="application/geo+json"'}
         return await run_in_threadpool(
             lambda: Response(tab.collection(page, out_crs, extra), media_type=GEOJSON,
                              headers=link))
@@ -389,5 +386,4 @@ def add_result_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> 
 
     @app.get("/maps/{name}", summary="A generated map page (from the output folder)")
     async def map_file(name: str) -> Response:
-        path = map_path(state.out_dir, name)
-        return FileResponse(path, media_type=MAP_TYPES[path.suffix])
+        return map_response(map_path(state.out_dir, name))

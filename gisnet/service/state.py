@@ -40,6 +40,40 @@ LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligati
                   "plants": "capacity"}
 
 
+def public_source(source: str | None, town_dir: Path | None) -> str | None:
+    """A layer's source as a client may see it: a URL or connection string as the
+    loader left it (credentials already removed), a file relative to the town's
+    folder, or by its name alone when outside it; never the server's absolute path."""
+    if source is None:
+        return None
+    s = str(source)
+    if "://" in s or (":" in s and not s.startswith("/") and s.split(":", 1)[0].isupper()):
+        return s
+    p = Path(s)
+    if not p.is_absolute():
+        return s
+    if town_dir is not None:
+        try:
+            return p.resolve().relative_to(town_dir).as_posix()
+        except ValueError:
+            pass
+    return p.name
+
+
+def without_paths(text: str, town: Town) -> str:
+    """``text`` with the town's folder and the working folder, as absolute paths, cut
+    out (``/srv/towns/x/mains.shp`` -> ``mains.shp``)."""
+    tf = town.settings.extra.get("town_file") if town.settings else None
+    roots = [Path.cwd()]
+    if tf is not None:
+        roots.insert(0, Path(tf).resolve().parent)
+    for root in roots:
+        for form in {str(root), str(root.resolve())}:
+            if len(form) > 1:
+                text = text.replace(form + "/", "").replace(form, ".")
+    return text
+
+
 @dataclass
 class TownState:
     """Everything the service answers from, computed once at startup.
@@ -135,7 +169,8 @@ class TownState:
                     index=None if control is None else control.index,
                     points=None if control is None else control.points,
                     capacity=res.capacity,
-                    unavailable={u.analysis: u.reason for u in res.unavailable},
+                    unavailable={u.analysis: without_paths(u.reason, town)
+                                 for u in res.unavailable},
                     out_dir=None if out_dir is None else Path(out_dir))
         timings = dict(res.timings_s)
         t = time.perf_counter()
@@ -249,6 +284,10 @@ class TownState:
         return pd.DataFrame({"kind": [f.kind for f in findings],
                              "severity": [f.severity for f in findings]})
 
+    def _town_dir(self) -> Path | None:
+        tf = self.town.settings.extra.get("town_file") if self.town.settings else None
+        return None if tf is None else Path(tf).resolve().parent
+
     def _make_summary(self) -> dict[str, Any]:
         town = self.town
         info = town.profile.profile
@@ -257,12 +296,13 @@ class TownState:
             "crs": crs_name(CRS.from_user_input(town.crs)),
             "ft_per_unit": town.ft_per_unit,
             "profile": {"id": info.id, "name": info.name, "jurisdiction": info.jurisdiction},
-            "layers": {role: {"features": len(gdf), "source": town.sources.get(role)}
+            "layers": {role: {"features": len(gdf),
+                              "source": public_source(town.sources.get(role), self._town_dir())}
                        for role, gdf in town.layers.items()},
             "graph": {"nodes": self.G.number_of_nodes(), "edges": self.G.number_of_edges(),
                       "outlets": len(self.G.graph.get("outlets", []) or [])},
             "results": {name: len(t) for name, t in self.tables.items() if name != "parcels"},
-            "unavailable": dict(self.unavailable),
+            "unavailable": dict(self.unavailable),  # paths cut at loading (from_town)
             "quality": quality_totals(self._quality()),
             "startup_s": {k: round(v, 3) for k, v in self.timings_s.items()},
         }

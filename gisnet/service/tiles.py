@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,14 @@ from fastapi.responses import FileResponse, RedirectResponse, Response
 from .. import __version__
 from ..errors import NotFoundError
 from ..serialize import dumps
-from .inputs import MAP_TYPES, map_path
+from .errors import ServiceUnavailable
+from .inputs import MAP_TYPES, map_path, map_response
 
 #: Folder of the archives inside the maps folder (as :data:`gisnet.maps.tiled.TILES_DIR`).
 TILES_DIR = "tiles"
 _LAYER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 MVT = "application/vnd.mapbox-vector-tile"
+_HEADER_BYTES = 127  # a PMTiles v3 header
 
 
 def archive_path(maps_dir: Path | None, layer: str) -> Path:
@@ -45,8 +48,21 @@ def archive_path(maps_dir: Path | None, layer: str) -> Path:
     root = (maps_dir / TILES_DIR).resolve()
     path = (root / f"{layer}.pmtiles").resolve()
     if path.parent != root or not path.is_file():
-        raise NotFoundError(f"no tile layer {layer!r} in {maps_dir / TILES_DIR}")
+        raise NotFoundError(f"no tile layer {layer!r} (see /maps/{TILES_DIR}/)")
     return path
+
+
+def _damaged(path: Path, why: str) -> ServiceUnavailable:
+    return ServiceUnavailable(f"tile archive {path.name!r} cannot be read: {why}; write the "
+                              "maps again (gisnet run or gisnet map)")
+
+
+def check_archive(path: Path) -> None:
+    """:class:`ServiceUnavailable` (503) unless ``path`` starts as a PMTiles v3 archive."""
+    with open(path, "rb") as f:
+        head = f.read(_HEADER_BYTES)
+    if len(head) < _HEADER_BYTES or not head.startswith(b"PMTiles") or head[7] != 3:
+        raise _damaged(path, "not a PMTiles v3 archive (damaged or truncated)")
 
 
 class _Archives:
@@ -56,16 +72,28 @@ class _Archives:
         self._open: dict[Path, tuple[float, Any, Any]] = {}
 
     def tile(self, path: Path, z: int, x: int, y: int) -> bytes | None:
+        """The tile's bytes as stored (gzip or not), None where the archive has none;
+        :class:`ServiceUnavailable` (503) when the archive cannot be read."""
         from pmtiles.reader import MmapSource, Reader
 
         mtime = path.stat().st_mtime
         held = self._open.get(path)
         if held is None or held[0] != mtime:
+            check_archive(path)
             f = open(path, "rb")  # noqa: SIM115  (kept open while served)
+            try:
+                reader = Reader(MmapSource(f))
+            except Exception as exc:  # an empty file cannot be mapped (ValueError)
+                f.close()
+                raise _damaged(path, exc.__class__.__name__) from None
             if held is not None:
                 held[1].close()
-            held = self._open[path] = (mtime, f, Reader(MmapSource(f)))
-        return held[2].get(z, x, y)
+            held = self._open[path] = (mtime, f, reader)
+        try:
+            return held[2].get(z, x, y)
+        except Exception as exc:  # the reader on damaged bytes: EOFError, zlib, struct ...
+            raise _damaged(path, f"{exc.__class__.__name__} reading tile {z}/{x}/{y}") \
+                from None
 
 
 def add_tile_routes(app: FastAPI, maps_dir: Path | None) -> None:
@@ -78,6 +106,7 @@ def add_tile_routes(app: FastAPI, maps_dir: Path | None) -> None:
         if not archive.endswith(".pmtiles"):
             raise NotFoundError(f"no tile archive {archive!r}")
         path = archive_path(maps_dir, archive[: -len(".pmtiles")])
+        check_archive(path)
         return FileResponse(path, media_type="application/vnd.pmtiles")
 
     @app.get("/tiles/{layer}/{z}/{x}/{y}.mvt", summary="One Mapbox Vector Tile of a layer")
@@ -93,7 +122,10 @@ def add_tile_routes(app: FastAPI, maps_dir: Path | None) -> None:
             if "gzip" in request.headers.get("accept-encoding", ""):
                 headers["Content-Encoding"] = "gzip"
             else:
-                data = gzip.decompress(data)
+                try:
+                    data = gzip.decompress(data)
+                except (OSError, EOFError, zlib.error):
+                    raise _damaged(path, f"tile {z}/{x}/{y} is not valid gzip") from None
         return Response(data, media_type=MVT, headers=headers)
 
 
@@ -107,15 +139,19 @@ def create_maps_app(maps_dir: str | Path) -> FastAPI:
     """
     from fastapi.exceptions import HTTPException
 
-    from .errors import http_status
+    from ..errors import GisnetError
+    from .errors import http_status, public_message
 
     root = Path(maps_dir)
     app = FastAPI(title="gisnet maps", version=__version__,
-                  description=f"Map pages and vector tiles of {root}.")
+                  description=f"Map pages and vector tiles of the folder {root.name!r}.")
 
-    @app.exception_handler(NotFoundError)
-    async def _missing(request: Request, exc: NotFoundError) -> Response:
-        return Response(dumps({"detail": str(exc)}), status_code=http_status(exc),
+    @app.exception_handler(GisnetError)
+    async def _missing(request: Request, exc: GisnetError) -> Response:
+        body = {"detail": public_message(exc)}
+        if getattr(exc, "field", None):
+            body["field"] = exc.field  # type: ignore[attr-defined]
+        return Response(dumps(body), status_code=http_status(exc),
                         media_type="application/json")
 
     @app.exception_handler(HTTPException)
@@ -135,11 +171,7 @@ def create_maps_app(maps_dir: str | Path) -> FastAPI:
 
     @app.get("/maps/{name}", summary="A map page")
     async def page(name: str) -> Response:
-        try:
-            path = map_path(root, name)
-        except Exception as exc:  # the service's 404 (UnknownIdError) as this app's
-            raise NotFoundError(f"map {name!r} not found in {root}") from exc
-        return FileResponse(path, media_type=MAP_TYPES[path.suffix])
+        return map_response(map_path(root, name))
 
     add_tile_routes(app, root)
     return app
