@@ -150,7 +150,7 @@ def test_every_python_block_of_the_api_page_runs_in_order(sample_dir, tmp_path, 
             raise AssertionError(f"docs/api.md block {i + 1} fails: {exc!r}\n{code}") from exc
     # what the page shows is what the code gives
     assert isinstance(ns["res"], gisnet.Results)
-    assert (ns["required"]["status"] == "required").all() and len(ns["required"]) == 4
+    assert (ns["required"]["status"] == "required").all() and len(ns["required"]) == 1
     assert ns["t"]["control_manhole_id"] == "MH000030" and ns["t"]["plant_id"] == "WWTP-01"
     assert round(ns["t"]["length_ft"]) == 1940
     assert (len(ns["up"]["pipes"]), len(ns["up"]["parcels"])) == (10, 57)
