@@ -10,7 +10,7 @@ piece in the direction of flow.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,11 @@ from shapely.ops import substring
 
 from ..io.ids import unique_ids as unique_ids_shared
 from ..report import Finding
-from .direction import Direction
 from .prepare import Mains, Structures
 from .snapping import Nodes
+
+if TYPE_CHECKING:
+    from .direction import Direction
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +73,7 @@ def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float
         free_mh = np.ones(sc, dtype=bool)
         free_mh[used[used < sc]] = False
         free_mh &= structures.source == "manholes"
+        free_mh &= nodes.merged_into == np.arange(sc)  # a merged duplicate is no node
         used = np.union1d(used, np.flatnonzero(free_mh))
     if len(used) == 0:
         return TSplits(cuts, ())
@@ -107,16 +110,51 @@ def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float
     return TSplits(cuts, tuple(found))
 
 
-def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
-              ft_per_unit: float) -> Edges:
-    """One edge per piece: unsplit mains vectorised, split mains cut in a loop
-    over the split mains only; then turned to the direction of flow."""
+@dataclass(frozen=True, eq=False)
+class Pieces:
+    """The edges as drawn, before the direction of flow is known.
+
+    One element per piece, ordered by main then drawn sequence: ``u`` / ``v``
+    the drawn start and end nodes, ``main`` the main's index, ``seq`` the
+    piece's place along the drawing (1 ...) of ``count`` pieces, ``f0`` /
+    ``f1`` where it starts and ends along the main (fractions of the drawn
+    line), ``length_ft``. ``collapsed``: indices of the mains left out of the
+    graph because both their ends joined one node.
+    """
+
+    u: np.ndarray
+    v: np.ndarray
+    geom: np.ndarray
+    main: np.ndarray
+    seq: np.ndarray
+    count: np.ndarray
+    f0: np.ndarray
+    f1: np.ndarray
+    length_ft: np.ndarray
+    collapsed: np.ndarray
+    findings: tuple[Finding, ...]
+
+    def __len__(self) -> int:
+        return len(self.u)
+
+
+def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, ft_per_unit: float) -> Pieces:
+    """One piece per stretch between nodes, as drawn: unsplit mains vectorised,
+    split mains cut in a loop over the split mains only.
+
+    A main that is not split and whose two ends joined one node (two
+    duplicate manholes merged under it, or a line drawn from a manhole back to
+    it) is left out, with one ``collapsed_main`` finding each: it would be a
+    pipe of no length from a node to itself.
+    """
     n = len(mains)
     end_node, lines = nodes.end_node, mains.lines
     split = np.zeros(n, dtype=bool)
     if splits.cuts:
         split[list(splits.cuts)] = True
-    whole = np.flatnonzero(~split)
+    same = end_node[0::2] == end_node[1::2]
+    collapsed = np.flatnonzero(~split & same)
+    whole = np.flatnonzero(~split & ~same)
     main = [whole]
     seq = [np.ones(len(whole), dtype=np.int64)]
     npieces = [np.ones(len(whole), dtype=np.int64)]
@@ -160,29 +198,52 @@ def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
         f0.append(np.array(pf0))
         f1.append(np.array(pf1))
     e_main = np.concatenate(main)
-    e_seq = np.concatenate(seq)
-    e_cnt = np.concatenate(npieces)
-    e_u = np.concatenate(u)
-    e_v = np.concatenate(v)
-    e_geom = np.concatenate(geoms)
-    e_f0 = np.concatenate(f0)
-    e_f1 = np.concatenate(f1)
-    # flow direction
-    flip = direction.flip[e_main]
+    order = np.lexsort((np.concatenate(seq), e_main))
+    e_geom = np.concatenate(geoms)[order]
+    fpu = ft_per_unit
+    found = [Finding(
+        "collapsed_main", "warning",
+        f"both ends of main {mains.main_id[k]} ({mains.length[k] * fpu:.1f} ft) join node "
+        f"{nodes.node_id[end_node[2 * k]]}; left out of the graph (a pipe from a node to "
+        "itself: check for duplicate structures or a mis-drawn line)", "mains",
+        mains.main_id[k], mains.lines[k]) for k in collapsed.tolist()]
+    return Pieces(u=np.concatenate(u)[order], v=np.concatenate(v)[order], geom=e_geom,
+                  main=e_main[order], seq=np.concatenate(seq)[order],
+                  count=np.concatenate(npieces)[order], f0=np.concatenate(f0)[order],
+                  f1=np.concatenate(f1)[order], length_ft=shapely.length(e_geom) * fpu,
+                  collapsed=collapsed, findings=tuple(found))
+
+
+def orient_edges(mains: Mains, pieces: Pieces, direction: Direction) -> Edges:
+    """The pieces turned to the direction of flow, with inverts interpolated
+    along the main and their edge keys (``main_id``, ``main_id@2`` ...)."""
+    e_main, e_seq, e_cnt = pieces.main, pieces.seq, pieces.count
+    e_u, e_v, e_geom = pieces.u, pieces.v, pieces.geom
+    e_f0, e_f1 = pieces.f0, pieces.f1
+    flip = direction.piece_flip
     fu = np.where(flip, e_v, e_u)
     fv = np.where(flip, e_u, e_v)
     if flip.any():
         e_geom = e_geom.copy()
         e_geom[flip] = shapely.reverse(e_geom[flip])
-    part = np.where(flip, e_cnt - e_seq + 1, e_seq)
-    # fraction along the main in flow direction, for invert interpolation
-    a = np.where(flip, 1.0 - e_f1, e_f0)
-    b = np.where(flip, 1.0 - e_f0, e_f1)
+    # parts count from the upstream piece; a main whose pieces flow both ways
+    # (toward a junction in its middle) keeps its drawn order
+    mflip = direction.flip[e_main]
+    mixed = np.zeros(len(direction.flip), dtype=bool)
+    mixed[e_main[flip != mflip]] = True
+    part = np.where(flip & ~mixed[e_main], e_cnt - e_seq + 1, e_seq)
+    # the main's inverts at its drawn ends, interpolated along the drawing
     up, down = direction.up_invert[e_main], direction.down_invert[e_main]
-    both = ~np.isnan(up) & ~np.isnan(down)
-    e_up = np.where(both, up + (down - up) * a, np.where(a == 0, up, np.nan))
-    e_down = np.where(both, up + (down - up) * b, np.where(b == 1, down, np.nan))
-    length_ft = shapely.length(e_geom) * ft_per_unit
+    sv = np.where(mflip, down, up)
+    ev = np.where(mflip, up, down)
+    both = ~np.isnan(sv) & ~np.isnan(ev)
+
+    def at(f: np.ndarray) -> np.ndarray:
+        return np.where(both, sv + (ev - sv) * f,
+                        np.where(f == 0, sv, np.where(f == 1, ev, np.nan)))
+
+    e_up = at(np.where(flip, e_f1, e_f0))
+    e_down = at(np.where(flip, e_f0, e_f1))
     mid = mains.main_id[e_main]
     key = np.where(part == 1, mid,
                    np.char.add(np.char.add(mid.astype(str), "@"), part.astype(str))).astype(object)
@@ -192,4 +253,4 @@ def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
     order = np.lexsort((part, e_main))
     return Edges(u=fu[order], v=fv[order], geom=e_geom[order], main=e_main[order],
                  part=part[order], up_invert=e_up[order], down_invert=e_down[order],
-                 length_ft=length_ft[order], key=key[order])
+                 length_ft=pieces.length_ft[order], key=key[order])
