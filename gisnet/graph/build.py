@@ -12,13 +12,13 @@ import networkx as nx
 from ..report import Report
 from ..town import Town
 from .assemble import assemble_graph
-from .direction import resolve_direction
+from .direction import orient_edges, resolve_direction
 from .inputs import read_inputs
 from .outlets import find_outlets, terminal_outlets
 from .prepare import prepare_mains, prepare_structures
 from .quality import isolated_structures, kind_findings, main_findings
 from .snapping import snap_ends
-from .splits import cut_edges, find_t_splits, orient_edges
+from .splits import cut_edges, find_t_splits
 from .topology import drainage_finding, topology_findings
 
 log = logging.getLogger(__name__)

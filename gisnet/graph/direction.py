@@ -46,12 +46,13 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..io.ids import unique_ids as unique_ids_shared
 from ..labels import DIRECTION_SOURCE_LABELS
 from ..report import Finding
 from .clues import elevation_clue, match_inverts, outlet_distances
 from .prepare import Mains, Structures
 from .snapping import Nodes
-from .splits import Pieces
+from .splits import Edges, Pieces
 
 #: How a ``direction_source`` reads in a message (the one vocabulary's words).
 SOURCE_TEXT = DIRECTION_SOURCE_LABELS
@@ -306,3 +307,45 @@ def conflicts(mains: Mains, source: np.ndarray, flip: np.ndarray, ids_ok: np.nda
         "{n} main(s): the inverts of the structures at their ends say the opposite "
         "of their node ids or inverts, which are followed: {ids}", mains, np.flatnonzero(bad))
     return found
+
+
+def orient_edges(mains: Mains, pieces: Pieces, direction: Direction) -> Edges:
+    """The pieces turned to the direction of flow, with inverts interpolated
+    along the main and their edge keys (``main_id``, ``main_id@2`` ...)."""
+    e_main, e_seq, e_cnt = pieces.main, pieces.seq, pieces.count
+    e_u, e_v, e_geom = pieces.u, pieces.v, pieces.geom
+    e_f0, e_f1 = pieces.f0, pieces.f1
+    flip = direction.piece_flip
+    fu = np.where(flip, e_v, e_u)
+    fv = np.where(flip, e_u, e_v)
+    if flip.any():
+        e_geom = e_geom.copy()
+        e_geom[flip] = shapely.reverse(e_geom[flip])
+    # parts count from the upstream piece; a main whose pieces flow both ways
+    # (toward a junction in its middle) keeps its drawn order
+    mflip = direction.flip[e_main]
+    mixed = np.zeros(len(direction.flip), dtype=bool)
+    mixed[e_main[flip != mflip]] = True
+    part = np.where(flip & ~mixed[e_main], e_cnt - e_seq + 1, e_seq)
+    # the main's inverts at its drawn ends, interpolated along the drawing
+    up, down = direction.up_invert[e_main], direction.down_invert[e_main]
+    sv = np.where(mflip, down, up)
+    ev = np.where(mflip, up, down)
+    both = ~np.isnan(sv) & ~np.isnan(ev)
+
+    def at(f: np.ndarray) -> np.ndarray:
+        return np.where(both, sv + (ev - sv) * f,
+                        np.where(f == 0, sv, np.where(f == 1, ev, np.nan)))
+
+    e_up = at(np.where(flip, e_f1, e_f0))
+    e_down = at(np.where(flip, e_f0, e_f1))
+    mid = mains.main_id[e_main]
+    key = np.where(part == 1, mid,
+                   np.char.add(np.char.add(mid.astype(str), "@"), part.astype(str))).astype(object)
+    if len(set(key.tolist())) < len(key):  # a piece's key is another main's id (a main "X@2")
+        key = unique_ids_shared(pd.Series(key, dtype=object), keep=part == 1)[0].to_numpy(
+            dtype=object)
+    order = np.lexsort((part, e_main))
+    return Edges(u=fu[order], v=fv[order], geom=e_geom[order], main=e_main[order],
+                 part=part[order], up_invert=e_up[order], down_invert=e_down[order],
+                 length_ft=pieces.length_ft[order], key=key[order])
