@@ -3,8 +3,9 @@
 A node lying within the tolerance of another pipe's interior splits that
 pipe there (a "T"): the pieces keep the ``main_id``; the upstream piece is
 keyed ``main_id`` and the later ones ``main_id@2``, ``main_id@3`` ...
-:func:`find_t_splits` finds the cuts, :func:`cut_edges` makes one edge per
-piece in the direction of flow.
+:func:`find_t_splits` finds the cuts, :func:`cut_edges` makes one piece per
+stretch between nodes, as drawn (:func:`gisnet.graph.direction.orient_edges`
+turns them to the direction of flow once it is known).
 """
 
 from __future__ import annotations
