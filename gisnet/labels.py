@@ -102,7 +102,11 @@ BASIS_LABELS: dict[str, str] = {
 }
 #: How a main's flow direction was decided (``direction_source``) -> words.
 DIRECTION_SOURCE_LABELS: dict[str, str] = {
-    "node_ids": "the node ids", "inverts": "the inverts", "digitized": "the digitised order",
+    "node_ids": "the node ids", "inverts": "the inverts",
+    "invert_match": "the inverts matched to the network",
+    "elevations": "the structure elevations",
+    "network": "the network's shape (path to the outlet)",
+    "digitized": "the digitised order",
 }
 #: Column -> its code labels (the columns whose values are codes).
 VALUE_LABELS: dict[str, Mapping[str, str]] = {

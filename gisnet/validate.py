@@ -279,7 +279,9 @@ class ValidationReport:
             lines += [f"NOT USABLE: {self.error}"]
             return "\n".join(lines)
         lines.append(f"working CRS: {self.crs}")
-        lines += grouped_lines(self.findings)
+        # first: how much of the network drains to a plant, how much only to an assumed end
+        lines += [f"drains: {f.message}" for f in self.all_findings if f.kind == "drainage"]
+        lines += grouped_lines([f for f in self.findings if f.kind != "drainage"])
         for s in self.layers:
             lines.append("")
             if s.source:
@@ -298,7 +300,7 @@ class ValidationReport:
                     lines.append(f"  missing columns: {', '.join(s.missing)}")
             else:
                 lines.append(f"{s.role}: (no layer)")
-            lines += grouped_lines(s.findings)
+            lines += grouped_lines([f for f in s.findings if f.kind != "drainage"])
         c = self.counts()
         lines += ["", f"{'usable' if self.usable else 'NOT USABLE'}: {c['error']} errors, "
                       f"{c['warning']} warnings, {c['info']} notes"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import geopandas as gpd
@@ -438,25 +439,31 @@ def test_bad_input_raises_gisnet_errors() -> None:
 # ---------------------------------------------------------------- outlets
 
 
-def test_plant_point_at_pipe_end_is_outlet_and_other_piece_drains_nowhere() -> None:
+def test_plant_point_at_pipe_end_is_outlet_and_other_piece_drains_to_an_assumed_end() -> None:
+    """The piece the plant is not on drains at its end nearest the network with the
+    plant (M9, 500 ft from M1; its other end is 600 ft from M2), said as assumed."""
     plants = gpd.GeoDataFrame({"plant_id": ["WWTP"]}, geometry=[Point(200, 0)], crs=CRS)
     G = build_sewer_graph({
         "mains": mains(
             {"main_id": "A", "coords": [(0, 0), (100, 0)]},
             {"main_id": "B", "coords": [(100, 0), (200, 0)]},
-            {"main_id": "Z", "coords": [(0, 500), (100, 500)]},
+            {"main_id": "Z", "coords": [(0, 500), (100, 600)]},
         ),
         "manholes": manholes(M1=(0, 0), M2=(100, 0), M9=(0, 500)),
         "plants": plants,
     })
-    assert G.graph["outlets"] == ["WWTP"]
+    assert G.graph["outlets"] == ["M9", "WWTP"]
     assert G.nodes["WWTP"]["kind"] == "plant" and G.nodes["WWTP"]["outlet"]
-    lost = sorted(f.feature_id for f in of_kind(G, "no_outlet"))
-    assert lost == sorted(["M9", edge(G, "Z")[1]])
+    assert of_kind(G, "no_outlet") == []
+    (assumed,) = of_kind(G, "outlet_assumed")
+    assert assumed.feature_id == "M9,M1" and f"{500 * FT:,.1f} ft from node M1" in assumed.message
+    assert edge(G, "Z")[1] == "M9" and edge(G, "Z")[2]["direction_source"] == "network"
     (piece,) = of_kind(G, "disconnected_piece")
     assert piece.feature_id == "Z" and piece.severity == "warning"
+    (drain,) = of_kind(G, "drainage")
+    assert drain.message.startswith("3 of 5 nodes (60.0 %")
     s = graph_summary(G)
-    assert (s["pieces"], s["outlets"], s["nodes"], s["edges"]) == (2, 1, 5, 3)
+    assert (s["pieces"], s["outlets"], s["nodes"], s["edges"]) == (2, 2, 5, 3)
 
 
 def test_plant_polygon_snaps_to_nearest_node_inside() -> None:
@@ -475,9 +482,12 @@ def test_plant_polygon_snaps_to_nearest_node_inside() -> None:
         "manholes": manholes(M1=(0, 0), M2=(185, 0)),
         "plants": plants,
     })
-    assert far.graph["outlets"] == []
-    (nc,) = of_kind(far, "plant_not_connected")
-    assert f"{5 * FT:.1f} ft" in nc.message
+    # beyond the tolerance the pipe's end is still the outlet, as an assumed one,
+    # and the 5 ft gap is a finding to fix
+    assert far.graph["outlets"] == ["M2"] and far.nodes["M2"]["plant_id"] == "P"
+    assert of_kind(far, "plant_not_connected") == []
+    (gap,) = of_kind(far, "plant_gap")
+    assert f"ends {5 * FT:,.0f} ft from plant P" in gap.message
     # pipe ends inside the site join the plant, unless a manhole is within tolerance
     inside = build_sewer_graph({
         "mains": mains({"main_id": "A", "coords": [(0, 0), (200, 0)]},
@@ -487,7 +497,9 @@ def test_plant_polygon_snaps_to_nearest_node_inside() -> None:
     })
     assert edge(inside, "A")[:2] == ("M1", "P") and inside.nodes["P"]["kind"] == "plant"
     assert edge(inside, "B")[1] == "M7"
-    assert inside.graph["outlets"] == ["P"]
+    # B is a piece of its own: it drains at its end nearest the plant's network
+    assert inside.graph["outlets"] == ["M7", "P"]
+    assert [f.feature_id for f in of_kind(inside, "outlet_assumed")] == ["M7,P"]
 
 
 def test_outfall_kind_and_named_outlet_nodes() -> None:
@@ -583,7 +595,9 @@ def test_bulk_filled_graph_equals_one_built_with_the_public_api() -> None:
 def test_clean_synthetic_town_has_no_findings() -> None:
     layers = synthetic.make_town(600, seed=2, irregular=True)
     G = build_sewer_graph(layers)
-    assert G.graph["report"].counts() == {}
+    assert G.graph["report"].counts() == {"drainage": 1}
+    (drain,) = of_kind(G, "drainage")
+    assert f"{G.number_of_nodes():,} of {G.number_of_nodes():,} nodes (100.0 %" in drain.message
     m = layers["mains"]
     assert G.number_of_edges() == len(m)
     assert {d["direction_source"] for *_, d in G.edges(data=True)} == {"node_ids"}
@@ -654,7 +668,12 @@ def test_bennington_builds_and_pieces_match_brute_force(shared_data: Path) -> No
     assert G.number_of_edges() >= len(m) == 1668
     assert nx.number_weakly_connected_components(G) == _brute_pieces(m, 1.0)
     G2 = build_sewer_graph({"mains": m, "manholes": pts}, snap_tolerance_ft=10.0)
-    assert len({d["main_id"] for *_, d in G2.edges(data=True)}) == 1668
+    # every main is an edge but those whose two ends joined one node (at 10 ft,
+    # short lines between duplicate points): left out, each named once
+    left_out = {f.feature_id for f in of_kind(G2, "collapsed_main")}
+    kept = {d["main_id"] for *_, d in G2.edges(data=True)}
+    assert kept.isdisjoint(left_out) and len(kept) + len(left_out) == 1668
+    assert not [e for e in G2.edges if e[0] == e[1]]
     for f in G2.graph["report"]:
         assert f.geometry is None or not f.geometry.is_empty
 
@@ -774,6 +793,12 @@ def test_town_file_plant_tolerance_joins_a_distant_plant() -> None:
     town = load_town(TOWNS / "bennington_vt_clip")
     assert town.settings.plant_tolerance_ft == 200
     G = build_sewer_graph(town)
-    assert [G.nodes[n].get("plant_id") for n in G.graph["outlets"]] == ["1"]
+    assert [p for n in G.graph["outlets"] if (p := G.nodes[n].get("plant_id"))] == ["1"]
+    (snap,) = of_kind(G, "plant_snapped")
+    assert of_kind(G, "plant_gap") == []
     G_tight = build_sewer_graph(town, plant_tolerance_ft=town.settings.snap_tolerance_ft)
-    assert not any(G_tight.nodes[n].get("plant_id") for n in G_tight.graph["outlets"])
+    # beyond the tolerance the same end is the outlet, assumed, the gap a finding to fix
+    (gap,) = of_kind(G_tight, "plant_gap")
+    assert of_kind(G_tight, "plant_snapped") == []
+    d = float(re.search(r"([\d.]+) ft away", snap.message).group(1))
+    assert f"ends {d:,.0f} ft from plant 1" in gap.message and 150 < d < 200

@@ -413,8 +413,13 @@ def test_sample_graph_findings_match_problems_json(problems):
     unexpected = {f.kind for f in G.graph["report"] if f.severity != "info"}
     allowed = {k for p in problems["problems"] for k in p["expected"] + p["also"]}
     assert unexpected <= allowed
-    assert G.graph["outlets"] == ["OF-01", "WWTP-01"] or set(G.graph["outlets"]) == {"OF-01",
-                                                                                     "WWTP-01"}
+    # the plant and the outfall; the cut-off piece's dangling end is an assumed outlet
+    (gap,) = [p for p in problems["problems"] if p["kind"] == "gap_not_snapped"]
+    (assumed,) = [f for f in G.graph["report"] if f.kind == "outlet_assumed"]
+    end, near = assumed.feature_id.split(",")
+    assert set(G.graph["outlets"]) == {"OF-01", "WWTP-01", end} and near == gap["ids"][1]
+    assert G.nodes[end]["kind"] == "junction"
+    assert gap["ids"][0] in {d["main_id"] for *_, d in G.in_edges(end, data=True)}
 
 
 # --------------------------------------------------------------------------- ordinance cases

@@ -228,3 +228,27 @@ def test_verdict_per_analysis(small_town):
     text = rep.to_text()
     assert text.splitlines()[-4] == "can it answer:"
     assert rep.as_dict()["verdicts"][0]["analysis"] == "obligations"
+
+
+def test_first_lines_say_how_much_drains_to_a_plant(sample_dir: Path) -> None:
+    """The sample's cut-off two-node piece (problems.json, gap_not_snapped) drains
+    only to an assumed end; everything else reaches the plant or the outfall.
+    The counts are checked with networkx against the graph's outlets."""
+    import networkx as nx
+
+    from gisnet.graph import build_sewer_graph
+
+    town = load_town(sample_dir)
+    G = build_sewer_graph(town)
+    text = validate_town(town, G.graph["report"]).to_text().splitlines()
+    assert text[2].startswith("drains: ")
+    assumed = {f.feature_id.split(",")[0] for f in G.graph["report"]
+               if f.kind == "outlet_assumed"}
+    real = [n for n in G.graph["outlets"] if n not in assumed]
+    R = G.reverse(copy=False)
+    to_real = set(real).union(*(nx.descendants(R, o) for o in real))
+    to_assumed = set(assumed).union(*(nx.descendants(R, o) for o in assumed)) - to_real
+    n = len(G)
+    assert f"{len(to_real):,} of {n:,} nodes" in text[2]
+    assert f"; {len(to_assumed):,} ({100 * len(to_assumed) / n:.1f} %" in text[2]
+    assert len(to_assumed) == 2 and sum(t.startswith("drains: ") for t in text) == 1

@@ -4,7 +4,9 @@ count equal to an independent count made here with shapely and networkx."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import shapely
+from scipy.spatial import cKDTree
 
 from gisnet.cli import main
 from gisnet.graph import build_sewer_graph, graph_summary
@@ -28,7 +31,8 @@ def independent_pieces(town) -> int:
 
     Lines are joined where an end lies within the tolerance of another line
     (end to end, or an end onto another line's interior away from its ends),
-    and where lines pass within the tolerance of one manhole. An end within
+    and where lines pass within the tolerance of one manhole (or of two manholes
+    of one kind within the tolerance of each other: one structure). An end within
     the tolerance of a manhole is moved onto the manhole first: the manhole is
     where it joins.
     """
@@ -48,6 +52,12 @@ def independent_pieces(town) -> int:
         for k in np.unique(m):
             ls = e[m == k]
             g.add_edges_from(zip(ls[:-1].tolist(), ls[1:].tolist(), strict=True))
+        # manholes of one kind within the tolerance are one structure: their lines meet
+        kind = mh["kind"].fillna("manhole").str.lower().to_numpy()
+        first = {int(k): int(e[m == k][0]) for k in np.unique(m)}
+        for k1, k2 in cKDTree(shapely.get_coordinates(mpts)).query_pairs(tol):
+            if kind[k1] == kind[k2] and k1 in first and k2 in first:
+                g.add_edge(first[k1], first[k2])
     a, b = shapely.STRtree(lines).query(ends, predicate="dwithin", distance=tol)
     q = shapely.line_interpolate_point(lines[b], shapely.line_locate_point(lines[b], ends[a]))
     near_end = np.minimum(shapely.distance(q, ends[b]), shapely.distance(q, ends[b + n])) <= tol
@@ -55,6 +65,16 @@ def independent_pieces(town) -> int:
                         shapely.distance(ends[a], ends[b + n])) <= tol
     ok = ~near_end | at_end
     g.add_edges_from(zip(owner[a[ok]].tolist(), b[ok].tolist(), strict=True))
+    # a line whose two ends meet at one point (within the tolerance, or at one
+    # manhole) is a pipe from a node to itself: left out of the graph
+    start, stop = ends[:n], ends[n:]
+    # (unless another line ends on its interior: then it is cut there, not left out)
+    cut = np.zeros(n, dtype=bool)
+    cut[b[ok & ~near_end]] = True
+    for c in np.flatnonzero((shapely.distance(start, stop) <= tol) & ~cut).tolist():
+        nb = [x for x in g.neighbors(c) if x != c]  # the lines still meet at its point
+        g.add_edges_from(itertools.pairwise(nb))
+        g.remove_node(c)
     return nx.number_connected_components(g)
 
 
@@ -84,20 +104,43 @@ def test_init_then_run_each_vermont_town(shared_data: Path, tmp_path: Path, monk
                 and "Existing" in f.message]
     # one finding for an id column holding 0 on every row, not thousands of ids
     assert all(len(f.message) < 400 for f in [*town.report, *found])
-    plants = town.layers["plants"]["plant_id"].tolist()
-    outlet_plants = {G.nodes[n].get("plant_id") for n in G.graph["outlets"]}
+    plants = town.layers["plants"]["plant_id"].astype(str).tolist()
+    # each plant is joined (within the tolerance), joined across a gap to fix
+    # (beyond it, the piece's end an assumed outlet), or said to be unconnected
+    said = {k: [f for f in found if f.kind == k]
+            for k in ("plant_snapped", "plant_gap", "plant_not_connected")}
+    named = sorted(str(f.feature_id) for fs in said.values() for f in fs)
+    assert named == sorted(plants)
+    assert all(float(re.search(r"([\d.]+) ft away", f.message).group(1)) <= 300
+               for f in said["plant_snapped"])
     if name == "Shoreham":
-        # the WWTF point lies a mile from the mapped pipes: not joined, and said
-        # so with the distance (a 300 ft tolerance does not make it an outlet)
-        miss = [f for f in found if f.kind == "plant_not_connected"]
-        assert len(miss) == 1 and "5268.6 ft" in miss[0].message
-        assert G.graph["outlets"] == []
-    else:
-        assert set(plants) <= outlet_plants, (plants, outlet_plants)
-        snaps = [f for f in found if f.kind == "plant_snapped"]
-        assert len(snaps) == len(plants)
-        # the brief's measure: plants lie 30-270 ft (most) from the nearest pipe end
-        assert all(float(f.message.split(", ")[1].split(" ft")[0]) <= 300 for f in snaps)
+        # the WWTF point lies a mile from the mapped pipes: the main piece's end
+        # nearest it is the assumed outlet, and the gap is the finding to fix
+        (gap,) = said["plant_gap"]
+        assert "211-node piece" in gap.message and "from plant 525" in gap.message
+    # every piece drains somewhere: the networked nodes all reach an outlet
+    outs = [n for n in G if G.nodes[n]["outlet"]]
+    R = G.reverse(copy=False)
+    reach = set(outs).union(*(nx.descendants(R, o) for o in outs))
+    largest = max(nx.weakly_connected_components(G), key=len)
+    assert len(reach) >= 0.95 * len(G)
+    assert len(reach & largest) >= 0.99 * len(largest)
+    assert not [e for e in G.edges if e[0] == e[1]]  # no pipe from a node to itself
+    (drain,) = [f for f in found if f.kind == "drainage"]
+    assert f"of {len(G):,} nodes" in drain.message
+    # structures of one kind within the snap tolerance, counted with a k-d tree,
+    # are exactly the ones the duplicate_structure findings name
+    mh = town.layers.get("manholes")
+    want: set[str] = set()
+    if mh is not None and len(mh):
+        xy = shapely.get_coordinates(mh.geometry.values)
+        kind = mh["kind"].fillna("manhole").str.lower().to_numpy()
+        pairs = cKDTree(xy).query_pairs(town.settings.snap_tolerance_ft / town.ft_per_unit,
+                                        output_type="ndarray")
+        pairs = pairs[kind[pairs[:, 0]] == kind[pairs[:, 1]]]
+        want = set(mh["node_id"].astype(str).to_numpy()[pairs.ravel()].tolist())
+    got = {i for f in found if f.kind == "duplicate_structure" for i in f.feature_id.split(",")}
+    assert got == want
     assert graph_summary(G)["pieces"] == independent_pieces(town)
 
 

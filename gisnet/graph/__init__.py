@@ -16,13 +16,15 @@ How the graph is made
 3. A node lying within the tolerance of another pipe's interior splits that
    pipe there (a "T"): the pieces keep the ``main_id``; the upstream piece is
    keyed ``main_id`` and the later ones ``main_id@2``, ``main_id@3`` ...
-4. Direction, in order of trust: the ``from_node`` / ``to_node`` ids (when
-   they name the pipe's end nodes), the inverts (``up_invert_ft`` >
-   ``down_invert_ft``), the digitised direction. Each edge records its
-   ``direction_source``; every disagreement becomes a finding.
-5. Outlets: plants (pipe ends snapped onto them, or the plant snapped to the
-   nearest node within the tolerance), outfall-kind structures, and the
-   town's ``outlet_nodes``.
+4. Outlets, one for every piece: plants (pipe ends snapped onto them, or the
+   plant joined to the end of the piece it serves), outfall-kind structures,
+   the town's ``outlet_nodes``; a piece without one drains to its lowest
+   structure or its end nearest the network, reported as assumed.
+5. Direction, in order of trust: the ``from_node`` / ``to_node`` ids, start/end
+   inverts, upstream/downstream inverts matched to the network, structure
+   elevations, the shortest network path to the piece's outlet, the drawing.
+   Each edge records its ``direction_source``; every disagreement becomes a
+   finding (grouped per kind).
 
 Nothing is dropped: cycles are kept and reported with their main ids.
 
@@ -35,8 +37,11 @@ when the layers did not come through the loader, which reports those),
 ``reversed_pipe``, ``direction_conflict``, ``excluded_main``, plus
 ``node_id_mismatch`` (from/to ids naming other nodes than the pipe's ends),
 ``outlet_not_connected``,
-``plant_not_connected``, ``isolated_structure`` (a manhole no pipe reaches)
-and ``kind_assumed`` (mains without a kind treated as sanitary).
+``plant_not_connected``, ``isolated_structure`` (a manhole no pipe reaches),
+``kind_assumed`` (mains without a kind treated as sanitary), ``drainage`` (how
+much drains to a plant, how much to an assumed outlet), ``plant_gap``,
+``outlet_assumed``, ``duplicate_structure``, ``collapsed_main``,
+``direction_assumed`` and ``away_from_outlet``.
 
 Stages (one module each, each a function returning a small frozen dataclass)
 ---------------------------------------------------------------------------
@@ -47,8 +52,9 @@ module                 stage
 :mod:`.prepare`        mains as lines with ids and rule flags; manholes and plants
 :mod:`.snapping`       node assignment: pipe ends to structures or junctions
 :mod:`.splits`         T splits, and the edges the mains are cut into
-:mod:`.direction`      direction of flow (node ids, inverts, digitised order), slopes
-:mod:`.outlets`        plants, outfalls and named outlet nodes
+:mod:`.outlets`        an outlet for every piece: plants, outfalls, named or assumed
+:mod:`.direction`      direction of flow from every clue in order of trust, slopes
+:mod:`.clues`          invert matching, structure elevations, shortest-path distances
 :mod:`.assemble`       the networkx MultiDiGraph and its attributes
 :mod:`.quality`        findings about mains (slopes, kind_assumed, excluded_main)
 :mod:`.topology`       findings about the network (cycles, dangling ends, pieces)

@@ -12,14 +12,14 @@ import networkx as nx
 from ..report import Report
 from ..town import Town
 from .assemble import assemble_graph
-from .direction import resolve_direction
+from .direction import orient_edges, resolve_direction
 from .inputs import read_inputs
-from .outlets import find_outlets
+from .outlets import find_outlets, terminal_outlets
 from .prepare import prepare_mains, prepare_structures
 from .quality import isolated_structures, kind_findings, main_findings
 from .snapping import snap_ends
 from .splits import cut_edges, find_t_splits
-from .topology import topology_findings
+from .topology import drainage_finding, topology_findings
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +91,15 @@ def build_sewer_graph(
     structures = prepare_structures(inp.manholes, inp.plants, report_dups)
     nodes = snap_ends(mains, structures, inp.tol, fpu)
     splits = find_t_splits(mains, structures, nodes, inp.tol, fpu)
-    direction = resolve_direction(mains, nodes, fpu, inp.inverts)
-    edges = cut_edges(mains, nodes, splits, direction, fpu)
-    outlets = find_outlets(inp, structures, nodes, edges)
+    pieces = cut_edges(mains, nodes, splits, fpu)
+    outlets = find_outlets(inp, structures, nodes, pieces)
+    direction = resolve_direction(mains, nodes, structures, pieces, outlets.outlet, fpu,
+                                  inp.inverts)
+    edges = orient_edges(mains, pieces, direction)
+    if outlets.terminal_mode:
+        outlets = terminal_outlets(outlets, edges, nodes.node_xy)
     report = Report()
-    for stage in (mains, structures, nodes, splits, direction, outlets):
+    for stage in (mains, structures, nodes, splits, pieces, outlets, direction):
         report.extend(stage.findings)
     # hundreds of thousands of attribute dicts and findings, none in a
     # reference cycle: the cyclic collector would rescan them again and
@@ -106,8 +110,10 @@ def build_sewer_graph(
         G = assemble_graph(inp, mains, structures, nodes.node_xy, direction, edges, outlets)
         report.extend(main_findings(mains, direction))
         report.extend(kind_findings(mains, inp.eligible_kinds))
-        report.extend(isolated_structures(structures, outlets, inp.tolerance_ft))
+        report.extend(isolated_structures(structures, outlets, inp.tolerance_ft,
+                                          nodes.merged))
         report.extend(topology_findings(G, inp, mains, nodes, edges, outlets))
+        report.findings.insert(0, drainage_finding(nodes, edges, outlets))
     finally:
         if gc_was_on:
             gc.enable()

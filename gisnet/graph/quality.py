@@ -105,12 +105,13 @@ def _kind_reason(mains: Mains, k: int, eligible_kinds: tuple[str, ...]) -> str |
 
 
 def isolated_structures(structures: Structures, outlets: Outlets,
-                        tolerance_ft: float) -> list[Finding]:
-    """One ``isolated_structure`` per manhole that no main reaches."""
+                        tolerance_ft: float, merged: np.ndarray | None = None) -> list[Finding]:
+    """One ``isolated_structure`` per manhole that no main reaches (a duplicate
+    ``merged`` into another structure is not one: ``duplicate_structure`` names it)."""
     sc = structures.count
     if not sc:
         return []
-    used = outlets.used[:sc]
+    used = outlets.used[:sc] | (merged if merged is not None else False)
     return [Finding("isolated_structure", "info",
                     f"{structures.kind[s]} {structures.ids[s]} is not reached by any main "
                     f"within {tolerance_ft:g} ft", "manholes", structures.ids[s],

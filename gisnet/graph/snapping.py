@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+import pandas as pd
 import shapely
-from shapely.geometry import LineString
+from shapely.geometry import LineString, Point
 
 from ..report import Finding
 from .prepare import Mains, Structures
-from .snap import cluster_points, compact
+from .snap import cluster_points, compact, component_labels
 
 #: Snapped gaps shorter than this (feet) are digitising noise, not reported.
 GAP_REPORT_MIN_FT = 0.01
@@ -41,6 +42,12 @@ class Nodes:
     end_node: np.ndarray
     end_gap: np.ndarray
     findings: tuple[Finding, ...]
+    merged_into: np.ndarray
+
+    @property
+    def merged(self) -> np.ndarray:
+        """Structures merged into another one (True per structure index)."""
+        return self.merged_into != np.arange(self.structure_count)
 
     def __len__(self) -> int:
         return len(self.node_id)
@@ -56,12 +63,15 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
     end_node = np.full(m, -1, dtype=np.int64)
     end_gap = np.zeros(m)
     end_pts = cast(np.ndarray, shapely.points(ends))  # (n, 2) coordinates: n points
+    merged_into, found = merge_structures(structures, tol, ft_per_unit)
     if sc:
-        tree = shapely.STRtree(structures.geom)
+        reps = np.flatnonzero(merged_into == np.arange(sc))
+        tree = shapely.STRtree(structures.geom[reps])
         if tol > 0:
             qi, ti = tree.query(end_pts, predicate="dwithin", distance=tol)
         else:
             qi, ti = tree.query(end_pts, predicate="intersects")
+        ti = reps[ti]
         dist = shapely.distance(end_pts[qi], structures.geom[ti])
         # nearest manhole per end, else the nearest plant (an end inside a
         # plant site polygon but near a manhole there joins the manhole);
@@ -91,7 +101,6 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
     node_kind = np.concatenate([structures.kind, np.full(jc, "junction", dtype=object)])
     # gaps snapped (reported per end, beyond digitising noise)
     gap_ft = end_gap * ft_per_unit
-    found = []
     for e in np.flatnonzero(gap_ft > GAP_REPORT_MIN_FT).tolist():
         k, side = divmod(e, 2)
         nd = end_node[e]
@@ -102,4 +111,54 @@ def snap_ends(mains: Mains, structures: Structures, tol: float, ft_per_unit: flo
             f"{gap_ft[e]:.2f} ft to {what} {node_id[nd]}",
             "mains", mains.main_id[k], LineString([ends[e], node_xy[nd]])))
     return Nodes(node_id=node_id, node_kind=node_kind, node_xy=node_xy, structure_count=sc,
-                 junction_count=jc, end_node=end_node, end_gap=end_gap, findings=tuple(found))
+                 junction_count=jc, end_node=end_node, end_gap=end_gap, findings=tuple(found),
+                 merged_into=merged_into)
+
+
+def merge_structures(structures: Structures, tol: float,
+                     ft_per_unit: float) -> tuple[np.ndarray, list[Finding]]:
+    """Structures of one kind lying within ``tol`` of each other (transitively)
+    become one node: the first of them in layer order.
+
+    Returns
+    -------
+    (merged_into, findings)
+        ``merged_into[s]``: the structure ``s`` is merged into (itself when it
+        is kept); one ``duplicate_structure`` finding per group, naming the
+        merged ids, the kept one first.
+    """
+    sc = structures.count
+    merged_into = np.arange(sc, dtype=np.int64)
+    if sc < 2:
+        return merged_into, []
+    group = pd.factorize(pd.Series(structures.source.astype(str))
+                         + "|" + pd.Series(structures.kind.astype(str)))[0]
+    # one clustering of all structures; pairs of different kinds are not joined
+    pts = cast(np.ndarray, shapely.points(structures.xy))  # (n, 2) coordinates: n points
+    tree = shapely.STRtree(pts)
+    if tol > 0:
+        i, j = tree.query(pts, predicate="dwithin", distance=tol)
+    else:
+        i, j = tree.query(pts, predicate="intersects")
+    keep = (i != j) & (group[i] == group[j])
+    if not keep.any():
+        return merged_into, []
+    merged_into = component_labels(sc, i[keep], j[keep])
+    dup = np.flatnonzero(merged_into != np.arange(sc))
+    reps, members = np.unique(merged_into[dup], return_inverse=True)
+    order = np.argsort(members, kind="stable")
+    bounds = np.searchsorted(members[order], np.arange(len(reps) + 1))
+    ids, xy = structures.ids, structures.xy
+    found = []
+    for r in range(len(reps)):
+        rep = int(reps[r])
+        others = dup[order[bounds[r]:bounds[r + 1]]]
+        far = float(np.hypot(*(xy[others] - xy[rep]).T).max()) * ft_per_unit
+        names = [str(ids[rep]), *map(str, ids[others].tolist())]
+        found.append(Finding(
+            "duplicate_structure", "warning",
+            f"{len(names)} {structures.kind[rep]}s at one spot (within {far:.2f} ft): "
+            f"{', '.join(names[:10])}{' ...' if len(names) > 10 else ''}; merged into one "
+            f"node {names[0]}: delete the duplicates", str(structures.source[rep]),
+            ",".join(names), Point(xy[rep])))
+    return merged_into, found

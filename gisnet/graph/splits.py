@@ -3,8 +3,9 @@
 A node lying within the tolerance of another pipe's interior splits that
 pipe there (a "T"): the pieces keep the ``main_id``; the upstream piece is
 keyed ``main_id`` and the later ones ``main_id@2``, ``main_id@3`` ...
-:func:`find_t_splits` finds the cuts, :func:`cut_edges` makes one edge per
-piece in the direction of flow.
+:func:`find_t_splits` finds the cuts, :func:`cut_edges` makes one piece per
+stretch between nodes, as drawn (:func:`gisnet.graph.direction.orient_edges`
+turns them to the direction of flow once it is known).
 """
 
 from __future__ import annotations
@@ -13,14 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import shapely
 from shapely.geometry import Point
 from shapely.ops import substring
 
-from ..io.ids import unique_ids as unique_ids_shared
 from ..report import Finding
-from .direction import Direction
 from .prepare import Mains, Structures
 from .snapping import Nodes
 
@@ -71,6 +69,7 @@ def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float
         free_mh = np.ones(sc, dtype=bool)
         free_mh[used[used < sc]] = False
         free_mh &= structures.source == "manholes"
+        free_mh &= nodes.merged_into == np.arange(sc)  # a merged duplicate is no node
         used = np.union1d(used, np.flatnonzero(free_mh))
     if len(used) == 0:
         return TSplits(cuts, ())
@@ -107,16 +106,51 @@ def find_t_splits(mains: Mains, structures: Structures, nodes: Nodes, tol: float
     return TSplits(cuts, tuple(found))
 
 
-def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
-              ft_per_unit: float) -> Edges:
-    """One edge per piece: unsplit mains vectorised, split mains cut in a loop
-    over the split mains only; then turned to the direction of flow."""
+@dataclass(frozen=True, eq=False)
+class Pieces:
+    """The edges as drawn, before the direction of flow is known.
+
+    One element per piece, ordered by main then drawn sequence: ``u`` / ``v``
+    the drawn start and end nodes, ``main`` the main's index, ``seq`` the
+    piece's place along the drawing (1 ...) of ``count`` pieces, ``f0`` /
+    ``f1`` where it starts and ends along the main (fractions of the drawn
+    line), ``length_ft``. ``collapsed``: indices of the mains left out of the
+    graph because both their ends joined one node.
+    """
+
+    u: np.ndarray
+    v: np.ndarray
+    geom: np.ndarray
+    main: np.ndarray
+    seq: np.ndarray
+    count: np.ndarray
+    f0: np.ndarray
+    f1: np.ndarray
+    length_ft: np.ndarray
+    collapsed: np.ndarray
+    findings: tuple[Finding, ...]
+
+    def __len__(self) -> int:
+        return len(self.u)
+
+
+def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, ft_per_unit: float) -> Pieces:
+    """One piece per stretch between nodes, as drawn: unsplit mains vectorised,
+    split mains cut in a loop over the split mains only.
+
+    A main that is not split and whose two ends joined one node (two
+    duplicate manholes merged under it, or a line drawn from a manhole back to
+    it) is left out, with one ``collapsed_main`` finding each: it would be a
+    pipe of no length from a node to itself.
+    """
     n = len(mains)
     end_node, lines = nodes.end_node, mains.lines
     split = np.zeros(n, dtype=bool)
     if splits.cuts:
         split[list(splits.cuts)] = True
-    whole = np.flatnonzero(~split)
+    same = end_node[0::2] == end_node[1::2]
+    collapsed = np.flatnonzero(~split & same)
+    whole = np.flatnonzero(~split & ~same)
     main = [whole]
     seq = [np.ones(len(whole), dtype=np.int64)]
     npieces = [np.ones(len(whole), dtype=np.int64)]
@@ -160,36 +194,17 @@ def cut_edges(mains: Mains, nodes: Nodes, splits: TSplits, direction: Direction,
         f0.append(np.array(pf0))
         f1.append(np.array(pf1))
     e_main = np.concatenate(main)
-    e_seq = np.concatenate(seq)
-    e_cnt = np.concatenate(npieces)
-    e_u = np.concatenate(u)
-    e_v = np.concatenate(v)
-    e_geom = np.concatenate(geoms)
-    e_f0 = np.concatenate(f0)
-    e_f1 = np.concatenate(f1)
-    # flow direction
-    flip = direction.flip[e_main]
-    fu = np.where(flip, e_v, e_u)
-    fv = np.where(flip, e_u, e_v)
-    if flip.any():
-        e_geom = e_geom.copy()
-        e_geom[flip] = shapely.reverse(e_geom[flip])
-    part = np.where(flip, e_cnt - e_seq + 1, e_seq)
-    # fraction along the main in flow direction, for invert interpolation
-    a = np.where(flip, 1.0 - e_f1, e_f0)
-    b = np.where(flip, 1.0 - e_f0, e_f1)
-    up, down = direction.up_invert[e_main], direction.down_invert[e_main]
-    both = ~np.isnan(up) & ~np.isnan(down)
-    e_up = np.where(both, up + (down - up) * a, np.where(a == 0, up, np.nan))
-    e_down = np.where(both, up + (down - up) * b, np.where(b == 1, down, np.nan))
-    length_ft = shapely.length(e_geom) * ft_per_unit
-    mid = mains.main_id[e_main]
-    key = np.where(part == 1, mid,
-                   np.char.add(np.char.add(mid.astype(str), "@"), part.astype(str))).astype(object)
-    if len(set(key.tolist())) < len(key):  # a piece's key is another main's id (a main "X@2")
-        key = unique_ids_shared(pd.Series(key, dtype=object), keep=part == 1)[0].to_numpy(
-            dtype=object)
-    order = np.lexsort((part, e_main))
-    return Edges(u=fu[order], v=fv[order], geom=e_geom[order], main=e_main[order],
-                 part=part[order], up_invert=e_up[order], down_invert=e_down[order],
-                 length_ft=length_ft[order], key=key[order])
+    order = np.lexsort((np.concatenate(seq), e_main))
+    e_geom = np.concatenate(geoms)[order]
+    fpu = ft_per_unit
+    found = [Finding(
+        "collapsed_main", "warning",
+        f"both ends of main {mains.main_id[k]} ({mains.length[k] * fpu:.1f} ft) join node "
+        f"{nodes.node_id[end_node[2 * k]]}; left out of the graph (a pipe from a node to "
+        "itself: check for duplicate structures or a mis-drawn line)", "mains",
+        mains.main_id[k], mains.lines[k]) for k in collapsed.tolist()]
+    return Pieces(u=np.concatenate(u)[order], v=np.concatenate(v)[order], geom=e_geom,
+                  main=e_main[order], seq=np.concatenate(seq)[order],
+                  count=np.concatenate(npieces)[order], f0=np.concatenate(f0)[order],
+                  f1=np.concatenate(f1)[order], length_ft=shapely.length(e_geom) * fpu,
+                  collapsed=collapsed, findings=tuple(found))

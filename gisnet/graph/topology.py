@@ -134,12 +134,10 @@ def cycles(G: nx.MultiDiGraph, nodes: Nodes, edges: Edges, outlets: Outlets) -> 
     return found
 
 
-def unreached(nodes: Nodes, edges: Edges, outlets: Outlets) -> list[Finding]:
-    """One ``no_outlet`` per used node with no path to an outlet."""
-    nn = len(nodes)
-    u, v = edges.u, edges.v
+def reaching(nn: int, u: np.ndarray, v: np.ndarray, outs: np.ndarray) -> np.ndarray:
+    """Per node: a path of edges ``u -> v`` leads from it to one of ``outs``
+    (frontier by frontier, vectorised)."""
     reach = np.zeros(nn, dtype=bool)
-    outs = np.flatnonzero(outlets.outlet)
     if len(outs):
         order = np.argsort(v, kind="stable")
         starts = np.searchsorted(v[order], np.arange(nn + 1))
@@ -151,6 +149,41 @@ def unreached(nodes: Nodes, edges: Edges, outlets: Outlets) -> list[Finding]:
             idx = idx[~reach[idx]]
             reach[idx] = True
             frontier = idx
+    return reach
+
+
+def drainage_finding(nodes: Nodes, edges: Edges, outlets: Outlets) -> Finding:
+    """The one ``drainage`` finding: how much of the network (nodes, and mains
+    by length) drains to a plant, outfall or named outlet, how much only to an
+    assumed outlet, and how much to none."""
+    nn = len(nodes)
+    real = reaching(nn, edges.u, edges.v, np.flatnonzero(outlets.real))
+    anyo = reaching(nn, edges.u, edges.v, np.flatnonzero(outlets.outlet))
+    used = outlets.used
+    n = int(used.sum())
+    a = int((used & real).sum())
+    b = int((used & anyo & ~real).sum())
+    c = n - a - b
+    length = edges.length_ft
+    la = float(length[real[edges.v]].sum())
+    lb = float(length[anyo[edges.v] & ~real[edges.v]].sum())
+    total = float(length.sum()) or 1.0
+
+    def pct(x: float, of: float) -> str:
+        return f"{100 * x / of:.1f} %" if of else "0 %"
+
+    return Finding(
+        "drainage", "info",
+        f"{a:,} of {n:,} nodes ({pct(a, n)}; {pct(la, total)} of the pipe length) drain to a "
+        f"plant or outfall; {b:,} ({pct(b, n)}; {pct(lb, total)}) only to an assumed outlet "
+        f"(see plant_gap, outlet_assumed, terminal_outlets); {c:,} ({pct(c, n)}) to none",
+        "mains", None, None)
+
+
+def unreached(nodes: Nodes, edges: Edges, outlets: Outlets) -> list[Finding]:
+    """One ``no_outlet`` per used node with no path to an outlet."""
+    nn = len(nodes)
+    reach = reaching(nn, edges.u, edges.v, np.flatnonzero(outlets.outlet))
     lost = np.flatnonzero(outlets.used & ~reach)
     sc = nodes.structure_count
     return [Finding("no_outlet", "warning", f"{kind} {name} has no path to a plant or outfall",

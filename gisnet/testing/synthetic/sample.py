@@ -374,10 +374,11 @@ def make_sample_town(seed: int = 2026, n_parcels: int = 3000) -> SampleTown:
                    "within the 1.0 ft tolerance, so it is joined there and reported."},
         {"kind": "gap_not_snapped", "ids": [mid["G2"], gap_to[g2]], "gap_ft": 1.6,
          "expected": ["gap_not_snapped"],
-         "also": ["dangling_end", "no_outlet", "disconnected_piece"],
+         "also": ["dangling_end", "no_outlet", "disconnected_piece", "outlet_assumed"],
          "detail": f"{mid['G2']} stops 1.6 ft short of manhole {gap_to[g2]} (TOMH blank) and "
                    "more than 1.0 ft from every other main; beyond the tolerance, so its end "
-                   "stays a dangling junction, and it and its upstream manhole drain nowhere."},
+                   "stays a dangling junction, and it and its upstream manhole reach no "
+                   "plant: that end is taken as the piece's outlet, reported as assumed."},
         {"kind": "t_split", "ids": [t_id, mid["T"]], "expected": ["t_split"], "also": [],
          "detail": f"back-lot sewer {t_id} (from manhole {t_mh}, TOMH blank) ends part-way "
                    f"along {mid['T']}, which must be split there ({mid['T']} and "
