@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 from .results import ControlResult
-from .tracing import DownstreamIndex, connection_points, control_manholes
 from .sampling.plan import sampling_plan
+from .tracing import DownstreamIndex, connection_points, control_manholes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town

@@ -155,7 +155,8 @@ def sources(folder: Path) -> list[Path]:
     """The layer sources in a folder (not recursive), sorted by name."""
     out = []
     for p in sorted(folder.iterdir()):
-        if (p.is_dir() and p.suffix.lower() == ".gdb") or (p.is_file() and p.suffix.lower() in SUFFIXES):
+        suffix = p.suffix.lower()
+        if (p.is_dir() and suffix == ".gdb") or (p.is_file() and suffix in SUFFIXES):
             out.append(p)
     return out
 
@@ -263,7 +264,8 @@ def _guess_columns(f: LayerFound) -> None:
     if src_id is not None and len(df):
         ids = df[src_id]
         if ids.isna().all() or (ids.nunique(dropna=True) <= 1 and len(df) > 1):
-            f.notes.append(f"{src_id} holds {ids.dropna().iloc[0] if ids.notna().any() else 'nothing'}"
+            held = ids.dropna().iloc[0] if ids.notna().any() else "nothing"
+            f.notes.append(f"{src_id} holds {held}"
                            f" on every row: not an id; gisnet makes ids from row numbers")
             del f.mapping[idcol]
     for col in CODED:

@@ -28,6 +28,7 @@ import networkx as nx
 import pandas as pd
 
 from .capacity import compute_capacity
+from .control import analyse_control
 from .errors import GisnetError
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
@@ -45,7 +46,6 @@ from .results import (
     rows_text,
     short_repr,
 )
-from .control import analyse_control
 from .serialize import to_jsonable
 from .threads import default_threads
 from .town import Town

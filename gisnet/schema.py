@@ -131,7 +131,8 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
                "manhole of that building or user. Null for every other structure."),
     ),
     "plants": (
-        _c("plant_id", "str", "", "FACILITYID", "PLANT_ID", "PLANTID", "NPDES", "PERMIT", "NPDESPERMITNUMBER", "ID"),
+        _c("plant_id", "str", "", "FACILITYID", "PLANT_ID", "PLANTID", "NPDES", "PERMIT",
+           "NPDESPERMITNUMBER", "ID"),
         _c("name", "str", "", "NAME", "FACILITYNAME", "PLANTNAME"),
         _c("design_flow_mgd", "float", "MGD", "DESIGNFLOW", "DESIGN_MGD", "DESIGN_FLOW",
            "CAPACITY", "DESIGNCAP", "DESIGNHYDRAULICCAPACITYINMGD", "DESIGN_CAPACITY_MGD"),

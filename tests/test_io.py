@@ -162,8 +162,8 @@ def test_diameter_mm_configured(tmp_path):
                          geometry=[LineString([(0, 0), (1, 0)]), LineString([(1, 0), (2, 0)])],
                          crs=NY_EAST)
     g.to_file(d / "m.gpkg", engine="pyogrio")
-    (d / "gisnet.toml").write_text('profile = "berlin-nh"\n[units]\ndiameter = "mm"\n[layers.mains]\npath = "m.gpkg"\n',
-                                   encoding="utf-8")
+    (d / "gisnet.toml").write_text('profile = "berlin-nh"\n[units]\ndiameter = "mm"\n'
+                                   '[layers.mains]\npath = "m.gpkg"\n', encoding="utf-8")
     m = load_town(d).layers["mains"]
     assert m["diameter_in"].tolist() == pytest.approx([8.0, 600 / 25.4])
 

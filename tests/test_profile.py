@@ -280,7 +280,7 @@ def test_to_dict_is_plain_data():
 
 def test_name_variants_and_no_default():
     assert load_profile("berlin_nh").id == "berlin-nh"
-    with pytest.raises(ConfigError, match="no profile named.*berlin-nh, poughkeepsie-fourth-ward"):
+    with pytest.raises(ConfigError, match=r"no profile named.*berlin-nh, poughkeepsie-fourth-ward"):
         load_profile(None)
     p = load_profile("berlin-nh")
     assert load_profile(p) is p

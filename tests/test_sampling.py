@@ -307,8 +307,8 @@ def test_cli_sampling_plan_and_samples(tmp_path, capsys):
 
 
 def test_analyse_control_bundles_points_control_manholes_and_plan():
-    from gisnet.results import ControlResult
     from gisnet.control import analyse_control
+    from gisnet.results import ControlResult
     from gisnet.tracing import DownstreamIndex, control_manholes
 
     town, G = make_town("poughkeepsie-fourth-ward"), street_graph()
@@ -367,9 +367,9 @@ def test_control_for_is_read_from_a_shapefile_by_alias(tmp_path, sample_dir):
     the sample town; every other row is unchanged."""
     import shutil
 
+    from gisnet.control import analyse_control
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
-    from gisnet.control import analyse_control
 
     town = load_town(sample_dir)
     G = build_sewer_graph(town)

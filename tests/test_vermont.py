@@ -47,14 +47,14 @@ def independent_pieces(town) -> int:
         e, m = shapely.STRtree(mpts).query(lines, predicate="dwithin", distance=tol)
         for k in np.unique(m):
             ls = e[m == k]
-            g.add_edges_from(zip(ls[:-1].tolist(), ls[1:].tolist()))
+            g.add_edges_from(zip(ls[:-1].tolist(), ls[1:].tolist(), strict=True))
     a, b = shapely.STRtree(lines).query(ends, predicate="dwithin", distance=tol)
     q = shapely.line_interpolate_point(lines[b], shapely.line_locate_point(lines[b], ends[a]))
     near_end = np.minimum(shapely.distance(q, ends[b]), shapely.distance(q, ends[b + n])) <= tol
     at_end = np.minimum(shapely.distance(ends[a], ends[b]),
                         shapely.distance(ends[a], ends[b + n])) <= tol
     ok = ~near_end | at_end
-    g.add_edges_from(zip(owner[a[ok]].tolist(), b[ok].tolist()))
+    g.add_edges_from(zip(owner[a[ok]].tolist(), b[ok].tolist(), strict=True))
     return nx.number_connected_components(g)
 
 
