@@ -27,10 +27,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require
     from ..output import write_results
     from ..output.writing import ensure_out_dir
     from ..swmm import FLOW_RTOL, check_town
 
+    require("swmm", "gisnet check-swmm", ["pyswmm"])
     town = load_town(args)
     out = ensure_out_dir(args.out)
     layer, run_, ex, report = check_town(town, out / INP_FILE, routing=args.routing,

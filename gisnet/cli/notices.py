@@ -46,10 +46,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require
     from ..notices import write_notices
     from ..notices.packets import parse_date
     from ..pipeline import analyse
 
+    require("pdf", "gisnet notices")
     notice_date = parse_date(args.notice_date)
     town = load_town(args)
     progress(args, "measuring obligations")
