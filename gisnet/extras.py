@@ -9,7 +9,9 @@ command line) instead of an ``ImportError``:
 - ``dask`` (dask, distributed): ``gisnet batch`` and its partitioned runs;
 - ``swmm`` (swmmio, pyswmm, swmm-toolkit): ``gisnet import-swmm``, ``gisnet check-swmm``;
 - ``pdf`` (matplotlib, reportlab, pypdf): ``gisnet notices``, ``gisnet figure``;
-- ``service`` (fastapi, uvicorn): ``gisnet serve``.
+- ``service`` (fastapi, uvicorn): ``gisnet serve``;
+- ``notebook`` (matplotlib, mapclassify): ``explore()`` of a result layer (geopandas
+  imports them; its own ImportError names them).
 
 ``pip install 'gisnet[all]'`` installs every extra. An import point of an
 optional feature wraps its imports in :func:`needs_extra`; a command checks
@@ -36,6 +38,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "swmm": ("swmmio", "pyswmm"),
     "pdf": ("matplotlib", "reportlab", "pypdf"),
     "service": ("fastapi", "uvicorn"),
+    "notebook": ("matplotlib", "mapclassify"),
 }
 
 

@@ -39,7 +39,7 @@ def test_terminal_bar_shows_each_step_with_count_and_time() -> None:
     out = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
     assert "measuring connection obligations (1,000,000 parcels)" in out
     assert "✓ obligations" in out and "1,000,000 parcels" in out
-    assert "✗ tracing" in out
+    assert "✗ control" in out
     assert set(rep.timings_s) == {"obligations", "control"}
 
 

@@ -424,10 +424,10 @@ def test_sample_graph_findings_match_problems_json(problems):
 def sample_run():
     """The sample under its own profile (Poughkeepsie): obligations, control manholes,
     findings."""
+    from gisnet.control import analyse_control
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
     from gisnet.obligations import compute_obligations
-    from gisnet.sampling import analyse_control
 
     town = load_town(SAMPLE)
     G = build_sewer_graph(town)
