@@ -536,12 +536,15 @@ def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: b
     """:func:`run` with a PostGIS output (:func:`gisnet.output.postgis.write_postgis`):
     every result layer as a table, in one transaction; no pages or table files."""
     from . import __version__
+    from .extras import require
+    from .io.postgis import POSTGIS_FEATURE
     from .output import new_run_id
     from .output.postgis import write_postgis
 
     if tables:
         raise ConfigError("--tables writes files into a folder; with a database --out the "
                           "result layers are its tables (drop --tables)")
+    require("postgis", POSTGIS_FEATURE)  # before the analyses, not after
     try:
         rep.plan(len(STEPS))
         res = analyse(town, progress=rep)

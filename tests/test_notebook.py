@@ -1,4 +1,4 @@
-"""Notebook use: ``res.layers["obligations"].explore()`` works after a plain install,
+"""Notebook use: ``res.layers["obligations"].explore()`` works with the ``notebook`` extra,
 and the result objects print as a few lines of counts, not pages of CRS WKT."""
 
 from __future__ import annotations
@@ -19,12 +19,18 @@ def res(sample_dir):
     return analyse(load_town(sample_dir))
 
 
-def test_explore_needs_nothing_beyond_the_dependencies() -> None:
-    # geopandas' explore() imports folium, matplotlib and mapclassify: gisnet depends on all
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    names = {d.split(">")[0].split("=")[0].split("[")[0].strip().lower()
-             for d in deps["project"]["dependencies"]}
-    assert {"folium", "matplotlib", "mapclassify"} <= names
+def test_explore_needs_nothing_beyond_the_notebook_extra() -> None:
+    # geopandas' explore() imports folium (a core dependency: the web maps), matplotlib and
+    # mapclassify (the notebook extra, which [all] installs)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {d.split(">")[0].split("=")[0].split("[")[0].strip().lower() for d in reqs}
+
+    extras = project["optional-dependencies"]
+    assert "folium" in names(project["dependencies"])
+    assert {"matplotlib", "mapclassify"} <= names(extras["notebook"])
+    assert "notebook" in extras["all"][0]
 
 
 @pytest.mark.slow

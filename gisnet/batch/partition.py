@@ -330,9 +330,11 @@ def analyse_partitioned(town: Any, *, client: Any, partitions: int, graph: Any =
     sends a partition when a worker is free for it, so no worker holds the
     parcels of partitions it is not running.
     """
-    from distributed import as_completed
-
+    from ..extras import needs_extra
     from ..graph import build_sewer_graph
+
+    with needs_extra("dask", "a partitioned run on Dask"):
+        from distributed import as_completed
 
     G = build_sewer_graph(town) if graph is None else graph
     parcels = town.layers["parcels"].reset_index(drop=True)

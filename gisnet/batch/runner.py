@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..extras import needs_extra
 from ..threads import available_cores
 from .region import Region, TownEntry
 from .task import DONE, FAILED, UNCHANGED, Options, empty_row, run_town
@@ -110,8 +111,9 @@ def make_client(*, workers: int | None = None, scheduler: str | None = None,
     ConfigError
         The scheduler cannot be reached, or the cluster cannot start.
     """
-    import dask
-    from distributed import Client, LocalCluster
+    with needs_extra("dask", "gisnet batch"):
+        import dask
+        from distributed import Client, LocalCluster
 
     if scheduler:
         try:
@@ -176,11 +178,12 @@ def run_region(region: Region, out_root: str | Path, *, options: Options | None 
     -------
     BatchResult
     """
-    from distributed import as_completed
-
     from ..output.guard import guard_outputs
     from ..output.writing import RESULTS_FILE
     from .summary import INDEX_PAGE, SUMMARY_CSV, SUMMARY_GPKG, write_summary
+
+    with needs_extra("dask", "gisnet batch"):
+        from distributed import as_completed
 
     options = options or Options()
     out = Path(out_root)

@@ -50,6 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require
+
+    require("dask", "gisnet batch")
     from ..batch import FAILED, Options, load_region, run_region
     from ..batch.runner import progress_printer
     from ..serialize import dumps_text

@@ -36,11 +36,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..errors import ConfigError
+    from ..extras import require
     from ..output import write_results
     from ..output.writing import ensure_out_dir
     from ..pipeline import analyse
     from ..swmm import FLOW_RTOL, check_original, check_town
 
+    require("swmm", "gisnet check-swmm", ["pyswmm"])
     town = load_town(args)
     original = args.model or town.settings.extra.get("swmm_model")
     if original is not None and not Path(original).is_file():

@@ -30,9 +30,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require
     from ..figures import KINDS, write_figure
     from ..pipeline import analyse
 
+    require("pdf", "gisnet figure", ["matplotlib"])
     town = load_town(args)
     progress(args, f"running the {KINDS[args.kind]} analysis")
     res = analyse(town, only=[KINDS[args.kind]])

@@ -33,8 +33,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
+    from ..extras import require
     from ..profile import builtin_profiles, load_profile
     from ..swmm import model_crs, model_layers, read_model, write_town
+
+    require("swmm", "gisnet import-swmm", ["swmmio"])
 
     if not args.profile:
         raise ConfigError("give --profile NAME for the town file, with NAME one of "

@@ -54,11 +54,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..extras import require
     from ..notices import write_candidates, write_notices
     from ..notices.packets import parse_date
     from ..notices.template import find_template, load_template
     from ..pipeline import analyse
 
+    require("pdf", "gisnet notices")
     notice_date = parse_date(args.notice_date)
     # the template is checked before anything is loaded or analysed
     tpl = load_template(args.template) if args.template is not None else None

@@ -57,6 +57,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
+    from ..extras import require
+
+    require("service", "gisnet serve")
     from ..service import ServiceLimits, TownState, create_app
     from ..service.app import base_url_of
     from ..service.server import make_server

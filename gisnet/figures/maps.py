@@ -31,6 +31,7 @@ import pandas as pd
 
 from .. import labels, rules
 from ..errors import ConfigError, NotFoundError
+from ..extras import needs_extra
 from ..output.writing import atomic_path, refuse_input_as_output
 from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
 from .drawing import crs_unit_text, draw_north_arrow, draw_scale_bar, frame, page_inches
@@ -260,7 +261,8 @@ def draw_figure(town: Any, results: Any, kind: str, *, page: str = "letter",
     matplotlib.figure.Figure
         A figure the size of the page (not yet saved; close it when done).
     """
-    from matplotlib.figure import Figure
+    with needs_extra("pdf", "drawing a figure (gisnet figure)"):
+        from matplotlib.figure import Figure
 
     if kind not in KINDS:
         raise ConfigError(f"unknown figure {kind!r}; figures are: {', '.join(KINDS)}")
@@ -324,7 +326,8 @@ def write_figure(town: Any, results: Any, kind: str, out: str | os.PathLike[str]
     if suffix not in FORMATS:
         raise ConfigError(f"a figure is written as {' or '.join(FORMATS)}, not {out.name!r}",
                           path=out)
-    import matplotlib
+    with needs_extra("pdf", "gisnet figure"):
+        import matplotlib
 
     with matplotlib.rc_context({"pdf.fonttype": 42}):  # TrueType: the text can be searched
         fig = draw_figure(town, results, kind, page=page, landscape=landscape, date=date)

@@ -39,11 +39,15 @@ import shapely
 from pyproj import CRS
 
 from ..errors import GisnetError, LayerError
+from ..extras import needs_extra
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
 log = logging.getLogger(__name__)
+
+#: What needs the ``postgis`` extra, in its error message.
+POSTGIS_FEATURE = "reading or writing PostGIS"
 
 #: URL schemes libpq takes for a database.
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -206,11 +210,8 @@ def connect(db: Database, *, role: str | None = None, what: str = "source",
     ``read_only``: every transaction of the session is READ ONLY (the session's
     default too, so not even a smuggled ``COMMIT`` opens a writable one) and a
     statement runs at most :data:`READ_TIMEOUT_S` seconds."""
-    try:
+    with needs_extra("postgis", POSTGIS_FEATURE):
         import psycopg
-    except ImportError as exc:  # a dependency, but an environment may lack it
-        raise error(f"reading or writing PostgreSQL needs psycopg 3 ({exc})",
-                    path=db.shown, layer=role) from None
     try:
         conn = psycopg.connect(db.dsn, connect_timeout=20, application_name="gisnet")
     except psycopg.Error as exc:
@@ -274,7 +275,8 @@ def read_postgis(source: Any, *, layer: str | int | None = None, where: str | No
     LayerError
         No layer named, cannot connect, no such table, bad query or ``where``.
     """
-    from psycopg import sql
+    with needs_extra("postgis", POSTGIS_FEATURE):
+        from psycopg import sql
 
     db = parse_database(source)
     name = layer if layer is not None else db.table

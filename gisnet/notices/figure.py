@@ -13,6 +13,7 @@ import numpy as np
 import shapely
 
 from .. import labels
+from ..extras import needs_extra
 from ..figures.drawing import draw_north_arrow, draw_scale_bar, frame
 from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS
 from .template import shorten
@@ -45,9 +46,10 @@ def notice_figure(town: Any, parcel: Any, line: Any, packet_values: dict[str, An
     building_id
         The building measured from, outlined stronger.
     """
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    with needs_extra("pdf", "a notice's figure (gisnet notices)"):
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
 
     fig = Figure(figsize=SIZE_IN)
     ax = fig.add_axes((0.02, 0.02, 0.96, 0.96))

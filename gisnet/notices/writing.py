@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ConfigError, NotFoundError
+from ..extras import needs_extra
 from ..figures.maps import result_layers
 from ..output.cells import csv_text, xlsx_row
 from ..output.publish import (
@@ -196,10 +197,13 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
     NoticeSet
         The packets and the files written.
     """
-    from pypdf import PdfWriter
-
     from .figure import figure_png, notice_figure
     from .pdf import packet_story, pdf_values, write_pdf
+
+    with needs_extra("pdf", "gisnet notices"):
+        import matplotlib  # noqa: F401 - the letters' figures and fonts
+        import reportlab  # noqa: F401 - the letters
+        from pypdf import PdfWriter
 
     out = Path(out)
     notes: list[str] = []

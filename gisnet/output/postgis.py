@@ -35,7 +35,17 @@ import shapely
 from pyproj import CRS
 
 from ..errors import ConfigError
-from ..io.postgis import DEFAULT_SCHEMA, FID, GEOM, RUNS_TABLE, connect, detail, parse_database
+from ..extras import needs_extra
+from ..io.postgis import (
+    DEFAULT_SCHEMA,
+    FID,
+    GEOM,
+    POSTGIS_FEATURE,
+    RUNS_TABLE,
+    connect,
+    detail,
+    parse_database,
+)
 from ._testhooks import kill_point
 from .metadata import layer_docs
 from .writing import file_form, gpkg_ready
@@ -293,8 +303,9 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
         another client holds a previous table longer than the lock timeout, or
         the working CRS has no EPSG code.
     """
-    import psycopg
-    from psycopg import sql
+    with needs_extra("postgis", POSTGIS_FEATURE):
+        import psycopg
+        from psycopg import sql
 
     db = parse_database(url)
     schema = db.schema or DEFAULT_SCHEMA

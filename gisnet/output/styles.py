@@ -14,9 +14,9 @@ the web maps' classes and colours:
 - ``quality``: categorized by ``severity`` (:data:`SEVERITY_COLOURS`);
 - every other layer: one simple symbol (:data:`SIMPLE_COLOURS`).
 
-The colour tables are :mod:`gisnet.palettes` (the maps and figures use them too), and the
-category labels are :mod:`gisnet.labels`' (the words of the web maps' legends);
-tests/test_gpkg_metadata.py checks that the two agree.
+The colour tables are :mod:`gisnet.palettes` (the maps and figures use them too),
+and the category labels are :mod:`gisnet.labels`' (the words of the web maps'
+legends); tests/test_gpkg_metadata.py checks that the two agree.
 """
 
 from __future__ import annotations

@@ -37,19 +37,22 @@ OpenAPI document: every status, one error schema, the town's CRSs and extent).
 
 from __future__ import annotations
 
-from .app import create_app
-from .errors import (
-    LimitError,
-    RequestError,
-    ServiceUnavailable,
-    TooLargeError,
-    UnknownIdError,
-    UnsupportedMediaType,
-)
-from .inputs import GEOJSON, JSON
-from .limits import ServiceLimits
-from .state import TownState
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+from ..extras import needs_extra
+
+with needs_extra("service", "the HTTP service (gisnet serve)"):
+    from .app import create_app
+    from .errors import (
+        LimitError,
+        RequestError,
+        ServiceUnavailable,
+        TooLargeError,
+        UnknownIdError,
+        UnsupportedMediaType,
+    )
+    from .inputs import GEOJSON, JSON
+    from .limits import ServiceLimits
+    from .state import TownState
+    from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
 
 __all__ = [
     "GEOJSON",

@@ -31,11 +31,13 @@ import asyncio
 import functools
 from typing import Any
 
-import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
-
+from ..extras import needs_extra
 from ..serialize import dumps
+
+with needs_extra("service", "the HTTP server (gisnet serve)"):
+    import h11
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 from .limits import ServiceLimits
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GisnetError
+from ..extras import needs_extra
 from ..report import Report
 from ..units import CFS_TO_GPD
 from .exporting import SwmmExport
@@ -62,8 +63,9 @@ def run_swmm(inp: str | Path, full_depth_ft: dict[str, float]) -> SwmmRun:
     GisnetError
         SWMM reports an input error (the message names it).
     """
-    from pyswmm import Links, Simulation
-    from pyswmm.swmm5 import SWMMException
+    with needs_extra("swmm", "running SWMM (gisnet check-swmm)"):
+        from pyswmm import Links, Simulation
+        from pyswmm.swmm5 import SWMMException
 
     ratio: dict[str, float] = {}
     try:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..capacity.sections import GEOM_LENGTHS, SHAPES, UNSUPPORTED, full_area_radius
 from ..errors import LayerError
+from ..extras import needs_extra
 from ..units import CFS_TO_GPD, FT_M, MGD_TO_GPD
 
 __all__ = [
@@ -334,7 +335,8 @@ def _options(path: Path, sections: dict[str, list[Row]]) -> dict[str, tuple[str,
 
 def _swmmio_inp(path: Path):
     """swmmio's reader of the file (sections as DataFrames)."""
-    import swmmio
+    with needs_extra("swmm", "reading a SWMM model (gisnet import-swmm)"):
+        import swmmio
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
