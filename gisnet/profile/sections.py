@@ -105,7 +105,7 @@ class Connection(ProfileTable):
     applies_to_text: str | None = key("The ordinance's words for the properties covered.",
                                       optional=True)
     notice_section: str | None = key("Section of the notice condition.", optional=True)
-    new_construction_from: dt.date | None = key(  # noqa: RUF009 - key() is a dataclasses.field
+    new_construction_from: dt.date | None = key(
         "Buildings built on or after this date are newly constructed (default: the date the "
         "sewer became available to the parcel).", optional=True)
     unknown_age: str | None = key("How a building of unknown age counts under "
