@@ -10,6 +10,7 @@ from pathlib import Path
 
 import geopandas as gpd
 import pandas as pd
+import pytest
 from shapely.geometry import LineString, Polygon
 
 from gisnet.init import propose, render_town_file, summary_lines
@@ -136,3 +137,156 @@ def test_init_lists_owner_and_status_values_it_cannot_map(tmp_path: Path):
     assert '# "Under Construction" = ?' in text and "not known to be in service" in text
     printed = "\n".join(summary_lines(p))
     assert "owner values not recognised (map them in the town file): 'Developer'" in printed
+
+
+# --------------------------------------------------------------------------- sample checks
+# A street: A -> B -> PL (the plant), 100 ft pipes; one user on A-B.
+
+
+def _street_town(profile):
+    import itertools
+
+    town = towns.make_town({
+        "parcels": [towns.parcel("P1", (20, 20, 80, 80))],
+        "buildings": [towns.building("B1", (50, 50), "P1")],
+        "users": [towns.user("U1", name="Foundry", parcel_id="P1", building_id="B1",
+                             process_flow_gpd=30_000.0, industrial=True)],
+        "plants": [towns.plant("PL", (200, 0), name="WWTP", node_id="PL",
+                               design_flow_mgd=0.2, avg_flow_mgd=0.1)],
+    }, crs=FT, profile=profile, name="street")
+    nodes = {"A": {"x": 0.0, "y": 0.0}, "B": {"x": 100.0, "y": 0.0},
+             "PL": {"x": 200.0, "y": 0.0, "kind": "plant"}}
+    edges = [(u, v, f"S{i}", {"slope": 0.01})
+             for i, (u, v) in enumerate(itertools.pairwise(["A", "B", "PL"]))]
+    G = towns.hand_graph(nodes, edges, crs=FT, outlets=["PL"])
+    return town, G
+
+
+def _check(tmp_path, profile, lines):
+    from gisnet.sampling import check_samples
+
+    town, G = _street_town(profile)
+    p = tmp_path / "results.csv"
+    p.write_text("manhole_id,datetime,parameter,value,unit\n" + "\n".join(lines) + "\n")
+    return check_samples(town, G, p)
+
+
+def _rows(res):
+    return sorted(zip(res["kind"], res["rule"], res["manhole_id"].fillna(""),
+                      res["limit"].fillna(0), strict=True))
+
+
+def test_where_a_berlin_temperature_was_taken_decides_its_limit(tmp_path):
+    """Berlin discharge prohibition (7): "Wastewater having a temperature greater than
+    150°F (65°C) … but in no case wastewater that causes the temperature at the
+    introduction into the POTW treatment plant to exceed 104°F (40°C)"."""
+    _quoted(BERLIN, "Wastewater having a temperature greater than 150°F (65°C), or which "
+                    "will inhibit biological activity in the treatment plant resulting in "
+                    "interference, but in no case wastewater that causes the temperature at the "
+                    "introduction into the POTW treatment plant to exceed 104°F (40°C).")
+    # 110 degF at the plant's influent, spelled "temperature": the plant's 104 degF
+    res = _check(tmp_path, BERLIN, ["PL,2026-05-01 10:00,temperature,110,degF"])
+    assert _rows(res) == [("exceedance", "max", "PL", 104.0)]
+    assert res.iloc[0]["point"] == "plant_influent"
+    # 160 degF at the plant: still the plant's own limit, one row (not also the sewer's)
+    res = _check(tmp_path, BERLIN, ["PL,2026-05-01 10:00,temperature,160,degF"])
+    assert _rows(res) == [("exceedance", "max", "PL", 104.0)]
+    # 110 degF at manhole B: within the sewer's 150 degF; the plant's 104 only screens,
+    # whether the result is spelled temperature or temperature_at_plant
+    for name in ("temperature", "temperature_at_plant"):
+        res = _check(tmp_path, BERLIN, [f"B,2026-05-01 10:00,{name},110,degF"])
+        assert _rows(res) == [("screening_exceedance", "max", "B", 104.0)], name
+        assert "a limit at the treatment plant's influent" in res.iloc[0]["message"]
+    # 70 degC (158 degF) at B: above the sewer's 150 degF
+    res = _check(tmp_path, BERLIN, ["B,2026-05-01 10:00,temperature,70,degC"])
+    assert ("exceedance", "max", "B", 150.0) in _rows(res)
+
+
+def _measured():
+    from gisnet.profile import load_profile, profile_from_dict
+
+    raw = load_profile(POUGH).raw
+    raw["limits"]["hourly_reading"] = "measured_average"
+    return profile_from_dict(raw)
+
+
+def test_the_hourly_rule_is_read_as_three_times_the_listed_average_by_default(tmp_path):
+    """§ 168-22.5C(9): "Copper as Cu 1" … "At no time shall the hourly concentration be
+    three times the average concentration"."""
+    _quoted(POUGH, "At no time shall the hourly concentration be three times the average "
+                   "concentration")
+    from gisnet.profile import load_profile
+
+    assert load_profile(POUGH).limits.hourly_reading == "listed_average"
+    # a day of copper at the plant, 0.1 mg/L each hour but 0.6 at 15:00: the day's average
+    # (23 x 0.1 + 0.6) / 24 = 0.1208 is within 1 ppm, and 0.6 is below 3 x 1 ppm
+    day = [f"PL,2026-05-01 {h:02d}:00,copper,{0.6 if h == 15 else 0.1},mg/L"
+           for h in range(24)]
+    assert _check(tmp_path, POUGH, day).empty
+    # the other reading, by name: 0.6 >= 3 x 0.1208 is an hourly violation
+    res = _check(tmp_path, _measured(), day)
+    assert _rows(res) == [("exceedance", "hourly", "PL", pytest.approx(3 * 2.9 / 24))]
+    assert res.iloc[0]["basis"] == "measured_average"
+    # 3.2 mg/L in one hour: three times the listed 1 ppm is reached; the day's average
+    # (23 x 0.1 + 3.2) / 24 = 0.229 is within 1 ppm
+    day[15] = "PL,2026-05-01 15:00,copper,3.2,mg/L"
+    res = _check(tmp_path, POUGH, day)
+    assert _rows(res) == [("exceedance", "hourly", "PL", 3.0)]
+    r = res.iloc[0]
+    assert (r["basis"], r["baseline"], r["value"]) == ("listed_average", 1.0, 3.2)
+    assert r["message"].startswith("hourly (reading: listed average): copper mean 3.2 mg/L")
+
+
+def test_a_profile_names_a_reading_of_the_hourly_rule_gisnet_knows():
+    from gisnet.errors import ConfigError
+    from gisnet.profile import load_profile, profile_from_dict
+
+    raw = load_profile(POUGH).raw
+    raw["limits"]["hourly_reading"] = "daily"
+    with pytest.raises(ConfigError, match="hourly_reading"):
+        profile_from_dict(raw)
+
+
+def test_only_emulsified_oil_and_grease_is_judged_against_50_ppm(tmp_path):
+    """§ 168-22.5C(3): "Any water or wastes containing emulsified oil and grease,
+    exceeding, on analysis, an average of 50 parts per million of either soluble
+    material." C(2) and C(7) are in words only."""
+    for words in ("Any water or wastes containing emulsified oil and grease, exceeding, on "
+                  "analysis, an average of 50 parts per million of either soluble material.",
+                  "Any water or waste which contains grease or oil or other substance which "
+                  "would solidify or become discernibly viscous",
+                  "Any water or wastes containing phenols in such quantities that the "
+                  "aggregate of contributions throughout the area of service creates "
+                  "treatment difficulties"):
+        _quoted(POUGH, words)
+    res = _check(tmp_path, POUGH, [
+        "B,2026-05-01 10:00,emulsified oil and grease,80,mg/L",
+        "B,2026-05-01 10:00,oil and grease,80,mg/L",
+        "B,2026-05-01 11:00,FOG,120,mg/L",
+        "B,2026-05-01 10:00,phenols,5,mg/L",
+    ])
+    assert _rows(res) == [("exceedance", "max", "B", 50.0),
+                          ("narrative", "narrative", "", 0.0),
+                          ("narrative", "not_comparable", "", 0.0)]
+    exc = res[res["kind"] == "exceedance"].iloc[0]
+    assert exc["parameter"] == "emulsified_oil_grease" and exc["basis"] == "24h_average"
+    fog = res[res["rule"] == "not_comparable"].iloc[0]
+    assert (fog["parameter"], fog["n_samples"], fog["value"]) == ("oil_grease", 2, 120.0)
+    assert "not comparable" in fog["message"] and "§ 168-22.5C(3)" in fog["message"]
+    assert fog["section"] == "§ 168-22.5C(2)"
+    phen = res[res["rule"] == "narrative"].iloc[0]
+    assert phen["parameter"] == "phenols" and phen["section"] == "§ 168-22.5C(7)"
+    assert "unknown_parameter" not in set(res["rule"])
+
+
+def test_berlin_grease_whether_emulsified_or_not_is_narrative(tmp_path):
+    """Berlin prohibition (5): "… fats, wax, grease, or oils, whether emulsified or not …
+    in amounts that will cause obstruction of the flow in the POTW resulting in
+    interference": no number to judge a result against."""
+    _quoted(BERLIN, "fats, wax, grease, or oils, whether emulsified or not")
+    res = _check(tmp_path, BERLIN, ["B,2026-05-01 10:00,oil and grease,80,mg/L",
+                                    "B,2026-05-01 10:00,emulsified oil and grease,60,mg/L"])
+    assert sorted(zip(res["kind"], res["rule"], res["parameter"], strict=True)) == [
+        ("narrative", "narrative", "emulsified_oil_grease"),
+        ("narrative", "narrative", "oil_grease")]
+    assert all("checked for slugs only" in m for m in res["message"])

@@ -8,6 +8,7 @@ Every expected value is computed here from the formulas and ordinance text
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import geopandas as gpd
 import networkx as nx
@@ -56,7 +57,7 @@ def parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
     }, geometry=[box(i, 0, i + 1, 1) for i in range(len(ids))], crs=CRS)
 
 
-def town(profile: str, flows: dict[str, float], plant: dict | None = None,
+def town(profile: Any, flows: dict[str, float], plant: dict | None = None,
          users: gpd.GeoDataFrame | None = None, plant_flows: pd.DataFrame | None = None
          ) -> Town:
     """Raw layers through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
@@ -363,7 +364,7 @@ def _street():
                             crs=CRS, ft_per_unit=1.0, outlets=["PL"])
 
 
-def _check(tmp_path, profile: str, lines: list[str]) -> pd.DataFrame:
+def _check(tmp_path, profile: Any, lines: list[str]) -> pd.DataFrame:
     from gisnet.sampling import check_samples
 
     p = tmp_path / "s.csv"
@@ -455,12 +456,24 @@ def test_hourly_concentration_at_exactly_three_times_the_average(tmp_path):
     # Bug: in binary 3 x mean = 1.8000000000000003 > 1.8 and the hour was missed
     # (about one exactly-3x case in six was).
     # Sampled at the plant (PL): the rule is on the sewage as it arrives there.
+    # Under the reading measured_average (the same point's average, docs/readings.md):
+    from gisnet.profile import load_profile, profile_from_dict
+
+    raw = load_profile("poughkeepsie-fourth-ward").raw
+    raw["limits"]["hourly_reading"] = "measured_average"
+    measured = profile_from_dict(raw)
     base = ["0.2", "0.1", "0.3"]
     lines = [f"PL,2026-05-01 {8 + i:02d}:00,zinc,{v},ppm" for i, v in enumerate(base)]
-    exc = _check(tmp_path, "poughkeepsie-fourth-ward",
-                 [*lines, "PL,2026-05-01 11:10,zinc,1.8,ppm"])
+    exc = _check(tmp_path, measured, [*lines, "PL,2026-05-01 11:10,zinc,1.8,ppm"])
     assert list(exc["rule"]) == ["hourly"]
     assert exc.iloc[0]["value"] == 1.8 and exc.iloc[0]["limit"] == pytest.approx(1.8)
     # 1.79: average 0.5975, 3 x = 1.7925 > 1.79: no exceedance
-    assert _check(tmp_path, "poughkeepsie-fourth-ward",
-                  [*lines, "PL,2026-05-01 11:10,zinc,1.79,ppm"]).empty
+    assert _check(tmp_path, measured, [*lines, "PL,2026-05-01 11:10,zinc,1.79,ppm"]).empty
+    # The shipped reading (three times the listed 3 ppm zinc = 9 ppm): exactly 9 is a
+    # violation (the hour's mean of 8.7 and 9.3), 8.99 is not
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward",
+                 ["PL,2026-05-01 11:10,zinc,8.7,ppm", "PL,2026-05-01 11:40,zinc,9.3,ppm"])
+    assert list(exc["rule"]) == ["hourly", "max"]  # and the day's average 9 > 3 ppm
+    assert exc.iloc[0]["value"] == pytest.approx(9.0) and exc.iloc[0]["limit"] == 9.0
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward", ["PL,2026-05-01 11:10,zinc,8.99,ppm"])
+    assert list(exc["rule"]) == ["max"]
