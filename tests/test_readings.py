@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pytest
 from shapely.geometry import LineString, Polygon
@@ -290,3 +291,51 @@ def test_berlin_grease_whether_emulsified_or_not_is_narrative(tmp_path):
         ("narrative", "narrative", "emulsified_oil_grease"),
         ("narrative", "narrative", "oil_grease")]
     assert all("checked for slugs only" in m for m in res["message"])
+
+
+# --------------------------------------------------------------------------- 5. plant 80 %
+
+
+def _plant_run(profile, months, mgd, *, reported=None):
+    from gisnet import capacity as cap
+
+    pf = pd.DataFrame({"plant_id": "PL", "month": months, "avg_flow_mgd": mgd})
+    town = towns.make_town({
+        "parcels": [towns.parcel("a", (0, 10, 50, 60), flow_gpd=1000.0, connected=True)],
+        "plants": [towns.plant("PL", (300, 0), name="WWTP", node_id="PL",
+                               design_flow_mgd=1.0, avg_flow_mgd=reported)],
+    }, crs=FT, profile=profile, plant_flows=pf)
+    G = towns.hand_graph({"A": {"x": 0.0, "y": 0.0}, "PL": {"x": 300.0, "y": 0.0,
+                                                            "kind": "plant"}},
+                         [("A", "PL", "M1", {"slope": 0.004})], crs=FT, outlets=["PL"])
+    res = cap.compute_capacity(town, G)
+    return town, G, res
+
+
+def test_a_plant_with_its_latest_month_missing_cannot_be_said_below_80_percent():
+    """Berlin: a permit request is needed for "any proposed wastewater connection or other
+    discharge to a wastewater treatment facility operating in excess of 80% design flow
+    capacity". "Operating": the latest 3 months; with one missing, gisnet cannot say."""
+    from gisnet import capacity as cap
+
+    _quoted(BERLIN, "any proposed wastewater connection or other discharge to a wastewater "
+                    "treatment facility operating in excess of 80% design flow capacity")
+    months = [f"2025-{m:02d}" for m in range(1, 13)]
+    # 0.70 MGD (70 %) through September, then 0.90 (90 %) in October and December;
+    # November not reported: the older Jul-Sep window would say "below 80 %"
+    flows = [0.70] * 9 + [0.90, None, 0.90]
+    town, G, res = _plant_run(BERLIN, months, flows, reported=0.5)
+    row = res.plants.iloc[0]
+    assert (row["basis"], row["missing_months"]) == ("months_missing", "2025-11")
+    assert row["over_threshold"] is None and np.isnan(row["ratio"])
+    assert res.totals["plants"][0]["missing_months"] == "2025-11"
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=100.0)
+    assert w.plants.iloc[0]["over_threshold_before"] is None
+    (appr,) = [a for a in w.approvals if a["id"] == "des_plant_over_80_pct"]
+    assert appr["reason"].startswith("plant PL: cannot say whether it operates in excess")
+    assert "months missing 2025-11" in appr["reason"]
+    # November reported: (0.90 + 0.85 + 0.90) / 3 = 0.8833, in excess of 80 %
+    flows[10] = 0.85
+    row = _plant_run(BERLIN, months, flows)[2].plants.iloc[0]
+    assert row["basis"] == "monthly_3mo" and row["window"] == "2025-10..2025-12"
+    assert row["ratio"] == pytest.approx(2.65 / 3) and row["over_threshold"]

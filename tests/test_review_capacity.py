@@ -197,20 +197,25 @@ def test_plant_exactly_80_percent_is_not_in_excess():
     assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
 
 
-def test_plant_gaps_and_short_series_fall_back_to_reported_flow():
-    # Months 01, 02, 04, 05: no 3 consecutive months (a window never spans the
-    # gap), so the plant's reported average flow (1.2 / 1.38 = 0.870) is used.
+def test_plant_gaps_and_short_series_cannot_say():
+    # Months 01, 02, 04, 05: the latest 3 months, Mar-May, miss March (a window never
+    # spans the gap): gisnet cannot say, naming the month; the plant's reported average
+    # (1.2 / 1.38 = 0.870) does not stand in for the months the town has not reported.
     t, G, pts = _plant_town(["2025-01", "2025-02", "2025-04", "2025-05"],
                             [2.0, 2.0, 2.0, 2.0], reported=1.2)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
-    assert row["basis"] == "avg_flow" and row["gaps"] == "2025-03"
-    assert row["ratio"] == pytest.approx(1.2 / 1.38) and row["over_threshold"]
-    # Two months only, no reported flow: the accumulated flow (1,000 gpd).
+    assert row["basis"] == "months_missing" and row["gaps"] == "2025-03"
+    assert row["missing_months"] == "2025-03" and row["over_threshold"] is None
+    # Two months only: the third of the latest three (Dec 2024) is not reported either.
     t, G, pts = _plant_town(["2025-01", "2025-02"], [2.0, 2.0], reported=None)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
-    assert row["basis"] == "accumulated" and row["months"] == 2
-    assert row["ratio"] == pytest.approx(1000 / 1e6 / 1.38)
-    assert not row["over_threshold"]
+    assert row["basis"] == "months_missing" and row["months"] == 2
+    assert row["missing_months"] == "2024-12" and row["over_threshold"] is None
+    # No monthly flows at all: the reported average, else the accumulated flow
+    t, G, pts = _plant_town([], [], reported=1.2)
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["basis"] == "avg_flow" and row["ratio"] == pytest.approx(1.2 / 1.38)
+    assert row["over_threshold"]
     # The latest 3-month mean decides (Berlin's profile: plant_basis = "latest"), by
     # hand: (1.1 + 1.0 + 0.9) / 3 = 1.0 -> 0.725; the worst, (1.2 + 1.1 + 1.0) / 3 =
     # 1.1 -> 0.797, is kept as history.

@@ -29,6 +29,7 @@ from ..tracing import DownstreamIndex, trace_downstream
 from ..units import MGD_TO_GPD
 from .formulas import peaking_factor
 from .pipes import CapacityResult
+from .plants import cannot_say
 
 __all__ = ["PLANT_DELTA_COLUMNS", "WhatIfResult", "approvals", "whatif"]
 
@@ -39,7 +40,7 @@ PLANT_DELTA_COLUMNS = [
     "plant_id", "design_flow_mgd", "basis", "window_basis", "window", "avg_flow_mgd_before",
     "avg_flow_mgd_after",
     "ratio_before", "ratio_after", "over_threshold_before", "over_threshold_after",
-    "crosses_threshold", "section"]
+    "crosses_threshold", "missing_months", "section"]
 
 
 @dataclass
@@ -303,15 +304,17 @@ def _plant_rows(result: CapacityResult, reach: _Reach, flow_gpd: float) -> pd.Da
         design = float(rec.design_flow_mgd)
         rb = base / design if design > 0 else float("nan")
         ra = (base + add_mgd) / design if design > 0 else float("nan")
-        over_b = exceeds(rb, pthr, strict)
-        over_a = exceeds(ra, pthr, strict)
+        missing = str(getattr(rec, "missing_months", "") or "")
+        over_b: bool | None = None if missing else exceeds(rb, pthr, strict)
+        over_a: bool | None = None if missing else exceeds(ra, pthr, strict)
         rows.append({
             "plant_id": rec.plant_id, "design_flow_mgd": design, "basis": rec.basis,
             "window_basis": rec.window_basis, "window": rec.window,
             "avg_flow_mgd_before": base, "avg_flow_mgd_after": base + add_mgd,
             "ratio_before": rb, "ratio_after": ra, "over_threshold_before": over_b,
-            "over_threshold_after": over_a, "crosses_threshold": (not over_b) and over_a,
-            "section": rec.section,
+            "over_threshold_after": over_a,
+            "crosses_threshold": bool(over_b is False and over_a),
+            "missing_months": missing, "section": rec.section,
         })
     return pd.DataFrame(rows, columns=PLANT_DELTA_COLUMNS)
 
@@ -410,7 +413,9 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
         Industrial wastewater (trigger ``industrial``).
     plants
         The plants reached (:attr:`WhatIfResult.plants`): trigger
-        ``plant_over`` when one is over its threshold before or after.
+        ``plant_over`` when one is over its threshold before or after; where
+        one's latest months are missing (``missing_months``) gisnet cannot say,
+        and the approval is listed with that reason.
 
     Returns
     -------
@@ -426,8 +431,14 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
             if a.flow_gpd is not None and flow_gpd > float(a.flow_gpd):
                 reason = f"{flow_gpd:,.0f} gpd is over {float(a.flow_gpd):,.0f} gpd"
         elif trig == "plant_over":
-            over = plants[plants["over_threshold_before"] | plants["over_threshold_after"]]
-            if len(over):
+            over = plants[plants["over_threshold_before"].fillna(False).astype(bool)
+                          | plants["over_threshold_after"].fillna(False).astype(bool)]
+            unknown = plants[plants["missing_months"].fillna("").astype(str) != ""]
+            if not len(over) and len(unknown):
+                p = unknown.iloc[0]
+                reason = cannot_say(p["plant_id"], str(p["missing_months"]),
+                                    int(profile.capacity.plant_months))
+            elif len(over):
                 p = over.iloc[0]
                 when = "already operates" if p["over_threshold_before"] else "would operate"
                 months = (f", {p['window_basis']} months {p['window']}"

@@ -101,6 +101,8 @@ def format_summary(s: dict) -> str:
                      f"no capacity (slope/diameter) {p['no_capacity']}")
     for pl in s.get("plants", []):
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
+        if pl.get("missing_months"):
+            ratio = f"cannot say: months missing {pl['missing_months']}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
         lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
     for name, why in s.get("not_computed", {}).items():

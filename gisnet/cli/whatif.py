@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
     say(args, "pipes crossing the threshold: " + (", ".join(w.crossings) or "none"))
     for r in w.plants.itertuples():
         mark = " CROSSES" if r.crosses_threshold else (" over" if r.over_threshold_after else "")
+        if r.missing_months:
+            say(args, f"plant {r.plant_id}: cannot say: months missing {r.missing_months}")
+            continue
         say(args, f"plant {r.plant_id}: {pct(r.ratio_before)} -> {pct(r.ratio_after)} of "
                   f"design flow ({r.basis}){mark}")
     if w.approvals:
