@@ -339,3 +339,32 @@ def test_a_plant_with_its_latest_month_missing_cannot_be_said_below_80_percent()
     row = _plant_run(BERLIN, months, flows)[2].plants.iloc[0]
     assert row["basis"] == "monthly_3mo" and row["window"] == "2025-10..2025-12"
     assert row["ratio"] == pytest.approx(2.65 / 3) and row["over_threshold"]
+
+
+# --------------------------------------------------------------------------- 6. users
+
+
+def test_a_user_marked_not_industrial_is_a_discharger_not_an_siu():
+    """§ 168-22.1A: "INDUSTRIAL WASTES The liquid wastes from industrial processes as
+    distinct from sanitary sewage." A restaurant the users layer marks not industrial is
+    a discharger, however large: not an industrial user, never an SIU."""
+    _quoted(POUGH, "The liquid wastes from industrial processes as distinct from sanitary "
+                   "sewage.")
+    from gisnet.sampling import sampling_plan
+
+    town, G = _street_town(POUGH)
+    users = town.layers["users"]
+    town.layers["users"] = pd.concat([users, users.assign(
+        user_id="U2", name="Diner", industrial=False, process_flow_gpd=40_000.0),
+        users.assign(user_id="U3", name="Unmarked", industrial=pd.NA,
+                     process_flow_gpd=40_000.0)], ignore_index=True)
+    plan = sampling_plan(town, G).set_index("user_id")
+    assert plan.loc["U1", "industrial_user"] and plan.loc["U1", "siu"]  # 30,000 >= 25,000
+    d = plan.loc["U2"]
+    assert not d["industrial_user"] and not d["siu"]
+    assert d["siu_reason"].startswith("not an industrial user")
+    # its 40,000 gpd is still over § 168-22.5G(4)'s 10,000 gpd: reviewed all the same
+    assert d["review"]
+    u3 = plan.loc["U3"]
+    assert u3["industrial_user"] and u3["siu"]
+    assert "industrial not recorded: counted as an industrial user" in u3["siu_reason"]

@@ -93,7 +93,9 @@ def format_summary(s: dict) -> str:
                      f"{c['distinct_manholes']} manholes ({c['unresolved']} unresolved)")
     if "industrial_users" in s:
         u = s["industrial_users"]
-        lines.append(f"  industrial users: {u['users']}, significant (40 CFR 403.3(v)): {u['siu']}")
+        lines.append(f"  industrial users: {u['users']}, significant (40 CFR 403.3(v)): {u['siu']}"
+                     + (f"; other dischargers (not industrial): {u['dischargers']}"
+                        if u.get("dischargers") else ""))
     if "pipes" in s:
         p = s["pipes"]
         lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
