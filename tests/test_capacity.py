@@ -466,8 +466,10 @@ def test_whatif_recomputes_only_downstream_and_matches_full_run(five):
     assert after.loc["M3", "peak_flow_gpd_after"] == pytest.approx(421_985.4, rel=1e-6)
     # plant: 0.345 + 0.012 = 0.357 MGD of 0.5
     assert w.plants.iloc[0]["ratio_after"] == pytest.approx(0.714)
-    # Berlin: 12,000 > 5,000 gpd -> DES approval; not industrial; plant below 80 %
-    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd"]
+    # Berlin: 12,000 > 5,000 gpd -> DES approval; not industrial; plant below 80 %; a
+    # domestic service applies 30 days before the connection
+    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd",
+                                              "sewer_permit_application"]
     d = w.to_dict()
     assert d["control_manhole"] == "B" and len(d["pipes"]) == 3
     assert d["approvals"][0]["section"]

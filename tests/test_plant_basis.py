@@ -101,9 +101,11 @@ def test_plant_that_peaked_two_years_ago_is_judged_on_its_latest_months():
     pl = w.plants.iloc[0]
     assert (pl["window_basis"], pl["window"]) == ("latest", "2025-10..2025-12")
     assert pl["ratio_before"] == pytest.approx(0.56) and pl["ratio_after"] == pytest.approx(0.57)
-    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd"]
-    # A 4,000 gpd connection needs no DES approval at all.
-    assert cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000).approvals == []
+    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd",
+                                              "sewer_permit_application"]
+    # A 4,000 gpd connection needs no DES approval at all (only its 30-day application).
+    assert [a["id"] for a in cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000).approvals
+            ] == ["sewer_permit_application"]
 
 
 def test_worst_basis_is_a_profile_choice_and_the_what_if_follows_it():
@@ -114,7 +116,8 @@ def test_worst_basis_is_a_profile_choice_and_the_what_if_follows_it():
     assert row["window_basis"] == "worst" and row["window"] == "2024-03..2024-05"
     assert row["ratio"] == pytest.approx(0.888) and row["over_threshold"]
     w = cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000)
-    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
+    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct",
+                                              "sewer_permit_application"]
     assert "already operates in excess of 80% of design flow" in w.approvals[0]["reason"]
     assert "worst months 2024-03..2024-05" in w.approvals[0]["reason"]
     # a profile that leaves plant_basis out reads as latest

@@ -368,3 +368,58 @@ def test_a_user_marked_not_industrial_is_a_discharger_not_an_siu():
     u3 = plan.loc["U3"]
     assert u3["industrial_user"] and u3["siu"]
     assert "industrial not recorded: counted as an industrial user" in u3["siu_reason"]
+
+
+# --------------------------------------------------------------------------- 7, 8. what-if
+
+
+def test_whatif_approvals_nysdec_only_with_preliminary_treatment_and_cooling_water():
+    """§ 168-22.5G(4)(d): "Plans, specifications and any other pertinent information related
+    to the proposed preliminary treatment facilities shall be submitted for approval of the
+    Superintendent and the New York State Department of Environmental Conservation."
+    § 168-22.2E: "The discharge of industrial cooling water to the area's sewer system is
+    not permitted except by specific approval of the Town Board." """
+    _quoted(POUGH, "Plans, specifications and any other pertinent information related to "
+                   "the proposed preliminary treatment facilities shall be submitted for "
+                   "approval of the Superintendent and the New York State Department of "
+                   "Environmental Conservation.")
+    _quoted(POUGH, "The discharge of industrial cooling water to the area's sewer system is "
+                   "not permitted except by specific approval of the Town Board.")
+    from gisnet import capacity as cap
+
+    town, G, res = _plant_run(POUGH, ["2025-10", "2025-11", "2025-12"], [0.5] * 3)
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=12_000.0)
+    assert [a["id"] for a in w.approvals] == ["superintendent_review_10000_gpd"]
+    assert any(n.startswith("if preliminary treatment is required (§ 168-22.5G(4)(d))")
+               for n in w.notes)
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=12_000.0, preliminary_treatment=True,
+                   cooling_water=True)
+    assert [a["id"] for a in w.approvals] == [
+        "superintendent_review_10000_gpd", "pretreatment_plans_nysdec",
+        "cooling_water_town_board"]
+    board = w.approvals[-1]
+    assert (board["authority"], board["section"]) == ("Town Board", "§ 168-22.2E")
+    # a small flow: no review, and no note about preliminary treatment
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=500.0)
+    assert w.approvals == [] and not any("preliminary" in n for n in w.notes)
+
+
+def test_berlin_application_lead_times_in_the_whatif():
+    """Berlin sewer permits: "For residential and commercial services, the owner(s) or his
+    agent shall make application on a special form furnished by the City at least thirty
+    (30) days prior to said service connection. For an establishment discharging
+    industrial wastes, the application shall be made at least sixty (60) days prior to
+    said service connection." """
+    _quoted(BERLIN, "at least thirty (30) days prior to said service connection. For an "
+                    "establishment discharging industrial wastes, the application shall be "
+                    "made at least sixty (60) days prior to said service connection.")
+    from gisnet import capacity as cap
+
+    town, G, res = _plant_run(BERLIN, ["2025-10", "2025-11", "2025-12"], [0.5] * 3)
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=300.0)
+    (a,) = w.approvals
+    assert (a["id"], a["lead_days"]) == ("sewer_permit_application", 30)
+    assert a["reason"].endswith("apply at least 30 days before the service connection")
+    w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=300.0, industrial=True)
+    assert [(a["id"], a.get("lead_days")) for a in w.approvals] == [
+        ("des_industrial_any", None), ("sewer_permit_application_industrial", 60)]

@@ -194,7 +194,8 @@ def test_plant_exactly_80_percent_is_not_in_excess():
     w = cap.whatif(t, G, res, parcel_id="a", flow_gpd=100.0)
     pl = w.plants.iloc[0]
     assert not pl["over_threshold_before"] and pl["over_threshold_after"]
-    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
+    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct",
+                                              "sewer_permit_application"]
 
 
 def test_plant_gaps_and_short_series_cannot_say():
@@ -282,12 +283,14 @@ def test_whatif_equals_full_recomputation(industrial):
 def test_whatif_approvals_exact_thresholds_per_profile():
     t, G, _, res = _y("berlin-nh", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
 
-    def ids(profile_res, flow, industrial=False):
+    def ids(profile_res, flow, industrial=False, **kw):
         tt, gg, rr = profile_res
         return sorted(a["id"] for a in cap.whatif(tt, gg, rr, parcel_id="p1", flow_gpd=flow,
-                                                  industrial=industrial).approvals)
+                                                  industrial=industrial, **kw).approvals
+                      if not a["id"].startswith("sewer_permit_application"))
 
     berlin = (t, G, res)
+    # (every Berlin connection also lists its sewer permit application: 30 / 60 days)
     # the plant stays at 0.19 + flow / 1e6 over 0.25 MGD: <= 80 % up to 10,000 gpd
     assert ids(berlin, 5_000.0) == []  # "in excess of 5,000 gpd": 5,000 is not
     assert ids(berlin, 5_000.5) == ["des_flow_over_5000_gpd"]
@@ -297,8 +300,10 @@ def test_whatif_approvals_exact_thresholds_per_profile():
     t2, G2, _, res2 = _y("poughkeepsie-fourth-ward", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
     pough = (t2, G2, res2)
     assert ids(pough, 10_000.0) == []  # "greater than 10,000 gpd"
-    assert ids(pough, 10_000.5) == ["pretreatment_plans_nysdec",
-                                    "superintendent_review_10000_gpd"]
+    # § 168-22.5G(4)(d), plans to NYSDEC: only where preliminary treatment is required
+    assert ids(pough, 10_000.5) == ["superintendent_review_10000_gpd"]
+    assert ids(pough, 10_000.5, preliminary_treatment=True) == [
+        "pretreatment_plans_nysdec", "superintendent_review_10000_gpd"]
     assert ids(pough, 10.0, industrial=True) == ["industrial_written_approval"]
 
 

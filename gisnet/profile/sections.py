@@ -23,8 +23,13 @@ MEASURES = ("property_line", "building")
 APPLIES_TO = ("all", "new_buildings")
 #: Main kinds (``[connection] eligible_kinds``).
 MAIN_KINDS = ("sanitary", "storm", "combined", "force", "unknown")
-#: What sets off an approval (``[[approvals]] trigger``).
-TRIGGERS = ("flow_over", "plant_over", "industrial", "review_flow_over")
+#: What sets off an approval (``[[approvals]] trigger``): a flow over ``flow_gpd``; a
+#: plant over its threshold; industrial wastewater; a flow over the local review
+#: ``flow_gpd``; a connection producing domestic wastewater only (not industrial);
+#: preliminary treatment required (Poughkeepsie § 168-22.5G(4)(d): only then); the
+#: discharge of industrial cooling water (§ 168-22.2E).
+TRIGGERS = ("flow_over", "plant_over", "industrial", "review_flow_over", "domestic",
+            "preliminary_treatment", "cooling_water")
 #: How a building of unknown age counts under ``applies_to = "new_buildings"``.
 UNKNOWN_AGE = ("review", "new", "existing")
 #: Peaking formulas gisnet.capacity implements (``[flow] peaking_formula``): Harmon
@@ -339,8 +344,13 @@ class Approval(ProfileTable):
     authority: str = key("Who approves.")
     section: str = key("Ordinance section.")
     text: str = key("Text of the rule.")
+    lead_days: int | None = key("Days before the service connection by which the "
+                                "application must be made (Berlin: 30, 60 for industrial "
+                                "wastes).", "days", optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
+        if self.lead_days is not None and self.lead_days <= 0:
+            yield "lead_days", "must be > 0"
         if self.trigger not in TRIGGERS:
             yield "trigger", f"must be one of {', '.join(TRIGGERS)}"
         if self.trigger in ("flow_over", "review_flow_over") and self.flow_gpd is None:
