@@ -423,3 +423,34 @@ def test_berlin_application_lead_times_in_the_whatif():
     w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=300.0, industrial=True)
     assert [(a["id"], a.get("lead_days")) for a in w.approvals] == [
         ("des_industrial_any", None), ("sewer_permit_application_industrial", 60)]
+
+
+# --------------------------------------------------------------------------- 9. names
+
+
+def test_a_town_under_the_berlin_profile_is_named_for_itself(tmp_path):
+    """Maps and figures name the town (town file ``name``) and, apart, the ordinance it is
+    measured under: Gorham measured under Berlin's ch. 16 is not "City of Berlin"."""
+    import json
+    import re
+
+    from gisnet import maps
+    from gisnet.figures.maps import draw_figure
+    from gisnet.profile import load_profile
+
+    ordinance = load_profile(BERLIN).profile.ordinance
+    town = towns.make_town({
+        "parcels": [towns.parcel("P1", (0, 25, 100, 125))],
+        "mains": [towns.main("M1", [(-100, 0), (200, 0)])]}, crs=FT, profile=BERLIN,
+        name="Gorham")
+    [page] = maps.write_maps(town, {}, tmp_path, names=["network"])
+    cfg = json.loads(re.search(r"var cfg=(\{.*?\});\n", page.read_text("utf-8")).group(1))
+    assert cfg["subtitle"] == f"Gorham \u00b7 rules measured under {ordinance}"
+    assert "City of Berlin, New Hampshire" not in cfg["subtitle"]
+    from gisnet.graph import build_sewer_graph, graph_to_gdfs
+
+    _, edges = graph_to_gdfs(build_sewer_graph(town))
+    fig = draw_figure(town, {"graph_edges": edges}, "network")
+    texts = [t.get_text() for t in fig.texts]
+    assert f"Gorham \u00b7 rules measured under {ordinance}" in texts
+    assert not any(t.startswith("Gorham \u2014 City of Berlin") for t in texts)
