@@ -167,7 +167,8 @@ class FollowUps:
 
     def whatif(self, parcel: Any = None, *, flow_gpd: float,
                point: tuple[float, float] | None = None, crs: Any = None,
-               industrial: bool = False) -> WhatIfResult:
+               industrial: bool = False, preliminary_treatment: bool = False,
+               cooling_water: bool = False) -> WhatIfResult:
         """What one proposed connection changes downstream (``gisnet whatif``,
         ``POST /whatif``; :func:`gisnet.capacity.whatif`).
 
@@ -182,6 +183,9 @@ class FollowUps:
         industrial
             Industrial wastewater: added without peaking; triggers the profile's
             industrial approvals.
+        preliminary_treatment, cooling_water
+            Preliminary treatment is required; the discharge includes industrial
+            cooling water (the approvals of those triggers).
 
         Returns
         -------
@@ -211,7 +215,9 @@ class FollowUps:
         return whatif(self.town, G, capacity,
                       parcel_id=None if parcel is None else str(parcel),
                       point=None if point is None else _xy(point), crs=crs,
-                      flow_gpd=float(flow_gpd), industrial=bool(industrial))
+                      flow_gpd=float(flow_gpd), industrial=bool(industrial),
+                      preliminary_treatment=bool(preliminary_treatment),
+                      cooling_water=bool(cooling_water))
 
     def layer(self, name: str) -> gpd.GeoDataFrame:
         """One result layer by name; a :class:`ConfigError` naming the step to run

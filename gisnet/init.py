@@ -451,12 +451,27 @@ def render_town_file(p: Proposal, base: Path | None = None) -> str:
                     + (f" and {len(vals) - MAX_VALUES} more" if len(vals) > MAX_VALUES else ""))
                 continue
             mapped = [(v, n, c) for v, n, c in vals if c is not None]
-            if not mapped:
+            unmapped = [(v, n) for v, n, c in vals if c is None]
+            if not mapped and not unmapped:
                 continue
             out.append(f"[layers.{role}.values.{col}]  # guess: distinct values of {src}")
             for v, n, c in mapped:
                 out.append(f"{_toml_str(v)} = {_toml_str(c)}  # guess, {n} features")
+            for v, n in unmapped:
+                out.append(f"# {_toml_str(v)} = ?  # {n} features: {unmapped_note(col, allowed)}")
     return "\n".join(out) + "\n"
+
+
+def unmapped_note(col: str, allowed: tuple[str, ...]) -> str:
+    """What a town file says of a value ``gisnet init`` could not map: what it may be
+    mapped to, and what an unmapped value means (for ``owner`` / ``status``: not known
+    to be public / in service, :func:`gisnet.rules.is_public`)."""
+    choices = ", ".join(allowed)
+    if col in schema.VALUE_KEPT_WHEN_UNRECOGNISED:
+        what = "public" if col == "owner" else "in service"
+        return (f"not recognised: map it to one of {choices}; unmapped, a feature with it "
+                f"is not known to be {what} and orders nobody to connect (review)")
+    return f"not recognised: map it to one of {choices}; unmapped it is read as not given"
 
 
 def summary_lines(p: Proposal) -> list[str]:
@@ -476,6 +491,10 @@ def summary_lines(p: Proposal) -> list[str]:
                               for v, n, c in vals[:8])
             more = f" and {len(vals) - 8} more" if len(vals) > 8 else ""
             lines.append(f"    {col} <- {f.mapping[col]}: {shown}{more}")
+            unmapped = [str(v) for v, _, c in vals if c is None]
+            if unmapped and (f.role, col) in schema.VALUE_ALIASES:
+                lines.append(f"    {col} values not recognised (map them in the town file): "
+                             + ", ".join(repr(v) for v in unmapped))
     missing = [r for r in schema.REQUIRED_ROLES if r not in p.chosen()]
     if missing:
         lines.append(f"  no layer found for: {', '.join(missing)}")

@@ -332,3 +332,16 @@ NOTICE_HEADINGS: dict[str, str] = {
 def layer_label(name: str) -> str:
     """What a printed legend calls a layer (its name in words if gisnet has no label)."""
     return LAYER_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def subtitle(town_name: str, ordinance: str) -> str:
+    """The line under a map's or figure's title: the town by its own name (the town
+    file's ``name``) and, apart, the ordinance its rules are measured under (the
+    profile's ``ordinance``): a town under the Berlin profile is not the City of Berlin.
+
+    Examples
+    --------
+    >>> subtitle("Gorham", "City of Berlin Code ch. 16")
+    'Gorham · rules measured under City of Berlin Code ch. 16'
+    """
+    return f"{town_name} \u00b7 rules measured under {ordinance}"

@@ -171,8 +171,12 @@ class ControlResult:
             }
         sp = self.sampling_plan
         if sp is not None and len(sp) and "siu" in sp:
-            out["industrial_users"] = {"users": len(sp),
+            iu = (sp["industrial_user"].fillna(True).astype(bool) if "industrial_user" in sp
+                  else pd.Series(True, index=sp.index))
+            out["industrial_users"] = {"users": int(iu.sum()),
                                        "siu": int(sp["siu"].fillna(False).astype(bool).sum())}
+            if (~iu).any():  # users the layer marks not industrial: dischargers
+                out["industrial_users"]["dischargers"] = int((~iu).sum())
         return out
 
 

@@ -6,8 +6,10 @@ styling decide these questions through this module and nowhere else:
 ==============================  ==================================================
 question                        predicate
 ==============================  ==================================================
-public sewer?                   :func:`is_public` (owner is not ``private``)
-in service?                     :func:`is_active` (status ``active`` or unknown)
+public sewer?                   :func:`is_public` (owner ``public``, or none given)
+in service?                     :func:`is_active` (status ``active``, or none given)
+owner / status not recognised?  :func:`owner_unrecognised`, :func:`status_unrecognised`
+public and in service unknown?  :func:`is_undetermined_for_connection`
 gravity main?                   :func:`is_gravity` (kind is not ``force``)
 counts for "must connect"?      :func:`is_eligible_for_connection`
 carries sanitary flow?          :func:`carries_sanitary_flow`
@@ -20,6 +22,16 @@ A main whose kind is not known (no kind column, or a value gisnet cannot map)
 is treated as :data:`UNKNOWN_KIND_TREATED_AS` by *every* analysis; the loader
 reports that assumption once, as the ``kind_assumed`` finding (see
 :func:`unknown_kind_message`).
+
+A main (or manhole) is public only for the owner value ``public`` and in
+service only for the status value ``active``. A value the loader does not
+recognise ("developer", "under construction") is kept as written and counts as
+neither: such a main orders nobody (parcels near it alone are ``review``,
+:func:`is_undetermined_for_connection`). A main with *no* owner (status) value
+at all, as in most municipal layers, which have no owner column, is taken as
+:data:`NOT_GIVEN_OWNER_TREATED_AS` (:data:`NOT_GIVEN_STATUS_TREATED_AS`); the
+loader says so once per layer (``owner_assumed``, ``status_assumed``,
+:func:`not_given_message`).
 
 All predicates take a canonical layer (a DataFrame with the columns of
 :mod:`gisnet.schema`) and return a numpy boolean array aligned with its rows.
@@ -45,8 +57,21 @@ SANITARY_FLOW_KINDS = ("sanitary", "combined", "force")
 DEFAULT_ELIGIBLE_KINDS = ("sanitary", "combined")
 #: Kinds that flow under gravity (force mains are pressurised; nobody taps one).
 NON_GRAVITY_KINDS = ("force",)
-#: ``status`` values (after value mapping) that mean "in service"; null counts too.
+#: The ``owner`` values the loader recognises (after value mapping); any other
+#: value is kept as written and is not known to be public.
+OWNER_VALUES = ("public", "private")
+#: ``owner`` values that mean "public" (a main with no owner value counts too:
+#: :data:`NOT_GIVEN_OWNER_TREATED_AS`).
+PUBLIC_OWNERS = ("public",)
+#: The ``status`` values the loader recognises (after value mapping).
+STATUS_VALUES = ("active", "inactive", "abandoned", "proposed")
+#: ``status`` values (after value mapping) that mean "in service"; null counts too
+#: (:data:`NOT_GIVEN_STATUS_TREATED_AS`).
 ACTIVE_STATUSES = ("active",)
+#: What a main or manhole with no owner value is taken to be, by every analysis.
+NOT_GIVEN_OWNER_TREATED_AS = "public"
+#: What a main or manhole with no status value is taken to be, by every analysis.
+NOT_GIVEN_STATUS_TREATED_AS = "active"
 
 #: Relative tolerance within which a computed ratio equals its limit: decimal
 #: inputs do not divide exactly in binary (1.12 / 1.4 MGD gives
@@ -92,25 +117,49 @@ def _bool(df: pd.DataFrame, col: str, default: bool) -> np.ndarray:
 
 
 def is_public(df: pd.DataFrame) -> np.ndarray:
-    """Rows owned by the public: ``owner`` is not ``private`` (unknown owner is public).
+    """Rows owned by the public: ``owner`` is ``public``, or no owner is given.
 
-    The loader's ``public`` column is used when present (it is this same rule,
+    An owner value the loader did not recognise (kept as written: "developer",
+    "homeowners association") is not public (:func:`owner_unrecognised`). The
+    loader's ``public`` column is used when present (it is this same rule,
     applied once at load time).
     """
     if "public" in df.columns:
         return _bool(df, "public", True)
-    return _decide(df, "owner", lambda v: v != "private", True)
+    return _decide(df, "owner", lambda v: v in ("", *PUBLIC_OWNERS), True)
 
 
 def is_active(df: pd.DataFrame) -> np.ndarray:
-    """Rows in service: ``status`` is ``active`` or unknown (null/empty).
+    """Rows in service: ``status`` is ``active``, or no status is given.
 
-    Inactive, abandoned and proposed features are not. The loader's ``active``
-    column is used when present.
+    Inactive, abandoned and proposed features are not, nor a status value the
+    loader did not recognise ("under construction", "not accepted",
+    :func:`status_unrecognised`). The loader's ``active`` column is used when
+    present.
     """
     if "active" in df.columns:
         return _bool(df, "active", True)
     return _decide(df, "status", lambda v: v in ("", *ACTIVE_STATUSES), True)
+
+
+def owner_unrecognised(df: pd.DataFrame) -> np.ndarray:
+    """Rows whose ``owner`` value is given but is none of :data:`OWNER_VALUES`."""
+    return _decide(df, "owner", lambda v: v not in ("", *OWNER_VALUES), False)
+
+
+def status_unrecognised(df: pd.DataFrame) -> np.ndarray:
+    """Rows whose ``status`` value is given but is none of :data:`STATUS_VALUES`."""
+    return _decide(df, "status", lambda v: v not in ("", *STATUS_VALUES), False)
+
+
+def not_given_message(column: str, n: int, total: int, what: str = "mains") -> str:
+    """The one ``owner_assumed`` / ``status_assumed`` message: ``n`` of ``total``
+    ``what`` have no ``column`` value and are taken as public / in service."""
+    taken = (f"{NOT_GIVEN_OWNER_TREATED_AS} sewers" if column == "owner"
+             else f"{NOT_GIVEN_STATUS_TREATED_AS} (in service)")
+    return (f"{n} of {total} {what} have no {column} value: every analysis counts them as "
+            f"{taken}; a value given but not recognised counts as neither (map such values "
+            f"in the town file)")
 
 
 def _effective(value: str) -> str:
@@ -162,6 +211,28 @@ def is_eligible_for_connection(
     kinds = tuple(k for k in kinds if k not in NON_GRAVITY_KINDS)
     kind_ok = _decide(df, "kind", lambda v: _effective(v) in kinds, _effective("") in kinds)
     return is_public(df) & is_active(df) & kind_ok
+
+
+def is_undetermined_for_connection(
+    df: pd.DataFrame, eligible_kinds: Iterable[str] | None = None
+) -> np.ndarray:
+    """Mains that would count for a connection but for an owner or status value the
+    loader did not recognise.
+
+    Gravity mains of an eligible kind, not known to be private nor out of
+    service, whose owner or status value (or both) is unrecognised
+    (:func:`owner_unrecognised`, :func:`status_unrecognised`): not known to be a
+    public sewer in service, so they order nobody, but a parcel near one is
+    left to a person.
+    """
+    kinds = tuple(DEFAULT_ELIGIBLE_KINDS if eligible_kinds is None else eligible_kinds)
+    kinds = tuple(k for k in kinds if k not in NON_GRAVITY_KINDS)
+    kind_ok = _decide(df, "kind", lambda v: _effective(v) in kinds, _effective("") in kinds)
+    o_unk = owner_unrecognised(df)
+    s_unk = status_unrecognised(df)
+    owner_ok = _decide(df, "owner", lambda v: v in ("", *PUBLIC_OWNERS), True) | o_unk
+    status_ok = _decide(df, "status", lambda v: v in ("", *ACTIVE_STATUSES), True) | s_unk
+    return kind_ok & owner_ok & status_ok & (o_unk | s_unk)
 
 
 def unknown_kind_message(n: int) -> str:

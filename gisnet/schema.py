@@ -16,9 +16,13 @@ Normalised values
 mains.kind
     ``sanitary``, ``storm``, ``combined``, ``force`` or ``unknown``.
 mains.owner / manholes.owner
-    ``public``, ``private`` or null (unknown, treated as public).
+    ``public``, ``private``, null (none given: treated as public, said once as
+    the ``owner_assumed`` finding) or a value not recognised, kept as written
+    (``developer``: not known to be public, see :mod:`gisnet.rules`).
 mains.status / manholes.status
-    ``active``, ``inactive``, ``abandoned``, ``proposed`` or null (treated as active).
+    ``active``, ``inactive``, ``abandoned``, ``proposed``, null (none given:
+    treated as active, ``status_assumed``) or a value not recognised, kept as
+    written (``under construction``: not known to be in service).
 manholes.kind
     ``manhole``, ``cleanout``, ``junction``, ``fitting``, ``outfall``,
     ``pump_station``, ``catch_basin``, ``plant`` or ``unknown``.
@@ -287,6 +291,10 @@ VALUE_ALIASES[("manholes", "status")] = VALUE_ALIASES[("mains", "status")]
 #: Normalised column -> the value it takes where the source gives none or one no
 #: alias matches (``kind`` of mains and manholes); other columns stay null.
 VALUE_FALLBACK: dict[str, str] = {"kind": "unknown"}
+#: Normalised columns whose values no alias matches are kept as written (not set
+#: to null): a main's owner "developer" is not "no owner given", and the rules
+#: (:func:`gisnet.rules.owner_unrecognised`) name it.
+VALUE_KEPT_WHEN_UNRECOGNISED: tuple[str, ...] = ("owner", "status")
 
 
 def columns(role: str) -> tuple[Column, ...]:

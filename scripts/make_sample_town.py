@@ -186,8 +186,11 @@ def cases_md(town: SampleTown) -> str:
          f"copper 1.8 mg/L at `{cu['manhole']}`, the control manhole of {cu['user_name']} "
          f"(`{cu['user']}`): `screening_exceedance`, not a violation"),
         ("§ 168-22.5C(9) hourly rule at the plant", f"`samples.csv` {lines('hourly')}",
-         "copper at the plant influent `WWTP-01`, hourly for 24 h; one hour at 0.60 mg/L, "
-         "about 5 x the 24-hour average 0.121: `exceedance`, rule `hourly`"),
+         "copper at the plant influent `WWTP-01`, hourly for 24 h; one hour at 0.60 mg/L: "
+         "below three times the listed 1 ppm (the shipped reading, `hourly_reading = "
+         "\"listed_average\"`), no violation; about 5 x the 24-hour average 0.121 under the "
+         "other reading (`hourly_reading = \"measured_average\"`, docs/readings.md): "
+         "`exceedance`, rule `hourly`"),
         ("slug (§ 168-22.5C(15); Berlin def. 66)",
          f"`samples.csv` {lines('slug')} (the day's campaign: {lines('slug_baseline')})",
          f"BOD 1,500 mg/L every 10 min for 30 min at `{bo['manhole']}` ({bo['user_name']}): "

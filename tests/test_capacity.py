@@ -402,15 +402,16 @@ def test_plant_three_month_window_strict_and_gaps():
     pf = pd.DataFrame({"plant_id": "P1", "month": months, "avg_flow_mgd": flows})
     pf = pf.drop(index=9)  # October missing entirely; September has no value
     # Windows: May-Jul (0.86 + 0.82 + 0.78) / 3 = 0.82; Apr-Jun (0.80 + 0.86 + 0.82) / 3
-    # = 0.82667 <- worst; no window spans Sep/Oct, so the latest complete window is
-    # Jun-Aug (0.82 + 0.78 + 0.76) / 3 = 0.78667 (Nov-Dec are only two months).
+    # = 0.82667 <- worst; no window spans Sep/Oct. The latest 3 months, Oct-Dec, miss
+    # October: there is no latest window (Jun-Aug, 78.7 %, would answer "below" for a
+    # plant whose present flow is not known).
     mean, window, gaps, n = cap.plant_window(pf, 3, which="worst")
     assert mean == pytest.approx(0.826667, rel=1e-5)
     assert window == "2025-04..2025-06"
     assert gaps == ["2025-09", "2025-10"]
     assert n == 10
     mean, window, _, _ = cap.plant_window(pf, 3)
-    assert mean == pytest.approx(0.786667, rel=1e-5) and window == "2025-06..2025-08"
+    assert np.isnan(mean) and window == ""
     plants = gpd.GeoDataFrame({"plant_id": ["P1"], "design_flow_mgd": [1.0],
                                "avg_flow_mgd": [0.5], "node_id": ["P1"]},
                               geometry=[Point(0, 0)], crs=CRS)
@@ -419,10 +420,11 @@ def test_plant_three_month_window_strict_and_gaps():
     res = cap.compute_capacity(make_town(plants=plants, plant_flows=pf), G,
                                points=points_for([]))
     row = res.plants.iloc[0]
-    # the profile's basis is the latest window: 78.7 %, not over; the worst is history
-    assert row["basis"] == "monthly_3mo" and row["window_basis"] == "latest"
-    assert row["ratio"] == pytest.approx(0.786667, rel=1e-5) and not row["over_threshold"]
-    assert row["window_months"] == "2025-06,2025-07,2025-08"
+    # the profile's basis is the latest window: October is missing, so gisnet cannot say
+    # (not "below"), and neither an older window nor the reported 0.5 MGD stands in
+    assert row["basis"] == "months_missing" and row["missing_months"] == "2025-10"
+    assert np.isnan(row["ratio"]) and row["over_threshold"] is None
+    assert row["window_months"] == "" and row["worst_window"] == "2025-04..2025-06"
     assert row["worst_window"] == "2025-04..2025-06" and row["worst_over_threshold"]
     assert row["worst_ratio"] == pytest.approx(0.826667, rel=1e-5)
     assert row["gaps"] == "2025-09,2025-10"
@@ -464,8 +466,10 @@ def test_whatif_recomputes_only_downstream_and_matches_full_run(five):
     assert after.loc["M3", "peak_flow_gpd_after"] == pytest.approx(421_985.4, rel=1e-6)
     # plant: 0.345 + 0.012 = 0.357 MGD of 0.5
     assert w.plants.iloc[0]["ratio_after"] == pytest.approx(0.714)
-    # Berlin: 12,000 > 5,000 gpd -> DES approval; not industrial; plant below 80 %
-    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd"]
+    # Berlin: 12,000 > 5,000 gpd -> DES approval; not industrial; plant below 80 %; a
+    # domestic service applies 30 days before the connection
+    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd",
+                                              "sewer_permit_application"]
     d = w.to_dict()
     assert d["control_manhole"] == "B" and len(d["pipes"]) == 3
     assert d["approvals"][0]["section"]

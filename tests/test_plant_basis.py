@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import geopandas as gpd
 import networkx as nx
+import numpy as np
 import pandas as pd
 import pytest
 from shapely.geometry import LineString, Point, box
@@ -100,9 +101,11 @@ def test_plant_that_peaked_two_years_ago_is_judged_on_its_latest_months():
     pl = w.plants.iloc[0]
     assert (pl["window_basis"], pl["window"]) == ("latest", "2025-10..2025-12")
     assert pl["ratio_before"] == pytest.approx(0.56) and pl["ratio_after"] == pytest.approx(0.57)
-    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd"]
-    # A 4,000 gpd connection needs no DES approval at all.
-    assert cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000).approvals == []
+    assert [a["id"] for a in w.approvals] == ["des_flow_over_5000_gpd",
+                                              "sewer_permit_application"]
+    # A 4,000 gpd connection needs no DES approval at all (only its 30-day application).
+    assert [a["id"] for a in cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000).approvals
+            ] == ["sewer_permit_application"]
 
 
 def test_worst_basis_is_a_profile_choice_and_the_what_if_follows_it():
@@ -113,7 +116,8 @@ def test_worst_basis_is_a_profile_choice_and_the_what_if_follows_it():
     assert row["window_basis"] == "worst" and row["window"] == "2024-03..2024-05"
     assert row["ratio"] == pytest.approx(0.888) and row["over_threshold"]
     w = cap.whatif(t, G, res, parcel_id="a", flow_gpd=4_000)
-    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
+    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct",
+                                              "sewer_permit_application"]
     assert "already operates in excess of 80% of design flow" in w.approvals[0]["reason"]
     assert "worst months 2024-03..2024-05" in w.approvals[0]["reason"]
     # a profile that leaves plant_basis out reads as latest
@@ -124,17 +128,27 @@ def test_worst_basis_is_a_profile_choice_and_the_what_if_follows_it():
 
 
 def test_latest_window_never_spans_a_missing_month():
-    # Nov 2025 missing: the latest complete 3 months are Aug-Oct 2025; Dec alone is
-    # not a window. With a month missing from the worst run it is not a window either.
+    # Nov 2025 missing: the latest 3 months of the record, Oct-Dec 2025, are not all
+    # reported, so there is no latest window (an older one, Aug-Oct, would say how the
+    # plant operated, not how it operates): the missing month is named. With a month
+    # missing from the worst run it is not a window either.
     months, flows = _months()
     keep = [i for i, m in enumerate(months) if m not in ("2025-11", "2024-04")]
     pf = pd.DataFrame({"month": [months[i] for i in keep],
                        "avg_flow_mgd": [flows[i] for i in keep]})
     pf.loc[pf["month"] == "2025-09", "avg_flow_mgd"] = 0.62
     w = plant_windows(pf, 3)
-    assert w.latest == ("2025-08", "2025-09", "2025-10")
-    assert w.latest_mgd == pytest.approx((0.56 + 0.62 + 0.56) / 3)
+    assert w.latest == () and np.isnan(w.latest_mgd)
+    assert w.latest_missing == ("2025-11",)
     assert w.gaps == ("2024-04", "2025-11")
+    # the record ending in Oct 2025: Aug-Oct is the latest window
+    w = plant_windows(pf[pf["month"] <= "2025-10"], 3)
+    assert w.latest == ("2025-08", "2025-09", "2025-10") and w.latest_missing == ()
+    assert w.latest_mgd == pytest.approx((0.56 + 0.62 + 0.56) / 3)
+    # ... unless the record of the town goes on to Dec 2025 (another plant's months)
+    w = plant_windows(pf[pf["month"] <= "2025-10"], 3, through="2025-12")
+    assert w.latest == () and w.latest_missing == ("2025-11", "2025-12")
+    w = plant_windows(pf, 3)
     # Mar-May 2024 is broken by the gap: the worst is now Jan-Mar (0.70, 0.70, 0.888)
     assert w.worst == ("2024-01", "2024-02", "2024-03")
     assert w.worst_mgd == pytest.approx((0.70 + 0.70 + 0.888) / 3)

@@ -129,7 +129,8 @@ def test_flow_thresholds_and_approvals():
     be = load_profile("berlin-nh")
     assert [a.flow_gpd for a in be.approvals_for("flow_over")] == [5000.0]
     assert len(be.approvals_for("plant_over")) == 1
-    assert len(be.approvals_for("industrial")) == 1
+    # DES's approval of any industrial wastewater, and the 60-day permit application
+    assert [a.lead_days for a in be.approvals_for("industrial")] == [None, 60]
     assert be.capacity.plant_threshold == 0.80
     btxt = BERLIN_TEXT
     assert "50 population equivalents (5,000 gpd)" in btxt

@@ -8,6 +8,7 @@ Every expected value is computed here from the formulas and ordinance text
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import geopandas as gpd
 import networkx as nx
@@ -56,7 +57,7 @@ def parcels(flows: dict[str, float]) -> gpd.GeoDataFrame:
     }, geometry=[box(i, 0, i + 1, 1) for i in range(len(ids))], crs=CRS)
 
 
-def town(profile: str, flows: dict[str, float], plant: dict | None = None,
+def town(profile: Any, flows: dict[str, float], plant: dict | None = None,
          users: gpd.GeoDataFrame | None = None, plant_flows: pd.DataFrame | None = None
          ) -> Town:
     """Raw layers through the loader's canonical mapping (gisnet.testing.towns.make_town)."""
@@ -193,23 +194,29 @@ def test_plant_exactly_80_percent_is_not_in_excess():
     w = cap.whatif(t, G, res, parcel_id="a", flow_gpd=100.0)
     pl = w.plants.iloc[0]
     assert not pl["over_threshold_before"] and pl["over_threshold_after"]
-    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct"]
+    assert [a["id"] for a in w.approvals] == ["des_plant_over_80_pct",
+                                              "sewer_permit_application"]
 
 
-def test_plant_gaps_and_short_series_fall_back_to_reported_flow():
-    # Months 01, 02, 04, 05: no 3 consecutive months (a window never spans the
-    # gap), so the plant's reported average flow (1.2 / 1.38 = 0.870) is used.
+def test_plant_gaps_and_short_series_cannot_say():
+    # Months 01, 02, 04, 05: the latest 3 months, Mar-May, miss March (a window never
+    # spans the gap): gisnet cannot say, naming the month; the plant's reported average
+    # (1.2 / 1.38 = 0.870) does not stand in for the months the town has not reported.
     t, G, pts = _plant_town(["2025-01", "2025-02", "2025-04", "2025-05"],
                             [2.0, 2.0, 2.0, 2.0], reported=1.2)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
-    assert row["basis"] == "avg_flow" and row["gaps"] == "2025-03"
-    assert row["ratio"] == pytest.approx(1.2 / 1.38) and row["over_threshold"]
-    # Two months only, no reported flow: the accumulated flow (1,000 gpd).
+    assert row["basis"] == "months_missing" and row["gaps"] == "2025-03"
+    assert row["missing_months"] == "2025-03" and row["over_threshold"] is None
+    # Two months only: the third of the latest three (Dec 2024) is not reported either.
     t, G, pts = _plant_town(["2025-01", "2025-02"], [2.0, 2.0], reported=None)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
-    assert row["basis"] == "accumulated" and row["months"] == 2
-    assert row["ratio"] == pytest.approx(1000 / 1e6 / 1.38)
-    assert not row["over_threshold"]
+    assert row["basis"] == "months_missing" and row["months"] == 2
+    assert row["missing_months"] == "2024-12" and row["over_threshold"] is None
+    # No monthly flows at all: the reported average, else the accumulated flow
+    t, G, pts = _plant_town([], [], reported=1.2)
+    row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
+    assert row["basis"] == "avg_flow" and row["ratio"] == pytest.approx(1.2 / 1.38)
+    assert row["over_threshold"]
     # The latest 3-month mean decides (Berlin's profile: plant_basis = "latest"), by
     # hand: (1.1 + 1.0 + 0.9) / 3 = 1.0 -> 0.725; the worst, (1.2 + 1.1 + 1.0) / 3 =
     # 1.1 -> 0.797, is kept as history.
@@ -276,12 +283,14 @@ def test_whatif_equals_full_recomputation(industrial):
 def test_whatif_approvals_exact_thresholds_per_profile():
     t, G, _, res = _y("berlin-nh", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
 
-    def ids(profile_res, flow, industrial=False):
+    def ids(profile_res, flow, industrial=False, **kw):
         tt, gg, rr = profile_res
         return sorted(a["id"] for a in cap.whatif(tt, gg, rr, parcel_id="p1", flow_gpd=flow,
-                                                  industrial=industrial).approvals)
+                                                  industrial=industrial, **kw).approvals
+                      if not a["id"].startswith("sewer_permit_application"))
 
     berlin = (t, G, res)
+    # (every Berlin connection also lists its sewer permit application: 30 / 60 days)
     # the plant stays at 0.19 + flow / 1e6 over 0.25 MGD: <= 80 % up to 10,000 gpd
     assert ids(berlin, 5_000.0) == []  # "in excess of 5,000 gpd": 5,000 is not
     assert ids(berlin, 5_000.5) == ["des_flow_over_5000_gpd"]
@@ -291,8 +300,10 @@ def test_whatif_approvals_exact_thresholds_per_profile():
     t2, G2, _, res2 = _y("poughkeepsie-fourth-ward", {"p1": 100.0, "p2": 100.0, "p3": 100.0})
     pough = (t2, G2, res2)
     assert ids(pough, 10_000.0) == []  # "greater than 10,000 gpd"
-    assert ids(pough, 10_000.5) == ["pretreatment_plans_nysdec",
-                                    "superintendent_review_10000_gpd"]
+    # § 168-22.5G(4)(d), plans to NYSDEC: only where preliminary treatment is required
+    assert ids(pough, 10_000.5) == ["superintendent_review_10000_gpd"]
+    assert ids(pough, 10_000.5, preliminary_treatment=True) == [
+        "pretreatment_plans_nysdec", "superintendent_review_10000_gpd"]
     assert ids(pough, 10.0, industrial=True) == ["industrial_written_approval"]
 
 
@@ -363,7 +374,7 @@ def _street():
                             crs=CRS, ft_per_unit=1.0, outlets=["PL"])
 
 
-def _check(tmp_path, profile: str, lines: list[str]) -> pd.DataFrame:
+def _check(tmp_path, profile: Any, lines: list[str]) -> pd.DataFrame:
     from gisnet.sampling import check_samples
 
     p = tmp_path / "s.csv"
@@ -455,12 +466,24 @@ def test_hourly_concentration_at_exactly_three_times_the_average(tmp_path):
     # Bug: in binary 3 x mean = 1.8000000000000003 > 1.8 and the hour was missed
     # (about one exactly-3x case in six was).
     # Sampled at the plant (PL): the rule is on the sewage as it arrives there.
+    # Under the reading measured_average (the same point's average, docs/readings.md):
+    from gisnet.profile import load_profile, profile_from_dict
+
+    raw = load_profile("poughkeepsie-fourth-ward").raw
+    raw["limits"]["hourly_reading"] = "measured_average"
+    measured = profile_from_dict(raw)
     base = ["0.2", "0.1", "0.3"]
     lines = [f"PL,2026-05-01 {8 + i:02d}:00,zinc,{v},ppm" for i, v in enumerate(base)]
-    exc = _check(tmp_path, "poughkeepsie-fourth-ward",
-                 [*lines, "PL,2026-05-01 11:10,zinc,1.8,ppm"])
+    exc = _check(tmp_path, measured, [*lines, "PL,2026-05-01 11:10,zinc,1.8,ppm"])
     assert list(exc["rule"]) == ["hourly"]
     assert exc.iloc[0]["value"] == 1.8 and exc.iloc[0]["limit"] == pytest.approx(1.8)
     # 1.79: average 0.5975, 3 x = 1.7925 > 1.79: no exceedance
-    assert _check(tmp_path, "poughkeepsie-fourth-ward",
-                  [*lines, "PL,2026-05-01 11:10,zinc,1.79,ppm"]).empty
+    assert _check(tmp_path, measured, [*lines, "PL,2026-05-01 11:10,zinc,1.79,ppm"]).empty
+    # The shipped reading (three times the listed 3 ppm zinc = 9 ppm): exactly 9 is a
+    # violation (the hour's mean of 8.7 and 9.3), 8.99 is not
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward",
+                 ["PL,2026-05-01 11:10,zinc,8.7,ppm", "PL,2026-05-01 11:40,zinc,9.3,ppm"])
+    assert list(exc["rule"]) == ["hourly", "max"]  # and the day's average 9 > 3 ppm
+    assert exc.iloc[0]["value"] == pytest.approx(9.0) and exc.iloc[0]["limit"] == 9.0
+    exc = _check(tmp_path, "poughkeepsie-fourth-ward", ["PL,2026-05-01 11:10,zinc,8.99,ppm"])
+    assert list(exc["rule"]) == ["max"]

@@ -136,8 +136,13 @@ def test_flow_weighted_plant_average_from_the_users_results_and_flows(tmp_path):
     assert row["value"] == pytest.approx(1.5) and row["limit"] == 1.0
     assert row["lines"] == "4" and row["suspect_user_ids"] == "U1,U2"
     assert "100,000 gpd (the plants layer's avg_flow_mgd)" in row["message"]
-    # every grab at B and C is a screening exceedance, none a violation
-    scr = res[res["kind"] == "screening_exceedance"]
+    # every grab at B and C is a screening exceedance, none a violation; C's 3.0 mg/L is
+    # also "three times the average concentration" listed (1 ppm): the hourly rule, which
+    # applies at the plant, only screens at C
+    hourly = res[res["rule"] == "hourly"]
+    assert list(zip(hourly["kind"], hourly["manhole_id"], hourly["basis"], strict=True)) == [
+        ("screening_exceedance", "C", "listed_average")]
+    scr = res[(res["kind"] == "screening_exceedance") & (res["rule"] != "hourly")]
     assert sorted(scr["manhole_id"]) == ["B", "B", "C"]  # B's grabs are an hour apart
     assert all("at least 1.5 mg/L" in m and ": above 1 mg/L" in m for m in scr["message"])
     # With the plant's May 2026 flow in plant_flows, 0.15 MGD: 150,000 / 150,000 =
@@ -149,7 +154,15 @@ def test_flow_weighted_plant_average_from_the_users_results_and_flows(tmp_path):
     assert "150,000 gpd (plant_flows of 2026-05)" in res.iloc[0]["message"]
 
 
+def measured_reading():
+    """Poughkeepsie with the other reading of the hourly rule (docs/readings.md)."""
+    raw = load_profile(POUGH).raw
+    raw["limits"]["hourly_reading"] = "measured_average"
+    return profile_from_dict(raw)
+
+
 def test_hourly_rule_uses_the_same_parameters_24_hour_average_at_the_same_point(tmp_path):
+    """The reading ``measured_average``: three times the same point's measured average."""
     text = _ordinance(POUGH)
     assert "At no time shall the hourly concentration be three times the average " \
            "concentration" in text
@@ -160,7 +173,9 @@ def test_hourly_rule_uses_the_same_parameters_24_hour_average_at_the_same_point(
     lines = [f"PL,2026-05-01 {h:02d}:00,Zn,0.1,mg/L" for h in range(8, 15)]
     lines += ["PL,2026-05-01 15:30,Zn,0.9,mg/L", "B,2026-05-01 12:00,Zn,5.0,mg/L",
               "PL,2026-05-01 12:00,Cu,0.3,mg/L", "PL,2026-05-02 09:00,Zn,0.1,mg/L"]
-    res = check(tmp_path, lines)
+    # under the shipped reading (three times the listed 3 ppm: 9 ppm) no hour breaks it
+    assert "hourly" not in set(check(tmp_path, lines)["rule"])
+    res = check(tmp_path, lines, town(measured_reading()))
     hourly = res[res["rule"] == "hourly"]
     assert list(zip(hourly["kind"], hourly["manhole_id"], strict=True)) == [
         ("exceedance", "PL")]
@@ -170,7 +185,8 @@ def test_hourly_rule_uses_the_same_parameters_24_hour_average_at_the_same_point(
     assert row["baseline_lines"] == "2,3,4,5,6,7,8,9"
     assert row["baseline_start"] == pd.Timestamp("2026-05-01 08:00")
     assert row["baseline_end"] == pd.Timestamp("2026-05-01 15:30")
-    assert row["basis"] == "24h_average"
+    assert row["basis"] == "measured_average"
+    assert row["message"].startswith("hourly (reading: measured average)")
     # zinc 5.0 at B is above 3 ppm: a screening exceedance only
     assert findings(res[res["manhole_id"] == "B"]) == [("screening_exceedance", "max", "B")]
 
@@ -284,5 +300,6 @@ def test_results_document_lists_the_columns_and_kinds():
 
     assert table("column") == CHECK_COLUMNS
     assert table("kind") == list(KINDS)
-    assert set(table("basis")) == {"sample", "24h_average", "flow_weighted_at_plant",
+    assert set(table("basis")) == {"sample", "24h_average", "listed_average",
+                                   "measured_average", "flow_weighted_at_plant",
                                    "normal_strength", "own_24h_average"}

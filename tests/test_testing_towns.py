@@ -31,7 +31,9 @@ def test_layers_are_the_loaders_own(town_factory):
     assert m["kind"].tolist()[3] == "unknown"
     assert m["public"].tolist() == [True, False, True, True, True]
     assert m["active"].tolist() == [True, True, False, True, True]
-    assert [f.kind for f in town.report.findings] == ["duplicate_id"]
+    # M4 has no owner and no status: taken as public and active, said once each
+    assert [f.kind for f in town.report.findings] == ["duplicate_id", "owner_assumed",
+                                                      "status_assumed"]
     # the same as canonical_layer itself gives for the same raw layer
     want = canonical_layer(towns.layer(mains, town.crs), LayerSpec("mains", path=None),
                            town.crs, Report())

@@ -119,8 +119,10 @@ class CapacityResult:
         pl = self.plants
         if pl is not None and len(pl) and "ratio" in pl.columns:
             lines.append("plants: " + ", ".join(
-                f"{pid} {r:.1%} of design flow" if pd.notna(r) else f"{pid} ratio unknown"
-                for pid, r in zip(pl["plant_id"], pl["ratio"], strict=True)))
+                f"{pid} {r:.1%} of design flow" if pd.notna(r) else
+                f"{pid} cannot say: months missing {mm}" if mm else f"{pid} ratio unknown"
+                for pid, r, mm in zip(pl["plant_id"], pl["ratio"],
+                                      pl["missing_months"].fillna(""), strict=True)))
         lines.append(f"cycles {len(self.cycles)}, findings {len(self.report)}")
         lines.append("layers: " + rows_text(self.layers()))
         return short_repr("CapacityResult", lines)
@@ -144,7 +146,7 @@ class CapacityResult:
             out["plants"] = [
                 {k: _plain(v) for k, v in row.items()}
                 for row in pl[["plant_id", "design_flow_mgd", "avg_flow_mgd", "ratio",
-                               "over_threshold", "basis"]].to_dict("records")
+                               "over_threshold", "basis", "missing_months"]].to_dict("records")
             ]
         return out
 

@@ -5,9 +5,12 @@ complete calendar months of its monthly flows (:func:`plant_window`, basis
 ``monthly_3mo``); else its reported average flow (``avg_flow``); else the
 sewage accumulated down the network to its node (``accumulated``). Which
 window decides is the profile's ``capacity.plant_basis``: ``latest`` (the
-default: the most recent run of complete months, how the plant operates now,
-as Berlin's "a wastewater treatment facility operating in excess of 80% design
-flow capacity" reads) or ``worst`` (the highest window in the whole record).
+default: the last ``plant_months`` months of the record, how the plant
+operates now, as Berlin's "a wastewater treatment facility operating in excess
+of 80% design flow capacity" reads) or ``worst`` (the highest window in the
+whole record). The latest window must be complete: with one of its months
+missing the answer is "cannot say" (basis ``months_missing``, the months named
+in ``missing_months``, ``over_threshold`` null), never an older window's "below".
 The worst window is always kept as history columns (``worst_*``). The ratio to
 design flow is over the profile's ``capacity.plant_threshold`` (0.80) when it
 is in excess of it (``capacity.plant_strict``), judged by
@@ -30,15 +33,15 @@ from ..rules import exceeds
 from ..units import MGD_TO_GPD
 from .network import Accumulation, Network
 
-__all__ = ["PLANT_BASES", "PLANT_COLUMNS", "PlantWindows", "plant_basis", "plant_layer",
-           "plant_window", "plant_windows"]
+__all__ = ["PLANT_BASES", "PLANT_COLUMNS", "PlantWindows", "cannot_say", "plant_basis",
+           "plant_layer", "plant_window", "plant_windows"]
 
 #: Columns of the ``plants`` result layer (plus geometry).
 PLANT_COLUMNS = ["plant_id", "name", "node_id", "design_flow_mgd", "avg_flow_mgd", "ratio",
                  "threshold", "over_threshold", "basis", "window_basis", "window",
                  "window_months", "gaps", "months", "worst_window", "worst_avg_flow_mgd",
                  "worst_ratio", "worst_over_threshold", "reported_avg_flow_mgd",
-                 "accumulated_flow_mgd", "section"]
+                 "accumulated_flow_mgd", "missing_months", "section"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,10 @@ class PlantWindows:
         Months missing (or without a value) between the first and last month given.
     months
         Number of months with a value.
+    latest_missing
+        Months of the latest window (the last ``k`` months of the record) that
+        have no value: then ``latest_mgd`` is NaN and ``latest`` empty (no older
+        window stands in for it).
     """
 
     k: int
@@ -67,6 +74,7 @@ class PlantWindows:
     worst: tuple[str, ...]
     gaps: tuple[str, ...] = field(default=())
     months: int = 0
+    latest_missing: tuple[str, ...] = field(default=())
 
     def pick(self, which: str) -> tuple[float, tuple[str, ...]]:
         """``(mean_mgd, months)`` of the ``latest`` or the ``worst`` window."""
@@ -80,11 +88,15 @@ def _span(months: tuple[str, ...]) -> str:
     return f"{months[0]}..{months[-1]}" if months else ""
 
 
-def plant_windows(months: pd.DataFrame, k: int = 3) -> PlantWindows:
+def plant_windows(months: pd.DataFrame, k: int = 3, through: str | None = None
+                  ) -> PlantWindows:
     """The latest and the worst ``k`` consecutive complete months of a plant's flows.
 
     A month is complete when it has a value; a window never spans a missing
-    month. Several rows of one month are averaged.
+    month. Several rows of one month are averaged. The latest window is the last
+    ``k`` months of the record (ending at ``through`` when that is later than the
+    plant's last month): when one of them is missing there is no latest window,
+    and the months are named (``latest_missing``).
 
     Parameters
     ----------
@@ -92,6 +104,10 @@ def plant_windows(months: pd.DataFrame, k: int = 3) -> PlantWindows:
         ``month`` (``YYYY-MM``) and ``avg_flow_mgd`` rows of one plant.
     k
         Window length in months.
+    through
+        The last month of the record (``YYYY-MM``; e.g. the latest month of the
+        whole ``plant_flows`` table): a plant whose flows stop before it misses
+        the months after.
 
     Returns
     -------
@@ -112,22 +128,29 @@ def plant_windows(months: pd.DataFrame, k: int = 3) -> PlantWindows:
     nan = float("nan")
     if vals.empty:
         return PlantWindows(k, nan, (), nan, ())
-    full = pd.period_range(vals.index.min(), vals.index.max(), freq="M")
+    end = vals.index.max()
+    if through is not None:
+        end = max(end, pd.Period(str(through), freq="M"))
+    full = pd.period_range(min(vals.index.min(), end - (k - 1)), end, freq="M")
     s = vals.reindex(full)
-    gaps = tuple(str(p) for p in s.index[s.isna()])
+    given = s.index >= vals.index.min()
+    gaps = tuple(str(p) for p in s.index[s.isna() & given])
     n = int(s.notna().sum())
+    latest_missing = tuple(str(p) for p in s.index[-k:][s.iloc[-k:].isna().to_numpy()])
     roll = s.rolling(k, min_periods=k).mean()
     ok = roll.notna().to_numpy()
     if not ok.any():
-        return PlantWindows(k, nan, (), nan, (), gaps, n)
+        return PlantWindows(k, nan, (), nan, (), gaps, n, latest_missing)
 
     def window(end: int) -> tuple[str, ...]:
         return tuple(str(p) for p in s.index[end - k + 1:end + 1])
 
-    last = int(np.flatnonzero(ok)[-1])
+    last = len(s) - 1
     worst = int(np.nanargmax(roll.to_numpy()))
-    return PlantWindows(k, float(roll.iloc[last]), window(last), float(roll.iloc[worst]),
-                        window(worst), gaps, n)
+    latest_mgd = nan if latest_missing else float(roll.iloc[last])
+    latest = () if latest_missing else window(last)
+    return PlantWindows(k, latest_mgd, latest, float(roll.iloc[worst]), window(worst), gaps, n,
+                        latest_missing)
 
 
 def plant_window(months: pd.DataFrame, k: int = 3, which: str = "latest"
@@ -165,6 +188,13 @@ def plant_window(months: pd.DataFrame, k: int = 3, which: str = "latest"
     w = plant_windows(months, k)
     mean, used = w.pick(which)
     return mean, _span(used), list(w.gaps), w.months
+
+
+def cannot_say(plant_id: Any, missing: str, k: int) -> str:
+    """The answer for a plant whose latest window misses months: "cannot say", naming them."""
+    return (f"plant {plant_id}: cannot say whether it operates in excess of its threshold: "
+            f"months missing {missing.replace(',', ', ')} (the latest {k} months must all be "
+            "reported)")
 
 
 def _number(x: Any) -> float:
@@ -211,6 +241,10 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
     strict = bool(cap.plant_strict)
     which = plant_basis(town.profile)
     monthly = town.plant_flows
+    through = None
+    if monthly is not None and len(monthly):
+        through = str(pd.PeriodIndex(pd.to_datetime(monthly["month"].astype(str), format="%Y-%m"),
+                                     freq="M").max())
     rows = []
     for rec in layer.itertuples(index=False):
         pid = str(rec.plant_id)
@@ -225,24 +259,30 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
         flow, basis = float("nan"), ""
         w = PlantWindows(k, float("nan"), (), float("nan"), ())
         used: tuple[str, ...] = ()
+        missing: tuple[str, ...] = ()
         if monthly is not None and len(monthly):
             mine = monthly[monthly["plant_id"].astype(str) == pid]
             if len(mine):
-                w = plant_windows(mine, k)
+                w = plant_windows(mine, k, through)
                 flow, used = w.pick(which)
                 if np.isfinite(flow):
                     basis = f"monthly_{k}mo"
+                elif which == "latest" and w.latest_missing:
+                    # the latest months are the answer's basis: with one missing gisnet
+                    # cannot say, and no older window or other figure stands in
+                    missing, basis = w.latest_missing, "months_missing"
         if not basis and np.isfinite(reported):
             flow, basis = float(reported), "avg_flow"
         if not basis and np.isfinite(accum):
             flow, basis = accum, "accumulated"
         ok = design > 0
         ratio = flow / design if np.isfinite(flow) and ok else float("nan")
+        over: bool | None = None if missing else exceeds(ratio, thr, strict)
         worst_ratio = w.worst_mgd / design if np.isfinite(w.worst_mgd) and ok else float("nan")
         rows.append({
             "plant_id": pid, "name": getattr(rec, "name", None), "node_id": node,
             "design_flow_mgd": design, "avg_flow_mgd": flow, "ratio": ratio, "threshold": thr,
-            "over_threshold": exceeds(ratio, thr, strict), "basis": basis or "none",
+            "over_threshold": over, "basis": basis or "none",
             "window_basis": which if basis.startswith("monthly") else "",
             "window": _span(used), "window_months": ",".join(used),
             "gaps": ",".join(w.gaps), "months": w.months,
@@ -250,7 +290,8 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
             "worst_ratio": worst_ratio,
             "worst_over_threshold": exceeds(worst_ratio, thr, strict),
             "reported_avg_flow_mgd": reported, "accumulated_flow_mgd": accum,
-            "section": cap.plant_section, "geometry": rec.geometry,
+            "missing_months": ",".join(missing), "section": cap.plant_section,
+            "geometry": rec.geometry,
         })
     return gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
                             crs=crs)

@@ -29,6 +29,7 @@ from ..tracing import DownstreamIndex, trace_downstream
 from ..units import MGD_TO_GPD
 from .formulas import peaking_factor
 from .pipes import CapacityResult
+from .plants import cannot_say
 
 __all__ = ["PLANT_DELTA_COLUMNS", "WhatIfResult", "approvals", "whatif"]
 
@@ -39,7 +40,7 @@ PLANT_DELTA_COLUMNS = [
     "plant_id", "design_flow_mgd", "basis", "window_basis", "window", "avg_flow_mgd_before",
     "avg_flow_mgd_after",
     "ratio_before", "ratio_after", "over_threshold_before", "over_threshold_after",
-    "crosses_threshold", "section"]
+    "crosses_threshold", "missing_months", "section"]
 
 
 @dataclass
@@ -303,15 +304,17 @@ def _plant_rows(result: CapacityResult, reach: _Reach, flow_gpd: float) -> pd.Da
         design = float(rec.design_flow_mgd)
         rb = base / design if design > 0 else float("nan")
         ra = (base + add_mgd) / design if design > 0 else float("nan")
-        over_b = exceeds(rb, pthr, strict)
-        over_a = exceeds(ra, pthr, strict)
+        missing = str(getattr(rec, "missing_months", "") or "")
+        over_b: bool | None = None if missing else exceeds(rb, pthr, strict)
+        over_a: bool | None = None if missing else exceeds(ra, pthr, strict)
         rows.append({
             "plant_id": rec.plant_id, "design_flow_mgd": design, "basis": rec.basis,
             "window_basis": rec.window_basis, "window": rec.window,
             "avg_flow_mgd_before": base, "avg_flow_mgd_after": base + add_mgd,
             "ratio_before": rb, "ratio_after": ra, "over_threshold_before": over_b,
-            "over_threshold_after": over_a, "crosses_threshold": (not over_b) and over_a,
-            "section": rec.section,
+            "over_threshold_after": over_a,
+            "crosses_threshold": bool(over_b is False and over_a),
+            "missing_months": missing, "section": rec.section,
         })
     return pd.DataFrame(rows, columns=PLANT_DELTA_COLUMNS)
 
@@ -321,7 +324,8 @@ def _plant_rows(result: CapacityResult, reach: _Reach, flow_gpd: float) -> pd.Da
 
 def whatif(town: Any, G: nx.MultiDiGraph, result: CapacityResult, *, parcel_id: Any = None,
            point: Any = None, crs: Any = None, flow_gpd: float, industrial: bool = False,
-           index: DownstreamIndex | None = None) -> WhatIfResult:
+           index: DownstreamIndex | None = None, preliminary_treatment: bool = False,
+           cooling_water: bool = False) -> WhatIfResult:
     """What a proposed connection changes, recomputing only the downstream path.
 
     Parameters
@@ -339,7 +343,16 @@ def whatif(town: Any, G: nx.MultiDiGraph, result: CapacityResult, *, parcel_id: 
         Proposed average daily flow, gpd (> 0).
     industrial
         Industrial wastewater: added without peaking and triggers the
-        profile's ``industrial`` approvals.
+        profile's ``industrial`` approvals (a connection that is not triggers
+        the ``domestic`` ones: Berlin's 30-day application).
+    preliminary_treatment
+        Preliminary treatment is required (Poughkeepsie § 168-22.5G(4), in the
+        opinion of the Superintendent): triggers ``preliminary_treatment``
+        approvals (§ 168-22.5G(4)(d), plans to NYSDEC). Not given, a flow the
+        local review covers gets a note that they would apply.
+    cooling_water
+        The discharge includes industrial cooling water (trigger ``cooling_water``,
+        § 168-22.2E: specific approval of the Town Board).
     index
         The :class:`gisnet.tracing.DownstreamIndex` of ``G`` (default
         ``result.index``): the control manhole and the point's location.
@@ -384,17 +397,22 @@ def whatif(town: Any, G: nx.MultiDiGraph, result: CapacityResult, *, parcel_id: 
     notes = reach.notes + pipe_notes
     if plants.empty:
         notes.append("the flow reaches no treatment plant in the plants layer")
+    triggered = approvals(result.profile, flow_gpd, industrial, plants,
+                          preliminary_treatment=preliminary_treatment,
+                          cooling_water=cooling_water)
+    notes += conditional_notes(result.profile, flow_gpd, triggered, preliminary_treatment)
     return WhatIfResult(
         flow_gpd=flow_gpd, industrial=bool(industrial), connection=conn,
         control_manhole=control, pipes=pipes, crossings=crossings,
         plants=plants, plant_crossings=plant_crossings,
-        approvals=approvals(result.profile, flow_gpd, industrial, plants),
+        approvals=triggered,
         threshold=float(result.profile.capacity.utilization_threshold),
         notes=list(dict.fromkeys(notes)),
     )
 
 
-def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFrame
+def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFrame, *,
+              preliminary_treatment: bool = False, cooling_water: bool = False
               ) -> list[dict[str, Any]]:
     """The profile's ``[[approvals]]`` a proposed connection triggers, with the reason.
 
@@ -407,15 +425,22 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
         The proposed average flow, gpd. Triggers ``flow_over`` and
         ``review_flow_over`` when strictly over the rule's ``flow_gpd``.
     industrial
-        Industrial wastewater (trigger ``industrial``).
+        Industrial wastewater (trigger ``industrial``; otherwise ``domestic``).
+    preliminary_treatment, cooling_water
+        Preliminary treatment is required; industrial cooling water is discharged
+        (triggers of the same names).
     plants
         The plants reached (:attr:`WhatIfResult.plants`): trigger
-        ``plant_over`` when one is over its threshold before or after.
+        ``plant_over`` when one is over its threshold before or after; where
+        one's latest months are missing (``missing_months``) gisnet cannot say,
+        and the approval is listed with that reason.
 
     Returns
     -------
     list of dict
-        ``id, trigger, authority, section, text, reason``, in profile order.
+        ``id, trigger, authority, section, text, reason``, in profile order
+        (and ``lead_days`` where the rule sets the days before the connection
+        by which to apply).
     """
     plant_thr = float(profile.capacity.plant_threshold)
     out = []
@@ -426,8 +451,14 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
             if a.flow_gpd is not None and flow_gpd > float(a.flow_gpd):
                 reason = f"{flow_gpd:,.0f} gpd is over {float(a.flow_gpd):,.0f} gpd"
         elif trig == "plant_over":
-            over = plants[plants["over_threshold_before"] | plants["over_threshold_after"]]
-            if len(over):
+            over = plants[plants["over_threshold_before"].fillna(False).astype(bool)
+                          | plants["over_threshold_after"].fillna(False).astype(bool)]
+            unknown = plants[plants["missing_months"].fillna("").astype(str) != ""]
+            if not len(over) and len(unknown):
+                p = unknown.iloc[0]
+                reason = cannot_say(p["plant_id"], str(p["missing_months"]),
+                                    int(profile.capacity.plant_months))
+            elif len(over):
                 p = over.iloc[0]
                 when = "already operates" if p["over_threshold_before"] else "would operate"
                 months = (f", {p['window_basis']} months {p['window']}"
@@ -438,10 +469,35 @@ def approvals(profile: Any, flow_gpd: float, industrial: bool, plants: pd.DataFr
         elif trig == "industrial":
             if industrial:
                 reason = "industrial wastewater"
+        elif trig == "domestic":
+            if not industrial:
+                reason = "a service producing domestic wastewater only (not industrial)"
+        elif trig == "preliminary_treatment":
+            if preliminary_treatment:
+                reason = "preliminary treatment is required"
+        elif trig == "cooling_water":
+            if cooling_water:
+                reason = "the discharge includes industrial cooling water"
         else:
             log.warning("approval %s has unknown trigger %r", a.id, trig)
             continue
         if reason:
-            out.append({"id": a.id, "trigger": trig, "authority": a.authority,
-                        "section": a.section, "text": a.text, "reason": reason})
+            entry = {"id": a.id, "trigger": trig, "authority": a.authority,
+                     "section": a.section, "text": a.text, "reason": reason}
+            if a.lead_days is not None:
+                entry["reason"] = (f"{reason}: apply at least {a.lead_days} days before the "
+                                   "service connection")
+                entry["lead_days"] = a.lead_days
+            out.append(entry)
     return out
+
+
+def conditional_notes(profile: Any, flow_gpd: float, triggered: list[dict[str, Any]],
+                      preliminary_treatment: bool) -> list[str]:
+    """Approvals that hang on a decision not given: where the local review covers the
+    flow but preliminary treatment was not said to be required, the plans approval
+    (Poughkeepsie § 168-22.5G(4)(d)) applies only if the reviewer requires it."""
+    if preliminary_treatment or not any(a["trigger"] == "review_flow_over" for a in triggered):
+        return []
+    return [f"if preliminary treatment is required ({a.section}), {a.text} "
+            f"({a.authority})" for a in profile.approvals_for("preliminary_treatment")]

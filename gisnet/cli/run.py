@@ -93,7 +93,9 @@ def format_summary(s: dict) -> str:
                      f"{c['distinct_manholes']} manholes ({c['unresolved']} unresolved)")
     if "industrial_users" in s:
         u = s["industrial_users"]
-        lines.append(f"  industrial users: {u['users']}, significant (40 CFR 403.3(v)): {u['siu']}")
+        lines.append(f"  industrial users: {u['users']}, significant (40 CFR 403.3(v)): {u['siu']}"
+                     + (f"; other dischargers (not industrial): {u['dischargers']}"
+                        if u.get("dischargers") else ""))
     if "pipes" in s:
         p = s["pipes"]
         lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
@@ -101,6 +103,8 @@ def format_summary(s: dict) -> str:
                      f"no capacity (slope/diameter) {p['no_capacity']}")
     for pl in s.get("plants", []):
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
+        if pl.get("missing_months"):
+            ratio = f"cannot say: months missing {pl['missing_months']}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
         lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
     for name, why in s.get("not_computed", {}).items():

@@ -50,12 +50,15 @@ def run(args: argparse.Namespace) -> int:
     say(args, f"{counts.get('exceedance', 0)} exceedance(s), "
               f"{counts.get('screening_exceedance', 0)} screening exceedance(s), "
               f"{counts.get('above_normal_strength', 0)} above normal strength, "
+              f"{counts.get('narrative', 0)} narrative, "
               f"{counts.get('problem', 0)} problem(s) in {args.csv}")
     for kind, label in labels.items():
         for r in res[res["kind"] == kind].itertuples():
             say(args, f"{label} {r.manhole_id} {r.start:%Y-%m-%d %H:%M}: {r.message} "
                       f"[{r.section}] (lines {r.lines})")
             say(args, f"  upstream users: {r.suspects or 'none known'}")
+    for r in res[res["kind"] == "narrative"].itertuples():
+        say(args, f"NARRATIVE {r.parameter} ({r.rule}): {r.message} (lines {r.lines})")
     for r in res[res["kind"] == "problem"].itertuples():
         say(args, f"PROBLEM {r.rule}: {r.message}")
     return 1 if counts.get("exceedance", 0) else 0

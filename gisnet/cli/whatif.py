@@ -32,6 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--flow-gpd", type=float, required=True, metavar="GPD",
                    help="proposed average daily flow, gallons per day")
     p.add_argument("--industrial", action="store_true", help="the flow is industrial wastewater")
+    p.add_argument("--preliminary-treatment", action="store_true",
+                   help="preliminary treatment is required (Poughkeepsie § 168-22.5G(4))")
+    p.add_argument("--cooling-water", action="store_true",
+                   help="the discharge includes industrial cooling water (§ 168-22.2E)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--map", action="store_true", help="also write OUT/whatif.html")
     add_page_options(p, "with --map, a page")
@@ -49,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     G, res = done.graph, done.capacity
     assert G is not None  # the capacity step builds the graph (strict: or raises)
     w = whatif(town, G, res, parcel_id=args.parcel, point=point, crs=point_crs,
-               flow_gpd=args.flow_gpd, industrial=args.industrial)
+               flow_gpd=args.flow_gpd, industrial=args.industrial,
+               preliminary_treatment=args.preliminary_treatment,
+               cooling_water=args.cooling_water)
     if args.map:
         from ..maps import whatif_map
         from ..output import ensure_out_dir
@@ -78,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     say(args, "pipes crossing the threshold: " + (", ".join(w.crossings) or "none"))
     for r in w.plants.itertuples():
         mark = " CROSSES" if r.crosses_threshold else (" over" if r.over_threshold_after else "")
+        if r.missing_months:
+            say(args, f"plant {r.plant_id}: cannot say: months missing {r.missing_months}")
+            continue
         say(args, f"plant {r.plant_id}: {pct(r.ratio_before)} -> {pct(r.ratio_after)} of "
                   f"design flow ({r.basis}){mark}")
     if w.approvals:

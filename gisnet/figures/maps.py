@@ -284,7 +284,9 @@ def draw_figure(town: Any, results: Any, kind: str, *, page: str = "letter",
     prof = town.profile.profile
     fig.text(0.5 / w, 1 - 0.45 / h, labels.FIGURE_TITLES[kind], fontsize=16,
              fontweight="bold", va="baseline")
-    fig.text(0.5 / w, 1 - 0.68 / h, f"{town.name} \u2014 {prof.name}", fontsize=9,
+    # the town by its own name, and separately the ordinance it is measured under (a
+    # town under the Berlin profile is not the City of Berlin)
+    fig.text(0.5 / w, 1 - 0.68 / h, labels.subtitle(town.name, prof.ordinance), fontsize=9,
              va="baseline", color="#333333")
     foot = (f"Date: {when}    Profile: {prof.id} ({prof.ordinance})\n"
             f"Data sources: {sources_text(town, [s for s in sources if s in town.layers])}\n"

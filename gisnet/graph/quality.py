@@ -83,15 +83,28 @@ def kind_findings(mains: Mains, eligible_kinds: Iterable[str]) -> list[Finding]:
     kinds = tuple(k for k in eligible_kinds if k not in rules.NON_GRAVITY_KINDS)
     for k in np.flatnonzero(~mains.eligible).tolist():
         why = [reason for reason in (_kind_reason(mains, k, kinds),
-                                     None if mains.public[k] else "private",
+                                     None if mains.public[k] else _owner_reason(mains, k),
                                      None if mains.active[k]
-                                     else f"status {mains.status[k] or 'inactive'}")
+                                     else f"status {mains.status[k] or 'inactive'}"
+                                     + _unrecognised(mains.status[k], rules.STATUS_VALUES))
                if reason]
         found.append(Finding(
             "excluded_main", "info",
             f"main {mid[k]} ({', '.join(why)}) is excluded from public-sewer questions",
             "mains", mid[k], lines[k]))
     return found
+
+
+def _unrecognised(value: object, known: tuple[str, ...]) -> str:
+    """`` (not recognised)`` after an owner or status value gisnet does not know."""
+    text = "" if value is None else str(value).strip().lower()
+    return " (not recognised)" if text and text not in known else ""
+
+
+def _owner_reason(mains: Mains, k: int) -> str:
+    """Why main ``k``'s owner keeps it out: private, or a value not recognised."""
+    mark = _unrecognised(mains.owner[k], rules.OWNER_VALUES)
+    return f"owner {mains.owner[k]}{mark}" if mark else "private"
 
 
 def _kind_reason(mains: Mains, k: int, eligible_kinds: tuple[str, ...]) -> str | None:

@@ -14,7 +14,8 @@
    then the mains' plausibility findings (:mod:`gisnet.io.plausibility`);
 6. the derived ``public`` / ``active`` columns of mains and manholes
    (:func:`derived_flags`, by :func:`gisnet.rules.is_public` and
-   :func:`gisnet.rules.is_active`);
+   :func:`gisnet.rules.is_active`), and what features with no owner or status
+   value are taken to be, said once (:func:`assumed_values`);
 7. unmapped source columns, kept under their names (:func:`extra_columns`);
 8. reprojection to the working CRS.
 """
@@ -83,12 +84,27 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
 def derived_flags(owner: pd.Series, status: pd.Series) -> dict[str, pd.Series]:
     """The ``public`` and ``active`` columns from the mapped ``owner`` and ``status``.
 
-    The rules are :func:`gisnet.rules.is_public` (owner not ``private``) and
-    :func:`gisnet.rules.is_active` (status ``active`` or unknown).
+    The rules are :func:`gisnet.rules.is_public` (owner ``public`` or none given)
+    and :func:`gisnet.rules.is_active` (status ``active`` or none given); a value
+    the loader did not recognise counts as neither.
     """
     df = pd.DataFrame({"owner": owner, "status": status})
     return {"public": pd.Series(rules.is_public(df), index=df.index, dtype=bool),
             "active": pd.Series(rules.is_active(df), index=df.index, dtype=bool)}
+
+
+def assumed_values(owner: pd.Series, status: pd.Series, notes: LayerNotes) -> None:
+    """Say once per layer what features with no owner / status value are taken to be.
+
+    ``owner_assumed`` / ``status_assumed`` (info, :func:`gisnet.rules.not_given_message`):
+    most municipal layers have no owner column, and every analysis then counts
+    their mains as public (in service).
+    """
+    for column, values in (("owner", owner), ("status", status)):
+        missing = int(values.isna().sum())
+        if missing:
+            notes.add(f"{column}_assumed", "info",
+                      rules.not_given_message(column, missing, len(values), notes.role))
 
 
 def extra_columns(raw: gpd.GeoDataFrame, role: str, used: set[str],
@@ -202,6 +218,7 @@ def canonical_layer(
         check_mains(cols, uids, spec.diameter_units, spec.slope_units, notes)
     if role in FLAGGED_ROLES:
         cols.update(derived_flags(cols["owner"], cols["status"]))
+        assumed_values(cols["owner"], cols["status"], notes)
     used = {s for s in info.mapping.values() if s is not None}
     cols.update(extra_columns(raw, role, used, parts.pos))
     no_geometry = bool(raw.attrs.get(NO_GEOMETRY_ATTR))

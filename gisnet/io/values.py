@@ -129,7 +129,10 @@ def normalise(name: str, s: pd.Series, aliases: Mapping[str, tuple[str, ...]],
 
     A value no alias matches is reported. A column with a fallback
     (:data:`gisnet.schema.VALUE_FALLBACK`: ``kind`` -> ``unknown``) takes it
-    where the value is unknown or missing; any other column is null there.
+    where the value is unknown or missing; a column of
+    :data:`gisnet.schema.VALUE_KEPT_WHEN_UNRECOGNISED` (``owner``, ``status``)
+    keeps the value as written (a main with it is not known to be public or in
+    service); any other column is null there.
     """
     lookup = {a.lower(): canon for canon, al in aliases.items() for a in al}
     lookup.update({c: c for c in aliases})
@@ -137,15 +140,24 @@ def normalise(name: str, s: pd.Series, aliases: Mapping[str, tuple[str, ...]],
     out = low.map(lookup)
     unknown = low.notna() & out.isna()
     fallback = schema.VALUE_FALLBACK.get(name)
+    kept = name in schema.VALUE_KEPT_WHEN_UNRECOGNISED
     if unknown.any():
         vals = s[unknown].value_counts()
         listing = ", ".join(f"{v!r} ({c})" for v, c in vals.items())
         where = f"set to {fallback!r}" if fallback else "treated as not given"
+        if kept:
+            what = "public" if name == "owner" else "in service"
+            then = ("it orders nobody to connect and parcels near it alone are 'review'"
+                    if notes.role == "mains" else "it is no control manhole")
+            where = f"kept as written: such a feature is not known to be {what}, so {then}"
+
         notes.add("unknown_value", "warning",
                   f"{name} values not recognised ({where}; map them in "
                   f"[layers.{notes.role}.values.{name}]): {listing}", ids[unknown])
     if fallback:
         out = out.fillna(fallback)
+    elif kept:
+        out = out.where(~unknown, s)
     return out.astype("str")
 
 

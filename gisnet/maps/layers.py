@@ -204,7 +204,8 @@ def plants_layer(ctx: MapContext) -> MapLayer | None:
         if plants is None:
             return None
         cols = fields_for(plants, ["plant_id", "name", "design_flow_mgd", "avg_flow_mgd",
-                                   "ratio", "over_threshold", "basis", "window", "gaps"])
+                                   "ratio", "over_threshold", "basis", "window", "gaps",
+                                   "missing_months"])
         props = auto_props(plants, cols)
         over = is_true(column(plants, "over_threshold"))
         props["_c"] = ["over" if o else "ok" for o in over]

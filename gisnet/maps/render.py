@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..labels import EMPTY
+from ..labels import EMPTY, subtitle
 from ..output import atomic_write_text
 from . import assets
 from .common import MapLayer, Page
@@ -85,7 +85,8 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
     page
         Title, layers (GeoJSON in EPSG:4326), panels and links.
     town_name, profile_name
-        Shown under the title.
+        Shown under the title: the town's name and, apart, the ordinance it is
+        measured under (:func:`gisnet.labels.subtitle`).
     self_contained
         Inline Leaflet and gisnet's script/styles and load nothing from a CDN
         (the default); False loads Leaflet from a CDN (``--cdn``).
@@ -129,7 +130,7 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
 
     cfg = {
         "title": page.title,
-        "subtitle": f"{town_name} · profile: {profile_name}",
+        "subtitle": subtitle(town_name, profile_name),
         "note": TILED_NOTE if tiled else OFFLINE_NOTE if self_contained else None,
         "tiles": list(TILES),
         "referrerPolicy": REFERRER_POLICY,
@@ -171,7 +172,8 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def save_page(page: Page, town: Town, out: Path, self_contained: bool = True) -> Path:
     """Render ``page`` for ``town`` and write it to ``out`` atomically; log its size."""
-    text = render_page(page, town_name=town.name, profile_name=town.profile.profile.name,
+    text = render_page(page, town_name=town.name,
+                       profile_name=town.profile.profile.ordinance,
                        self_contained=self_contained)
     _write_atomic(out, text)
     size = out.stat().st_size

@@ -4,7 +4,8 @@
 
 1. the eligible mains (:class:`~gisnet.obligations.measuring.EligibleMains`);
 2. one nearest search for every measured geometry (parcel or building,
-   :func:`~gisnet.obligations.spatial.nearest`);
+   :func:`~gisnet.obligations.spatial.nearest`), and one to the mains not known
+   to be public sewers in service (:mod:`~gisnet.obligations.unknown_mains`);
 3. already connected parcels (:func:`~gisnet.obligations.measuring.connected`);
 4. the abutting test (:func:`~gisnet.obligations.streets.abutting`);
 5. under a rule for new buildings, the newest building within reach
@@ -52,6 +53,7 @@ from .notice import district_message, notice_facts
 from .spatial import Clock, default_threads, nearest, text_values, threaded_pairs
 from .street_frontage import frontage as frontage_layer
 from .streets import abutting
+from .unknown_mains import UnknownMains, nearest_unknown
 from .zone import connection_zone
 
 log = logging.getLogger(__name__)
@@ -229,6 +231,11 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     all_meta["geom_pos"] = np.arange(len(all_meta))
     meta, geoms = nearest_per_parcel(all_meta, all_geoms, measure)
     found = meta["j"].to_numpy() >= 0
+    # mains not known to be public sewers in service: they order nobody, but a parcel
+    # within the distance of one (and of no eligible main) is left to a person
+    unknown = UnknownMains.of(town)
+    near_unknown = nearest_unknown(unknown, all_geoms, all_meta["row"].to_numpy(), n, fpu,
+                                   threads)
     clock.lap("nearest")
     # ---- building sewers: stubs and shared ones; then connected (parcels.connected, or a
     #      lateral that reaches a building serves the parcel)
@@ -297,6 +304,9 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         notice_date=nf.notice_date, hazard=nf.hazard, highway=nf.highway,
         residential=nf.residential, use_known=nf.use_known, use=use,
         accessory_only=accessory_only(town, P, tuple(con.accessory_uses or ())),
+        unknown_ids=unknown.ids, unknown_values=unknown.values,
+        unknown_main=near_unknown.main, unknown_distance_ft=near_unknown.distance_ft,
+        unknown_within=(near_unknown.main >= 0) & within(near_unknown.distance_ft, limit_ft),
     )
     dec = decide(facts, Ordinance.of(con))
 

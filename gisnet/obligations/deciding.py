@@ -19,6 +19,8 @@ reason. Read top to bottom, the table is the ordinance:
  5a   accessory_only                    not_required       only garages, sheds ... on it
  6    occupied_lot_without_building     review             no footprint, occupied use
  7    no_building                       not_required       building measure, no building
+ 7a   main_not_known_public             review             only a main of unrecognised
+                                                           owner/status within reach
  8    beyond_distance                   not_required       farther than the distance
  9    main_through_lot                  review             main across a lot, no street
  10   not_abutting                      not_required       abuts no sewered street
@@ -71,6 +73,7 @@ import pandas as pd
 
 from ..rules import within
 from .facts import Ordinance, ParcelFacts
+from .unknown_mains import known_note, nearest_text, unknown_distance_text, unknown_main_text
 
 __all__ = ["RULES", "STATUSES", "Decision", "Ordinance", "ParcelFacts", "Rule", "decide"]
 
@@ -190,12 +193,12 @@ RULES: tuple[Rule, ...] = (
     Rule("no_eligible_main",
          "Poughkeepsie § 168-22.2G / Berlin sec. 16-50: a street 'in which there is … "
          "located a public sanitary sewer'; with none in the town nothing obliges.",
-         lambda f, o: ~f.measured & (f.eligible_mains == 0),
+         lambda f, o: ~f.measured & (f.eligible_mains == 0) & ~f.unknown_within,
          "not_required", "No eligible public sanitary gravity main in the town, so nothing "
          "requires a connection under {section}."),
     Rule("unmeasurable",
          "gisnet: a parcel without usable geometry cannot be measured; a person decides.",
-         lambda f, o: ~f.measured,
+         lambda f, o: ~f.measured & ~f.unknown_within,
          "review", "The parcel has no usable geometry, so it could not be measured."),
     Rule("unoccupied_lot",
          "§ 168-22.2G / sec. 16-50: 'houses, buildings or property used for human "
@@ -204,7 +207,7 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: unoccupied(f, o),
          "not_required", "No building on the parcel and its land use is {land_use}: "
          "{section} applies to property used for human occupancy, employment or recreation "
-         "(main {main} is {distance} from the parcel)."),
+         "({nearest})."),
     Rule("accessory_only",
          "§ 168-22.2G: 'houses, buildings or property used for human occupancy, employment, "
          "recreation or other similar purposes'; a lot whose only buildings are garages or "
@@ -213,8 +216,7 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: f.accessory_only & (len(o.accessory_uses) > 0),
          "not_required", "The only building on the parcel is a {use} (buildings layer use), "
          "not used for human occupancy, employment, recreation or other similar purposes, "
-         "so {section} does not require it to connect (main {main} is {distance} from the "
-         "parcel)."),
+         "so {section} does not require it to connect ({nearest})."),
     Rule("occupied_lot_without_building",
          "sec. 16-50: 'within two hundred (200) feet of the building measured on a straight "
          "line from the sewer to the building'; an occupied land use with no footprint is "
@@ -222,14 +224,26 @@ RULES: tuple[Rule, ...] = (
          lambda f, o: ((o.measure == "building") & f.no_building & ~unoccupied(f, o)
                        & ~pd.isna(f.land_use)),
          "review", "Land use is {land_use} but the buildings layer shows no building on the "
-         "parcel; {section} measures from the building: check the buildings layer (the "
-         "parcel is {distance} from main {main})."),
+         "parcel; {section} measures from the building: check the buildings layer "
+         "({nearest})."),
     Rule("no_building",
          "sec. 16-50: '… measured on a straight line from the sewer to the building'; "
          "with no building there is nothing to measure.",
          lambda f, o: (o.measure == "building") & f.no_building,
          "not_required", "No building on the parcel; {section} measures from the building "
-         "(the parcel is {distance} from main {main})."),
+         "({nearest})."),
+    Rule("main_not_known_public",
+         "§ 168-22.2G: 'a public sanitary sewer for the area'; PUBLIC SEWER (§ 168-22.1A): "
+         "'A sewer in which all owners of abutting properties have equal rights and is "
+         "controlled by public authority.'; sec. 16-50: 'a public sanitary sewer of the "
+         "City'. A main whose owner or status value gisnet does not recognise is not known "
+         "to be such a sewer in service: it orders nobody, and a parcel within the distance "
+         "of it (and of no main known to be eligible) is left to a person.",
+         lambda f, o: ~(f.measured & f.within) & f.unknown_within,
+         "review", "Main {unknown_main} is {unknown_distance} from {measured_from}, within "
+         "{limit}, but it is not known to be a public sewer in service (a value gisnet does "
+         "not recognise), so it orders no connection under {section}: map the value in the "
+         "town file or check the main.{known_note}"),
     Rule("beyond_distance",
          "§ 168-22.2G: 'provided that said public sewer is within 300 feet of the property "
          "line'; sec. 16-50: 'provided that such public sewer is within two hundred (200) "
@@ -587,6 +601,10 @@ FIELDS: dict[str, Callable[[ParcelFacts, Ordinance, np.ndarray], np.ndarray | st
         f"system ({o.septic_notice_section or ''})",
         " or a highway improvement program" if o.notice_highway_program else ""),
     "use": _use,
+    "nearest": nearest_text,
+    "unknown_main": unknown_main_text,
+    "unknown_distance": unknown_distance_text,
+    "known_note": known_note,
     # the terms of the ordinance
     "limit": lambda f, o, ix: f"{o.distance_ft:g} ft",
     "section": lambda f, o, ix: o.section,

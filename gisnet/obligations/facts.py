@@ -166,6 +166,13 @@ class ParcelFacts:
     accessory_only
         Every building on the parcel has a use of the profile's ``accessory_uses``
         (False without buildings or uses).
+    unknown_ids, unknown_values
+        Ids of the mains not known to be public sewers in service (an owner or
+        status value not recognised, :mod:`gisnet.obligations.unknown_mains`) and
+        those values as text (``owner 'developer'``).
+    unknown_main, unknown_distance_ft, unknown_within
+        The nearest such main (position, -1 for none), its distance (ft) and
+        whether it is within the distance.
     """
 
     connected: np.ndarray
@@ -200,9 +207,23 @@ class ParcelFacts:
     use_known: np.ndarray = dataclasses.field(default_factory=_left_out)
     use: np.ndarray = dataclasses.field(default_factory=_left_out)
     accessory_only: np.ndarray = dataclasses.field(default_factory=_left_out)
+    unknown_ids: np.ndarray = dataclasses.field(default_factory=_left_out)
+    unknown_values: np.ndarray = dataclasses.field(default_factory=_left_out)
+    unknown_main: np.ndarray = dataclasses.field(default_factory=_left_out)
+    unknown_distance_ft: np.ndarray = dataclasses.field(default_factory=_left_out)
+    unknown_within: np.ndarray = dataclasses.field(default_factory=_left_out)
 
     def __post_init__(self) -> None:
         n = len(self.connected)
+        for name in ("unknown_ids", "unknown_values"):
+            if getattr(self, name) is _LEFT_OUT:
+                setattr(self, name, np.empty(0, dtype=object))
+        if self.unknown_main is _LEFT_OUT:
+            self.unknown_main = np.full(n, -1, dtype=np.int64)
+        if self.unknown_distance_ft is _LEFT_OUT:
+            self.unknown_distance_ft = np.full(n, np.nan)
+        if self.unknown_within is _LEFT_OUT:
+            self.unknown_within = np.zeros(n, dtype=bool)
         for name, fill in (("in_district", True), ("hazard", False), ("highway", False),
                            ("residential", True), ("use_known", True),
                            ("accessory_only", False)):

@@ -36,6 +36,7 @@ VERBATIM_KEYS: dict[str, tuple[str, ...]] = {
     "connection": ("quote", "applies_to_text", "text", "notice_condition", "septic_quote",
                    "septic_notice_quote", "compliance_quote", "penalty_quote",
                    "appeal_quote"),
+    "limits.narrative": ("text",),
 }
 
 _SPACE = re.compile(r"\s+")
@@ -147,7 +148,7 @@ def profile_quote_problems(profile: Any, text: str | None = None) -> dict[str, s
     out: dict[str, str] = {}
     for where, value in _strings(raw, ""):
         table, _, key = where.rpartition(".")
-        if key in VERBATIM_KEYS.get(table, ()):
+        if key in VERBATIM_KEYS.get(re.sub(r"\[\d+\]", "", table), ()):
             if value.strip() and (p := quote_problem(text, value)) is not None:
                 out[where] = p
             continue

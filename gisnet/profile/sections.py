@@ -23,8 +23,13 @@ MEASURES = ("property_line", "building")
 APPLIES_TO = ("all", "new_buildings")
 #: Main kinds (``[connection] eligible_kinds``).
 MAIN_KINDS = ("sanitary", "storm", "combined", "force", "unknown")
-#: What sets off an approval (``[[approvals]] trigger``).
-TRIGGERS = ("flow_over", "plant_over", "industrial", "review_flow_over")
+#: What sets off an approval (``[[approvals]] trigger``): a flow over ``flow_gpd``; a
+#: plant over its threshold; industrial wastewater; a flow over the local review
+#: ``flow_gpd``; a connection producing domestic wastewater only (not industrial);
+#: preliminary treatment required (Poughkeepsie § 168-22.5G(4)(d): only then); the
+#: discharge of industrial cooling water (§ 168-22.2E).
+TRIGGERS = ("flow_over", "plant_over", "industrial", "review_flow_over", "domestic",
+            "preliminary_treatment", "cooling_water")
 #: How a building of unknown age counts under ``applies_to = "new_buildings"``.
 UNKNOWN_AGE = ("review", "new", "existing")
 #: Peaking formulas gisnet.capacity implements (``[flow] peaking_formula``): Harmon
@@ -42,6 +47,12 @@ LIMIT_BASES = ("average", "normal_strength")
 #: applies: anywhere in the sewer (``sewer``, as None), or to the sewage as it
 #: arrives at the treatment plant (``plant_influent``).
 LIMIT_WHERE = ("sewer", "plant_influent")
+#: How Poughkeepsie § 168-22.5C(9)'s "At no time shall the hourly concentration be
+#: three times the average concentration" is read (``[limits] hourly_reading``): three
+#: times the average the table lists for the substance (``listed_average``: a cap, 3 ppm
+#: for copper), or three times the 24-hour average measured at the same point
+#: (``measured_average``). docs/readings.md gives both.
+HOURLY_READINGS = ("listed_average", "measured_average")
 #: The concentration a slug is a multiple of (``[limits] slug_baseline``): the
 #: normal-strength numbers of the profile, or the discharger's own average
 #: 24-hour concentration during normal operation at the sampling point.
@@ -333,8 +344,13 @@ class Approval(ProfileTable):
     authority: str = key("Who approves.")
     section: str = key("Ordinance section.")
     text: str = key("Text of the rule.")
+    lead_days: int | None = key("Days before the service connection by which the "
+                                "application must be made (Berlin: 30, 60 for industrial "
+                                "wastes).", "days", optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
+        if self.lead_days is not None and self.lead_days <= 0:
+            yield "lead_days", "must be > 0"
         if self.trigger not in TRIGGERS:
             yield "trigger", f"must be one of {', '.join(TRIGGERS)}"
         if self.trigger in ("flow_over", "review_flow_over") and self.flow_gpd is None:
@@ -392,6 +408,11 @@ class LimitParameter(ProfileTable):
                             "(``plant_influent``: a result elsewhere only screens); see "
                             "LIMIT_WHERE.", optional=True)
     text: str | None = key("Text of the limit.", optional=True)
+    measures: str | None = key("The quantity the limit is on, as results name it (default "
+                               "``name``): entries of one quantity at different places "
+                               "(Berlin's temperature: 150 degF in the sewer, 104 degF at "
+                               "the plant) are judged by where the sample was taken, not "
+                               "by how the parameter is spelled.", optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
         if self.max is None and self.min is None:
@@ -402,6 +423,26 @@ class LimitParameter(ProfileTable):
             yield "basis", f"({self.name}) " + _one_of(self.basis, LIMIT_BASES)
         if self.where is not None and self.where not in LIMIT_WHERE:
             yield "where", f"({self.name}) " + _one_of(self.where, LIMIT_WHERE)
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class LimitNarrative(ProfileTable):
+    """One ``[[limits.narrative]]`` entry: a parameter the ordinance limits in words only.
+
+    A result of it is reported as ``narrative`` (not judged by a number), or as
+    ``not_comparable`` with the limit named in ``not_comparable_with`` (total oil
+    and grease is not the emulsified oil and grease of § 168-22.5C(3)).
+    """
+
+    TABLE: ClassVar[str] = "limits.narrative"
+
+    name: str = key("Parameter name as results give it (``phenols``, ``oil_grease``).")
+    section: str = key("Ordinance section of the words.")
+    text: str = key("The ordinance's words, verbatim.")
+    not_comparable_with: str | None = key(
+        "A ``[[limits.parameter]]`` entry a result of this parameter might be taken for, "
+        "but is not comparable with.", optional=True)
 
 
 @documented
@@ -420,6 +461,11 @@ class Limits(ProfileTable):
     hourly_where: str | None = key("Where the hourly rule applies (``sewer`` or "
                                    "``plant_influent``; a result elsewhere only screens); see "
                                    "LIMIT_WHERE.", optional=True)
+    hourly_reading: str | None = key(
+        "How the hourly rule's \"average concentration\" is read: ``listed_average`` (three "
+        "times the average the limit table lists, a cap; the default) or "
+        "``measured_average`` (three times the 24-hour average measured at the same "
+        "point); see HOURLY_READINGS.", optional=True)
     slug_factor: float = key("A slug is a discharge over this multiple of the slug baseline "
                              "(> 1).", "ratio")
     slug_minutes: float = key("... lasting longer than this.", "min")
@@ -439,6 +485,9 @@ class Limits(ProfileTable):
     normal_ss_mg_l: float = key("Upper suspended solids of normal-strength waste.", "mg/L")
     normal_section: str = key("Section defining normal strength.")
     sections: Mapping[str, str] = key("Further sections by topic ([limits.sections]).")
+    narrative: tuple[LimitNarrative, ...] | None = key(
+        "The ``[[limits.narrative]]`` entries: parameters limited in words only.",
+        optional=True)
 
     def problems(self) -> Iterator[tuple[str, str]]:
         names: set[str] = set()
@@ -452,6 +501,13 @@ class Limits(ProfileTable):
             yield "hourly_max_over_average", "must be > 1"
         if self.hourly_where is not None and self.hourly_where not in LIMIT_WHERE:
             yield "hourly_where", _one_of(self.hourly_where, LIMIT_WHERE)
+        if self.hourly_reading is not None and self.hourly_reading not in HOURLY_READINGS:
+            yield "hourly_reading", _one_of(self.hourly_reading, HOURLY_READINGS)
+        entries = {p.name for p in self.parameter}
+        for i, n in enumerate(self.narrative or ()):
+            if n.not_comparable_with is not None and n.not_comparable_with not in entries:
+                yield (f"narrative[{i}].not_comparable_with",
+                       f"names no [[limits.parameter]] entry: {n.not_comparable_with!r}")
         if self.slug_baseline is not None and self.slug_baseline not in SLUG_BASELINES:
             yield "slug_baseline", _one_of(self.slug_baseline, SLUG_BASELINES)
         if self.slug_max_gap_min is not None and self.slug_max_gap_min <= 0:

@@ -32,7 +32,15 @@ from ..errors import LayerError, SchemaError
 from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points, trace_upstream
 from .findings import CHECK_COLUMNS, event, fmt_time, lines, name_baseline, row, user_labels
-from .parameters import CANONICAL_UNIT, canonical_parameter, profile_limits, to_canonical
+from .hourly import hourly_events, hourly_params, span_note
+from .parameters import (
+    CANONICAL_UNIT,
+    canonical_parameter,
+    entry_quantities,
+    profile_limits,
+    to_canonical,
+)
+from .places import limits_at, narrative_names, narrative_rows
 from .plant_average import flow_weighted_rows, plant_ids
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,11 +308,21 @@ def check_samples(
     - ``normal_strength``: a limit with ``basis = "normal_strength"`` (Berlin
       ch. 16 definitions no. 29) is the basis of surcharge, not a
       prohibition: a result above it is ``above_normal_strength``.
+    - the place: a result is judged by the limits of where it was taken
+      (:func:`gisnet.sampling.places.limits_at`): entries of one quantity
+      (``measures``) at different places are told apart by the sample point,
+      not by how the parameter is spelled.
     - ``hourly``: a clock hour's mean at or above ``hourly_max_over_average`` x
-      the average of the same parameter at the same point over the 24-hour
-      period (the samples that formed it in ``baseline_*``); only for the
-      parameters limited in the hourly rule's section (all concentrations if
-      none is). With ``hourly_where = "plant_influent"`` it screens elsewhere.
+      the average the profile's ``hourly_reading`` takes (:mod:`.hourly`):
+      the listed average (``listed_average``, the default) or the same
+      parameter's average at the same point over the 24-hour period
+      (``measured_average``, the samples that formed it in ``baseline_*``);
+      only for the parameters limited in the hourly rule's section (all
+      concentrations if none is). With ``hourly_where = "plant_influent"`` it
+      screens elsewhere.
+    - ``narrative``: a parameter the ordinance limits in words only
+      (``[[limits.narrative]]``) is reported, not judged
+      (:func:`gisnet.sampling.places.narrative_rows`).
     - ``slug``: results above ``slug_factor`` x the baseline, in a continuous
       run (consecutive results no more than ``slug_max_gap_min`` apart) lasting
       more than ``slug_minutes`` from its first to its last result. The
@@ -334,7 +352,7 @@ def check_samples(
     DataFrame
         Columns :data:`CHECK_COLUMNS`, one row per finding or problem:
         ``kind`` (``exceedance`` | ``screening_exceedance`` |
-        ``above_normal_strength`` | ``problem``), ``rule``, ``basis``, ``point``
+        ``above_normal_strength`` | ``narrative`` | ``problem``), ``rule``, ``basis``, ``point``
         (``plant_influent`` | ``sewer``), ``manhole_id``, ``plant_id``,
         ``parameter``, ``start``, ``end``, ``duration_min``, ``n_samples``,
         ``value`` (the worst, in ``unit``, the canonical unit), ``limit``,
@@ -353,9 +371,13 @@ def check_samples(
         rows.append(row("problem", "malformed", manhole_id=b.get("manhole_id"),
                          parameter=b.get("parameter"), lines=str(b["line"]),
                          message=f"line {b['line']}: {b['problem']}"))
+    entries = entry_quantities(town.profile)
+    narrative = narrative_names(town.profile) - set(limits)
     known = set(limits)
     if len(df):
-        df["param"] = [canonical_parameter(p, known) for p in df["parameter"]]
+        names = known | set(entries) | narrative
+        df["param"] = [entries.get(c, c) if c is not None else None
+                       for c in (canonical_parameter(p, names) for p in df["parameter"])]
         conv = [to_canonical(v, u) for v, u in zip(df["value"], df["unit"], strict=True)]
         df["dim"] = [None if c is None else c[0] for c in conv]
         df["cvalue"] = [np.nan if c is None else c[1] for c in conv]
@@ -372,8 +394,11 @@ def check_samples(
     # known parameters without a limit: checked for slugs only where the slug rule
     # measures any constituent, else not at all
     slug_any = ctx.lim.slug_parameters is None and ctx.slug_baseline == "own_24h_average"
+    # limited in words only: reported as narrative (or not comparable), not judged
+    rows.extend(narrative_rows(town.profile, df, f"; checked for slugs only "
+                               f"({ctx.lim.slug_section})" if slug_any else ""))
     unlimited = ~df["param"].isin(known)
-    for name, g in df[unlimited].groupby("param", sort=True):
+    for name, g in df[unlimited & ~df["param"].isin(narrative)].groupby("param", sort=True):
         conc = g["dim"] == "concentration"
         what = f"{len(g)} result(s) not checked"
         if slug_any and conc.any():
@@ -436,6 +461,7 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
     point = "plant_influent" if at_plant else "sewer"
     plant = ctx.plant_id(mh)
     limits = ctx.limits.get(param, [])
+    here = limits_at(limits, at_plant)
     events: list[dict[str, Any]] = []
     common = {"manhole_id": mh, "parameter": param, "point": point, "plant_id": plant}
 
@@ -457,8 +483,8 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
             in_slug[a:b + 1] = True
             thr = factor * float(base[a])
             seg = vals[a:b + 1]
-            also = [x for x in limits if x.max is not None and x.basis is None
-                    and status(x.where) == "exceedance" and (seg > x.max).any()]
+            also = [x for x, k in here if x.max is not None and x.basis is None
+                    and k == "exceedance" and (seg > x.max).any()]
             normal_too = [x for x in limits if x.max is not None
                           and x.basis == "normal_strength" and (seg > x.max).any()]
             sec = "; ".join([str(lim.slug_section)] + [x.section for x in also])
@@ -487,9 +513,8 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
             else:
                 ev["baseline"] = float(base[a])
             events.append(ev)
-    # plain limits
-    for x in limits:
-        kind = "above_normal_strength" if x.basis == "normal_strength" else status(x.where)
+    # plain limits: those of the place the sample was taken
+    for x, kind in here:
         for side, bound in (("max", x.max), ("min", x.min)):
             if bound is None or (kind == "above_normal_strength" and side == "min"):
                 continue
@@ -510,18 +535,19 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
                     msg = (f"{param} {worst:g} {x.unit} above normal strength {bound:g} "
                            f"{x.unit}: the basis of surcharge ({x.section}), not a prohibition")
                 elif kind == "screening_exceedance":
+                    what = ("a limit on the average in the sewage as it arrives at the "
+                            "treatment plant" if x.basis == "average" else
+                            "a limit at the treatment plant's influent")
                     msg = (f"screening: {param} {worst:g} {x.unit} at manhole {mh} is above "
-                           f"{bound:g} {x.unit}, a limit on the average in the sewage as it "
-                           f"arrives at the treatment plant ({x.section}); not a violation "
+                           f"{bound:g} {x.unit}, {what} ({x.section}); not a violation "
                            "at a user's manhole")
                 events.append(event(kind, rule, g.iloc[a:b + 1], worst, x.unit, bound, x.unit,
                                      x.section, msg, times[a], times[b], basis="sample",
                                      **common))
-    # hourly
-    hourly_x = lim.hourly_max_over_average
-    if hourly_x and param in _hourly_params(ctx) and len(g) > 1:
-        events.extend(_hourly_events(ctx, g, vals, times, period, unit, float(hourly_x),
-                                     status(lim.hourly_where), common))
+    # hourly, by the profile's reading (gisnet.sampling.hourly)
+    if lim.hourly_max_over_average and param in hourly_params(ctx.limits, lim.hourly_section):
+        events.extend(hourly_events(lim, limits, g, vals, times, period, unit,
+                                    status(lim.hourly_where), common))
     return events
 
 
@@ -543,17 +569,6 @@ def _slug_baselines(ctx: _Context, param: str, vals: np.ndarray, period: np.ndar
     return base, used
 
 
-def _hourly_params(ctx: _Context) -> set[str]:
-    sec = ctx.lim.hourly_section
-    params = {p for p, ls in ctx.limits.items() if any(x.section == sec for x in ls)}
-    return params or {p for p, ls in ctx.limits.items() if ls[0].dimension == "concentration"}
-
-
-def _span_note(times: np.ndarray) -> str:
-    hours = (times[-1] - times[0]) / np.timedelta64(1, "h")
-    return f"; its results span {hours:.1f} h of the 24" if hours < 20 else ""
-
-
 def _average_events(x: Any, side: str, bound: float, g: pd.DataFrame, vals: np.ndarray,
                     times: np.ndarray, period: np.ndarray, kind: str, common: dict[str, Any]
                     ) -> list[dict[str, Any]]:
@@ -570,44 +585,10 @@ def _average_events(x: Any, side: str, bound: float, g: pd.DataFrame, vals: np.n
         t = times[sel]
         msg = (f"{common['parameter']} 24-hour average {m:.4g} {x.unit} {where} "
                f"({int(sel.sum())} result(s) {fmt_time(t[0])}..{fmt_time(t[-1])}"
-               f"{_span_note(t)}) {word} {bound:g} {x.unit}")
+               f"{span_note(t)}) {word} {bound:g} {x.unit}")
         ev = event(kind, side, g[sel], m, x.unit, bound, x.unit, x.section, msg, t[0], t[-1],
                     basis="24h_average", **common)
         out.append(ev)
-    return out
-
-
-def _hourly_events(ctx: _Context, g: pd.DataFrame, vals: np.ndarray, times: np.ndarray,
-                   period: np.ndarray, unit: str, factor: float, kind: str,
-                   common: dict[str, Any]) -> list[dict[str, Any]]:
-    """Clock hours at or above ``factor`` x the same point's 24-hour average."""
-    out = []
-    hour = pd.to_datetime(times).floor("h").to_numpy()
-    for k in np.unique(period):
-        sel = period == k
-        if sel.sum() < 2:
-            continue
-        avg = float(vals[sel].mean())
-        if not avg > 0:
-            continue
-        t = times[sel]
-        for h in np.unique(hour[sel]):
-            in_h = sel & (hour == h)
-            m = float(vals[in_h].mean())
-            if not exceeds(m, factor * avg, strict=False):
-                continue
-            msg = (f"hourly: {common['parameter']} mean {m:g} {unit} in the hour from "
-                   f"{fmt_time(h)} is {m / avg:.2f} x the 24-hour average {avg:.4g} {unit} "
-                   f"at the same point ({int(sel.sum())} result(s) {fmt_time(t[0])}.."
-                   f"{fmt_time(t[-1])}{_span_note(t)}; limit {factor:g} x)")
-            if kind == "screening_exceedance":
-                msg = ("screening: " + msg + "; the rule is on the sewage as it arrives at the "
-                       "treatment plant, not a violation at a user's manhole")
-            ev = event(kind, "hourly", g[in_h], m, unit, factor * avg, unit,
-                        str(ctx.lim.hourly_section), msg, h, h + np.timedelta64(59, "m"),
-                        basis="24h_average", **common)
-            name_baseline(ev, g[sel], avg)
-            out.append(ev)
     return out
 
 

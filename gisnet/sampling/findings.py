@@ -1,7 +1,8 @@
 """The rows :func:`gisnet.sampling.check_samples` returns: columns and builders.
 
 Each row is a finding (``exceedance``, ``screening_exceedance``,
-``above_normal_strength``) or a ``problem``; the columns are
+``above_normal_strength``), a ``narrative`` (a standard in words only) or a
+``problem``; the columns are
 :data:`CHECK_COLUMNS`, documented in docs/results.md ("Sample checks").
 Concentrations in mg/L, temperature in °F, pH in standard units.
 """
@@ -21,7 +22,7 @@ CHECK_COLUMNS = [
 ]
 
 #: Row kinds: the findings, a violation first, and the problems with the input.
-KINDS = ("exceedance", "screening_exceedance", "above_normal_strength", "problem")
+KINDS = ("exceedance", "screening_exceedance", "above_normal_strength", "narrative", "problem")
 
 
 def lines(g: pd.DataFrame) -> str:

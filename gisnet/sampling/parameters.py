@@ -34,8 +34,15 @@ PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
     "h2s": ("h2s", "hydrogen sulfide", "hydrogen sulphide"),
     "so2": ("so2", "sulfur dioxide", "sulphur dioxide"),
     "nox": ("nox", "oxides of nitrogen", "nitrogen oxides"),
-    "emulsified_oil_grease": ("emulsified oil grease", "oil and grease", "o&g", "fog",
-                              "emulsified oil and grease"),
+    # § 168-22.5C(3) limits "emulsified oil and grease" only: a total oil and grease
+    # (FOG, hexane extractable material) result is another parameter, oil_grease
+    "emulsified_oil_grease": ("emulsified oil grease", "emulsified oil and grease",
+                              "emulsified oil & grease", "emulsified o&g", "emulsified fog",
+                              "emulsified grease"),
+    "oil_grease": ("oil grease", "oil and grease", "oil & grease", "o&g", "fog",
+                   "fats oils and grease", "fats, oils and grease", "total oil and grease",
+                   "grease", "hem", "n hexane extractable material"),
+    "phenols": ("phenols", "phenol", "total phenols", "phenolics", "total phenolics"),
 }
 
 #: Unit spelling -> (dimension, factor to the canonical unit). Canonical units:
@@ -108,7 +115,11 @@ def to_canonical(value: float, unit: str) -> tuple[str, float] | None:
 
 @dataclass(frozen=True)
 class Limit:
-    """One ``[[limits.parameter]]`` entry of the profile, in canonical units."""
+    """One ``[[limits.parameter]]`` entry of the profile, in canonical units.
+
+    ``parameter`` is the quantity it limits (the entry's ``measures``, else its
+    name), ``entry`` the entry's own name.
+    """
 
     parameter: str
     dimension: str
@@ -118,13 +129,23 @@ class Limit:
     section: str
     basis: str | None
     where: str | None
+    entry: str = ""
+
+
+def entry_quantities(profile: Profile) -> dict[str, str]:
+    """Each ``[[limits.parameter]]`` entry's name -> the quantity it limits (``measures``,
+    else the name): a result spelled ``temperature_at_plant`` is a temperature."""
+    return {p.name: p.measures or p.name for p in profile.limits.parameter}
 
 
 def profile_limits(profile: Profile) -> dict[str, list[Limit]]:
-    """The profile's ``[[limits.parameter]]`` entries by parameter name.
+    """The profile's ``[[limits.parameter]]`` entries by the quantity they limit.
 
-    Limits are converted to the canonical unit of their dimension; an entry in
-    a unit gisnet does not know is logged and left out (not checked).
+    Entries with the same ``measures`` (Berlin's temperature in the sewer and at the
+    plant) are listed together: where the sample was taken decides which applies
+    (:func:`gisnet.sampling.places.limits_at`). Limits are converted to the
+    canonical unit of their dimension; an entry in a unit gisnet does not know is
+    logged and left out (not checked).
     """
     out: dict[str, list[Limit]] = {}
     for p in profile.limits.parameter:
@@ -135,9 +156,10 @@ def profile_limits(profile: Profile) -> dict[str, list[Limit]]:
             continue
         conv_max = None if p.max is None else to_canonical(p.max, p.unit)
         conv_min = None if p.min is None else to_canonical(p.min, p.unit)
-        out.setdefault(p.name, []).append(
-            Limit(p.name, dim_src[0], None if conv_max is None else conv_max[1],
+        quantity = p.measures or p.name
+        out.setdefault(quantity, []).append(
+            Limit(quantity, dim_src[0], None if conv_max is None else conv_max[1],
                   None if conv_min is None else conv_min[1],
-                  CANONICAL_UNIT[dim_src[0]], p.section, p.basis, p.where)
+                  CANONICAL_UNIT[dim_src[0]], p.section, p.basis, p.where, p.name)
         )
     return out

@@ -5,7 +5,11 @@ plant it drains to, its Significant Industrial User status under 40 CFR
 403.3(v) (>= 25,000 gpd average process wastewater, >= 5 % of the plant's
 design flow, or categorical; the numbers are the profile's ``[pretreatment]``)
 and the profile's local review threshold (Poughkeepsie § 168-22.5G(4): average
-flow > 10,000 gpd), each with its reason and section.
+flow > 10,000 gpd), each with its reason and section. A user the users layer
+marks not industrial (``industrial`` = no: a restaurant, a laundromat) is a
+discharger, not an industrial user: it is never an SIU (``industrial_user``
+False, said in ``siu_reason``); one with no ``industrial`` value counts as an
+industrial user, the layer's meaning, and its reason says so.
 
 Flows in gpd, plant design flow in MGD.
 """
@@ -31,8 +35,18 @@ log = logging.getLogger(__name__)
 PLAN_COLUMNS = [
     "user_id", "name", "building_id", "parcel_id", "main_id", "control_manhole_id", "plant_id",
     "path_length_ft", "process_flow_gpd", "categorical", "plant_design_flow_mgd",
-    "plant_share_pct", "siu", "siu_reason", "review", "review_reason", "section",
+    "plant_share_pct", "industrial_user", "siu", "siu_reason", "review", "review_reason",
+    "section",
 ]
+
+
+#: Reasons that say something of a user other than why it is significant.
+_NOT_SIU = ("process flow unknown", "not an industrial user", "industrial not recorded")
+
+
+def _siu_reasons(reasons: list[str]) -> list[str]:
+    """The reasons that make a user significant."""
+    return [r for r in reasons if not r.startswith(_NOT_SIU)]
 
 
 def fmt_gpd(x: float) -> str:
@@ -89,6 +103,9 @@ def sampling_plan(
         if "process_flow_gpd" in users else pd.Series(np.nan, index=users.index)
     categorical = users["categorical"].fillna(False).astype(bool) \
         if "categorical" in users else pd.Series(False, index=users.index)
+    marked = users["industrial"].astype("boolean") if "industrial" in users \
+        else pd.Series(pd.NA, index=users.index, dtype="boolean")
+    industrial = marked.fillna(True).astype(bool)
     plant_id = uid.map(cm["plant_id"])
     design = _plant_design_mgd(town)
     design_mgd = plant_id.map(design).astype(float)
@@ -103,19 +120,24 @@ def sampling_plan(
     for i in range(len(users)):
         f, s, c = flow.iloc[i], share.iloc[i], bool(categorical.iloc[i])
         reasons = []
-        if pd.notna(f) and exceeds(f, thr, strict=False):
+        if not industrial.iloc[i]:
+            reasons.append("not an industrial user (users layer: industrial = no): a "
+                           "discharger, not an industrial user or SIU")
+        elif pd.isna(marked.iloc[i]):
+            reasons.append("industrial not recorded: counted as an industrial user")
+        if industrial.iloc[i] and pd.notna(f) and exceeds(f, thr, strict=False):
             reasons.append(f"process wastewater {fmt_gpd(f)} >= {fmt_gpd(thr)}")
-        if pd.notna(s) and exceeds(s, frac, strict=False):
+        if industrial.iloc[i] and pd.notna(s) and exceeds(s, frac, strict=False):
             reasons.append(
                 f"process wastewater {s:.1%} of plant {plant_id.iloc[i]} design flow "
                 f"{design_mgd.iloc[i]:g} MGD (>= {frac:.0%})"
             )
         # a profile that leaves siu_categorical out (None) does not count categorical users
-        if c and pre.siu_categorical:
+        if industrial.iloc[i] and c and pre.siu_categorical:
             reasons.append("categorical industrial user")
-        if pd.isna(f) and not reasons:
+        if industrial.iloc[i] and pd.isna(f) and not _siu_reasons(reasons):
             reasons.append("process flow unknown: status cannot be decided")
-        siu[i] = any(not r.startswith("process flow unknown") for r in reasons)
+        siu[i] = bool(industrial.iloc[i]) and bool(_siu_reasons(reasons))
         rows_reason.append("; ".join(reasons))
         rr = ""
         if local is not None:
@@ -156,6 +178,7 @@ def sampling_plan(
             "categorical": categorical.to_numpy(bool),
             "plant_design_flow_mgd": design_mgd.to_numpy(float),
             "plant_share_pct": (share * 100).to_numpy(float),
+            "industrial_user": industrial.to_numpy(bool),
             "siu": siu,
             "siu_reason": rows_reason,
             "review": review,
