@@ -98,7 +98,10 @@ def format_summary(s: dict) -> str:
         p = s["pipes"]
         lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
                      f"surcharged {p['surcharged']}, "
-                     f"no capacity (slope/diameter) {p['no_capacity']}")
+                     f"no capacity (zero/adverse slope) {p['no_capacity']}, "
+                     f"capacity unknown (no diameter/slope) {p.get('capacity_unknown', 0)}"
+                     + (f", diameter assumed (largest upstream) {p['diameter_assumed']}"
+                        if p.get("diameter_assumed") else ""))
     for pl in s.get("plants", []):
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
