@@ -92,7 +92,7 @@ def test_without_the_switch_a_pipe_without_a_diameter_is_unknown(runs):
 
 
 def test_with_the_switch_a_pipe_takes_the_largest_diameter_upstream(runs):
-    town, _, res = runs["largest_upstream"]
+    _, _, res = runs["largest_upstream"]
     p = res.pipes.set_index("main_id")
     assert p.loc["C", "diameter_in"] == 10.0  # B's 10 in, larger than A's 8 in
     assert p.loc["E", "diameter_in"] == 10.0  # A 8, B 10, D 8 upstream: 10

@@ -188,7 +188,7 @@ def _type_ok(s: pd.Series, typ: str) -> bool:
 @pytest.mark.slow
 def test_layers_have_exactly_the_documented_columns(res, columns: dict, file_only: set) -> None:
     assert set(res.layers()) == set(columns) - COMMAND_LAYERS, "the sample town yields every layer"
-    assert file_only == {("quality", "geometry_wkt")}
+    assert file_only == {("quality", "geometry_wkt"), ("worklist", "geometry_wkt")}
     for layer, df in res.layers().items():
         assert list(df.columns) == [c for c, _, _ in columns[layer]
                                     if (layer, c) not in file_only], layer

@@ -106,6 +106,9 @@ def format_summary(s: dict) -> str:
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
         lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
+    if s.get("worklist"):
+        lines.append(f"  worklist: {len(s['worklist'])} fix(es) ranked (layer worklist; "
+                     "gisnet validate prints them); first: " + s["worklist"][0])
     for name, why in s.get("not_computed", {}).items():
         lines.append(f"  not computed: {name}: {why}")
     lines.append("  wrote: " + ", ".join(s["files"]))
