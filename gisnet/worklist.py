@@ -238,12 +238,12 @@ def worklist(quality: pd.DataFrame, G: nx.MultiDiGraph, town: Any = None) -> gpd
     -------
     geopandas.GeoDataFrame
         Layer ``worklist`` (docs/results.md): ``rank, kind, severity, action, count,
-        ids, more_ids, length_ft, share`` and the geometry to zoom to (points, lines
+        ids, more_ids, affected_length_ft, share`` and the geometry to zoom to (points, lines
         or a collection; working CRS), ordered by ``rank``.
     """
     crs = G.graph.get("crs")
-    cols = ["rank", "kind", "severity", "action", "count", "ids", "more_ids", "length_ft",
-            "share"]
+    cols = ["rank", "kind", "severity", "action", "count", "ids", "more_ids",
+            "affected_length_ft", "share"]
     q = quality[quality["severity"].isin(list(_SEVERITY_ORDER))] if len(quality) else quality
     q = q[~q["kind"].isin(list(SAME_AS))] if len(q) else q
     if not len(q):
@@ -264,7 +264,8 @@ def worklist(quality: pd.DataFrame, G: nx.MultiDiGraph, town: Any = None) -> gpd
         rows.append({"kind": kind, "severity": sev,
                      "action": _action(kind, n, part["message"].astype(str).tolist(), place),
                      "count": max(n, 1), "ids": ",".join(ids[:IDS_SHOWN]),
-                     "more_ids": max(max(n, len(ids)) - IDS_SHOWN, 0), "length_ft": length,
+                     "more_ids": max(max(n, len(ids)) - IDS_SHOWN, 0),
+                     "affected_length_ft": length,
                      "share": min(length / net.total_ft, 1.0),
                      "geometry": net.geometry(kind, ids, geoms,
                                               sorted(set(part["layer"].dropna().astype(str))))})
