@@ -35,7 +35,7 @@ LAYER_STEP: dict[str, str] = {
     "connection_zone": "obligations", "frontage": "obligations",
     "control_manholes": "control", "control_paths": "control", "sampling_plan": "control",
     "pipes_capacity": "capacity", "plants": "capacity",
-    "quality": "quality",
+    "quality": "quality", "worklist": "quality",
 }
 
 
@@ -53,6 +53,7 @@ class FollowUps:
     control: ControlResult | None
     capacity: Any
     quality: gpd.GeoDataFrame | None
+    worklist: gpd.GeoDataFrame | None
     unavailable: list[Unavailable]
     files: list[Path | str]
     _index: Any
@@ -71,6 +72,8 @@ class FollowUps:
                 out.update(part.layers())
         if self.quality is not None:
             out["quality"] = self.quality
+        if self.worklist is not None:
+            out["worklist"] = self.worklist
         return out
 
     def _need(self, step: str, what: str) -> Any:

@@ -50,4 +50,5 @@ SIMPLE_COLOURS: dict[str, str] = {
     "control_paths": "#7b3294",
     "sampling_plan": "#e7298a",
     "plants": "#1b9e77",
+    "worklist": "#d95f02",
 }

@@ -49,6 +49,7 @@ from .results import (
 from .serialize import to_jsonable
 from .threads import default_threads
 from .town import Town
+from .worklist import worklist, worklist_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     import folium
@@ -98,6 +99,8 @@ class Results(FollowUps):
     quality
         The data-quality layer: the loader's, the graph's and the capacity
         run's findings.
+    worklist
+        The fixes a technician can make, ranked (:func:`gisnet.worklist.worklist`).
     unavailable
         What could not be answered, and why.
     timings_s
@@ -122,6 +125,7 @@ class Results(FollowUps):
     control: ControlResult | None = None
     capacity: Any = None
     quality: gpd.GeoDataFrame | None = None
+    worklist: gpd.GeoDataFrame | None = None
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path | str] = field(default_factory=list)
@@ -151,6 +155,8 @@ class Results(FollowUps):
             out["graph"] = graph_summary(self.graph)
         if self.quality is not None:
             out["quality"] = quality_totals(self.quality)["by_severity"]
+        if self.worklist is not None:
+            out["worklist"] = worklist_lines(self.worklist)
         if self.obligations is not None and self.obligations.totals:
             out["obligations"] = self.obligations.totals
         if self.control is not None:
@@ -294,7 +300,7 @@ def analyse(
         ``obligations``, ``obligation_evidence``, ``connection_zone``,
         ``frontage``, ``control_manholes``, ``control_paths``,
         ``sampling_plan`` (when there are users), ``pipes_capacity``,
-        ``plants`` and ``quality``.
+        ``plants``, ``quality`` and ``worklist``.
     """
 
     todo = _steps(only)
@@ -376,6 +382,7 @@ def analyse(
 
             extra = Report(list(town.report.findings) + list(cap_report.findings))
         res.quality = quality_gdf(G, extra=extra)
+        res.worklist = worklist(res.quality, G, town)
     return res
 
 

@@ -89,6 +89,10 @@ class TownSettings:
         ``in`` or ``mm``.
     manning_n_by_material
         Use the material-specific as-built Manning n instead of the design n.
+    assume_diameters
+        ``largest_upstream``: a pipe without a diameter takes the largest diameter
+        upstream of it for its capacity (:func:`gisnet.capacity.diameters.assume_diameters`);
+        None (default): its capacity is unknown.
     """
 
     snap_tolerance_ft: float = DEFAULT_SNAP_TOLERANCE_FT
@@ -97,6 +101,7 @@ class TownSettings:
     slope_units: str = "ft/ft"
     diameter_units: str = "in"
     manning_n_by_material: bool = False
+    assume_diameters: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -125,6 +130,7 @@ class TownSettings:
             slope_units=tf.slope_units,
             diameter_units=tf.diameter_units,
             manning_n_by_material=tf.manning_n_by_material,
+            assume_diameters=tf.assume_diameters,
             extra={**dict(extra or {}), "mains_inverts": None if mains is None else mains.inverts,
                    "splits": dict(tf.splits), "swmm_model": tf.swmm_model},
         )

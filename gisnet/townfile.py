@@ -92,8 +92,11 @@ DIAMETER_UNITS = ("in", "mm")
 _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
     "units", "layers", "plant_flows", "manning_n_by_material", "notices", "output",
-    "splits", "swmm",
+    "splits", "swmm", "assume_diameters",
 }
+#: ``assume_diameters`` values: how a pipe without a diameter gets one for its capacity
+#: (:func:`gisnet.capacity.diameters.assume_diameters`).
+ASSUME_DIAMETERS = ("largest_upstream",)
 _LAYER_KEYS = {"path", "layer", "where", "crs", "columns", "values", "defaults", "units",
                "inverts"}
 _UNIT_KEYS = {"slope": SLOPE_UNITS, "diameter": DIAMETER_UNITS}
@@ -177,6 +180,10 @@ class TownFile:
         Town-wide source units (layers may override).
     manning_n_by_material
         Use as-built Manning n by material.
+    assume_diameters
+        ``largest_upstream``: a pipe without a diameter takes the largest diameter
+        upstream of it for its capacity (flagged ``diameter_assumed``); None: its
+        capacity stays unknown.
     plant_flows
         Monthly plant-flow CSV, absolute, or None.
     notice_template
@@ -213,6 +220,7 @@ class TownFile:
     slope_units: str = "ft/ft"
     diameter_units: str = "in"
     manning_n_by_material: bool = False
+    assume_diameters: str | None = None
     plant_flows: Path | None = None
     notice_template: Path | None = None
     notice_blocks: dict[str, str] = field(default_factory=dict)
@@ -486,6 +494,12 @@ class _Checker:
             if not isinstance(data["manning_n_by_material"], bool):
                 raise self.fail("manning_n_by_material", "must be true or false")
             tf.manning_n_by_material = data["manning_n_by_material"]
+        if "assume_diameters" in data:
+            v = data["assume_diameters"]
+            if v not in ASSUME_DIAMETERS:
+                raise self.fail("assume_diameters", f"must be one of {ASSUME_DIAMETERS}, "
+                                                    f"not {v!r}")
+            tf.assume_diameters = v
         if "units" in data:
             self.units(data["units"], "units", tf)
         if "plant_flows" in data:

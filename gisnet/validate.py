@@ -20,13 +20,23 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from . import schema
 from .errors import GisnetError
 from .io import crs_label
 from .report import Finding, Report
+from .serialize import to_jsonable
 from .town import Town
+from .worklist import worklist, worklist_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+#: Worklist rows ``gisnet validate`` prints (all are in ``--json`` and the layer).
+WORKLIST_SHOWN = 15
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +234,11 @@ class ValidationReport:
         Findings not tied to one layer (working CRS, graph-wide findings).
     error
         The reason the town could not be loaded, if it could not.
+    verdicts
+        What each analysis can answer.
+    worklist
+        The ranked fixes (:func:`gisnet.worklist.worklist` rows without geometry),
+        printed first.
     """
 
     town: str
@@ -232,6 +247,7 @@ class ValidationReport:
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
     verdicts: list[Verdict] = field(default_factory=list)
+    worklist: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -264,6 +280,7 @@ class ValidationReport:
             "layers": [s.as_dict() for s in self.layers],
             "findings": [f.as_dict() for f in self.findings],
             "verdicts": [v.as_dict() for v in self.verdicts],
+            "worklist": self.worklist,
         }
 
     def to_json(self, **kw: Any) -> str:
@@ -281,6 +298,11 @@ class ValidationReport:
         lines.append(f"working CRS: {self.crs}")
         # first: how much of the network drains to a plant, how much only to an assumed end
         lines += [f"drains: {f.message}" for f in self.all_findings if f.kind == "drainage"]
+        if self.worklist:
+            lines.append(f"fix first ({len(self.worklist)} row(s) in the worklist, ranked by "
+                         "the share of the network's pipe length they affect):")
+            lines += ["  " + x for x in worklist_lines(pd.DataFrame(self.worklist),
+                                                        top=WORKLIST_SHOWN)]
         lines += grouped_lines([f for f in self.findings if f.kind != "drainage"])
         for s in self.layers:
             lines.append("")
@@ -310,7 +332,8 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
+def validate_town(town: Town, extra: Report | None = None,
+                  graph: nx.MultiDiGraph | None = None) -> ValidationReport:
     """Summarise a loaded town per layer, with every finding.
 
     Parameters
@@ -320,6 +343,9 @@ def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
     extra
         More findings to include (for example ``G.graph["report"]`` of the
         sewer graph); each goes under its ``layer`` or, without one, town-wide.
+    graph
+        The sewer graph: with it the report holds the ranked worklist
+        (:func:`gisnet.worklist.worklist` of these findings).
 
     Returns
     -------
@@ -343,6 +369,10 @@ def validate_town(town: Town, extra: Report | None = None) -> ValidationReport:
                              info.features_read, len(gdf), dict(info.mapping))
         by_role[role] = s
         report.layers.append(s)
+    if graph is not None:
+        wl = worklist(Report(findings).to_gdf(town.crs), graph, town)
+        report.worklist = to_jsonable(pd.DataFrame(wl.drop(columns=wl.geometry.name))
+                                      .to_dict("records"))
     for f in findings:
         if f.layer in by_role:
             by_role[f.layer].findings.append(f)

@@ -328,7 +328,8 @@ def test_totals_and_layers(five):
     # as gisnet run's summary: counts of the pipes_capacity layer, each plant's row
     assert res.totals["pipes"] == {
         "pipes": 5, "over_threshold": int(p["over_threshold"].sum()),
-        "surcharged": int(p["surcharged"].sum()), "no_capacity": 0}
+        "surcharged": int(p["surcharged"].sum()), "no_capacity": 0, "capacity_unknown": 0,
+        "diameter_assumed": 0}
     (plant,) = res.totals["plants"]
     assert plant["plant_id"] == "P1" and plant["basis"] == "accumulated"
     assert plant["ratio"] == pytest.approx(0.69) and plant["over_threshold"] is False

@@ -35,6 +35,7 @@ LAYERS = {
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
     "pipes_capacity", "plants", "swmm_comparison", "swmm_original_comparison",
+    "worklist",
 }
 #: Layers written by a command of their own, not by ``analyse`` (tests/test_swmm.py checks them).
 COMMAND_LAYERS = {"swmm_comparison", "swmm_original_comparison"}
@@ -188,7 +189,7 @@ def _type_ok(s: pd.Series, typ: str) -> bool:
 @pytest.mark.slow
 def test_layers_have_exactly_the_documented_columns(res, columns: dict, file_only: set) -> None:
     assert set(res.layers()) == set(columns) - COMMAND_LAYERS, "the sample town yields every layer"
-    assert file_only == {("quality", "geometry_wkt")}
+    assert file_only == {("quality", "geometry_wkt"), ("worklist", "geometry_wkt")}
     for layer, df in res.layers().items():
         assert list(df.columns) == [c for c, _, _ in columns[layer]
                                     if (layer, c) not in file_only], layer

@@ -32,6 +32,7 @@ from ..report import Report
 from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points
 from ..units import CFS_TO_GPD
+from .diameters import ASSUME_LARGEST_UPSTREAM, assume_diameters
 from .formulas import min_slope_ft_per_ft, peaking_factor
 from .network import (
     Accumulation,
@@ -45,13 +46,18 @@ from .plants import plant_layer
 from .sections import edge_sections, full_flow_cfs
 from .splits import split_rule
 
-__all__ = ["PIPE_FLAGS", "CapacityResult", "compute_capacity"]
+__all__ = ["PIPE_FLAGS", "CapacityResult", "capacity_status", "compute_capacity"]
 
 log = logging.getLogger(__name__)
 
 #: Flags of the ``pipes_capacity`` layer's ``flags`` column, in the order written.
-PIPE_FLAGS = ("no_slope", "adverse_slope", "flat_slope", "no_diameter", "force_main", "inactive",
-              "no_sanitary_flow", "cycle", "low_velocity", "below_min_slope", "flow_split")
+PIPE_FLAGS = ("no_slope", "adverse_slope", "flat_slope", "no_diameter", "diameter_assumed",
+              "force_main", "inactive", "no_sanitary_flow", "cycle", "low_velocity",
+              "below_min_slope", "flow_split")
+#: ``capacity_status`` of a pipe whose full-flow capacity was computed.
+COMPUTED = "computed"
+#: ``capacity_status`` of a computed pipe whose diameter was assumed.
+COMPUTED_ASSUMED = "computed (diameter assumed: largest upstream)"
 
 
 def _plain(v: Any) -> Any:
@@ -115,7 +121,8 @@ class CapacityResult:
 
         p = self.totals.get("pipes", {})
         lines = [f"pipes {p.get('pipes', 0)}: over threshold {p.get('over_threshold', 0)}, "
-                 f"surcharged {p.get('surcharged', 0)}, no capacity {p.get('no_capacity', 0)}"]
+                 f"surcharged {p.get('surcharged', 0)}, no capacity {p.get('no_capacity', 0)}, "
+                 f"capacity unknown {p.get('capacity_unknown', 0)}"]
         pl = self.plants
         if pl is not None and len(pl) and "ratio" in pl.columns:
             lines.append("plants: " + ", ".join(
@@ -130,16 +137,20 @@ class CapacityResult:
     @property
     def totals(self) -> dict[str, Any]:
         """Headline figures: ``pipes`` (pipes, over_threshold, surcharged,
-        no_capacity) and ``plants`` (each plant's flow against design flow);
+        no_capacity: a zero or adverse slope, capacity_unknown: no diameter or no
+        slope, diameter_assumed) and ``plants`` (each plant's flow against design flow);
         a key is left out when its layer is empty."""
         out: dict[str, Any] = {}
         pc = self.pipes
         if pc is not None and len(pc):
+            status = pc["capacity_status"].astype(str)
             out["pipes"] = {
                 "pipes": len(pc),
                 "over_threshold": int(pc["over_threshold"].fillna(False).astype(bool).sum()),
                 "surcharged": int(pc["surcharged"].fillna(False).astype(bool).sum()),
-                "no_capacity": int(pc["capacity_gpd"].isna().sum()),
+                "no_capacity": int(status.str.startswith("none:").sum()),
+                "capacity_unknown": int(status.str.startswith("unknown").sum()),
+                "diameter_assumed": int((status == COMPUTED_ASSUMED).sum()),
             }
         pl = self.plants
         if pl is not None and len(pl):
@@ -246,6 +257,75 @@ def _flags(masks: dict[str, np.ndarray], m: int) -> np.ndarray:
     return flags
 
 
+def _diameters(report: Report, town: Any, net: Network, flow_edge: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Each edge's diameter (in), and the edges whose diameter was assumed: the town's
+    ``assume_diameters`` (:mod:`.diameters`), said once as the finding ``diameter_assumed``."""
+    choice = getattr(town.settings, "assume_diameters", None)
+    if choice is None:
+        return net.diameter_in, np.zeros(len(net.keys), dtype=bool)
+    if choice != ASSUME_LARGEST_UPSTREAM:
+        raise ConfigError(f"assume_diameters = {choice!r}: the one choice is "
+                          f"{ASSUME_LARGEST_UPSTREAM!r}")
+    known = edge_sections(town.layers.get("mains"), net.main_id, net.diameter_in).area_ft2 > 0
+    diameter, assumed = assume_diameters(net, flow_edge, known)
+    if assumed.any():
+        ids = net.keys[assumed]
+        report.add("diameter_assumed", "warning",
+                   f"{len(ids)} pipe(s) without a diameter take the largest diameter upstream "
+                   "of them for their capacity (assume_diameters = \"largest_upstream\" in "
+                   f"the town file; flag diameter_assumed): {', '.join(ids[:10])}"
+                   + (f" and {len(ids) - 10} more" if len(ids) > 10 else ""),
+                   layer="mains", feature_id=",".join(ids[:200]))
+    return diameter, assumed
+
+
+def capacity_status(masks: dict[str, np.ndarray], cap_cfs: np.ndarray) -> np.ndarray:
+    """The ``capacity_status`` column: ``computed`` (or ``computed (diameter assumed:
+    largest upstream)``), ``none: adverse slope`` / ``none: flat slope`` (Manning
+    gives no capacity whatever the diameter), ``unknown: no diameter``, ``unknown:
+    no slope``, ``unknown: no diameter, no slope``, ``n/a: force main``, or
+    ``unknown`` (a missing roughness or section)."""
+    m = len(cap_cfs)
+    known = np.isfinite(cap_cfs)
+    out = np.full(m, "unknown", dtype=object)
+    nd, ns = masks["no_diameter"], masks["no_slope"]
+    out[nd] = "unknown: no diameter"
+    out[ns] = "unknown: no slope"
+    out[nd & ns] = "unknown: no diameter, no slope"
+    out[masks["flat_slope"]] = "none: flat slope"
+    out[masks["adverse_slope"]] = "none: adverse slope"
+    out[known] = COMPUTED
+    out[known & masks["diameter_assumed"]] = COMPUTED_ASSUMED
+    out[masks["force_main"]] = "n/a: force main"
+    return out
+
+
+def _report_capacity(report: Report, town: Any, net: Network,
+                     masks: dict[str, np.ndarray]) -> None:
+    """Findings ``no_capacity_adverse_slope``, ``no_capacity_flat_slope`` (Manning gives
+    none) and ``capacity_unknown_no_diameter``, ``capacity_unknown_no_slope``."""
+    switch = getattr(town.settings, "assume_diameters", None)
+    hint = {"no_diameter": " (nothing upstream has a diameter)" if switch else
+            "; assume_diameters = \"largest_upstream\" in the town file gives such a pipe "
+            "the largest diameter upstream of it"}
+    for name, kind, what in (
+            ("adverse_slope", "no_capacity_adverse_slope", "have no capacity (adverse slope)"),
+            ("flat_slope", "no_capacity_flat_slope", "have no capacity (flat slope)"),
+            ("no_diameter", "capacity_unknown_no_diameter", "capacity unknown: no diameter"),
+            ("no_slope", "capacity_unknown_no_slope",
+             "capacity unknown: no slope (no inverts, no stored slope)")):
+        mask = masks[name]
+        if name in ("no_diameter", "no_slope"):
+            mask = mask & ~masks["adverse_slope"] & ~masks["flat_slope"]
+        if mask.any():
+            ids = net.keys[mask]
+            report.add(kind, "warning",
+                       f"{len(ids)} pipe(s) {what}: {', '.join(ids[:10])}"
+                       + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+                       + hint.get(name, ""), layer="mains", feature_id=",".join(ids[:200]))
+
+
 def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | None = None,
                      index: DownstreamIndex | None = None) -> CapacityResult:
     """Flows accumulated down the network against every pipe's and plant's capacity.
@@ -271,7 +351,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         CRS): ``main_id, edge_key, from_node, to_node, diameter_in, length_ft,
         slope`` (ft/ft), ``slope_source`` (inverts | stored | none),
         ``manning_n, capacity_gpd, capacity_cfs`` (full flow, NaN when
-        unknown), ``avg_flow_gpd, industrial_flow_gpd, peak_flow_gpd,
+        unknown), ``capacity_status`` (:func:`capacity_status`: computed, or why
+        not), ``avg_flow_gpd, industrial_flow_gpd, peak_flow_gpd,
         population`` (persons upstream), ``peaking_factor, utilization,
         over_threshold, deficient, surcharged, velocity_fps`` (full flow),
         ``min_slope`` (ft/ft, NaN where the profile tabulates none),
@@ -289,8 +370,11 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     Notes
     -----
     Slope is ``(up_invert_ft - down_invert_ft) / length_ft`` when both inverts
-    and the length exist, else the stored slope. A zero or adverse slope, or
-    no diameter, gives no capacity (NaN) and a flag; it is never floored.
+    and the length exist, else the stored slope. A zero or adverse slope gives
+    no capacity, no diameter or no slope an unknown one (NaN, a flag and
+    ``capacity_status`` saying which); it is never floored. With the town's
+    ``assume_diameters = "largest_upstream"`` a pipe without a diameter takes the
+    largest one upstream of it (:mod:`.diameters`; flag ``diameter_assumed``).
     Peak flow = domestic average x peaking factor(upstream population) +
     industrial average. Utilization = peak / full-flow capacity;
     ``over_threshold``, ``deficient`` and ``surcharged`` are strict ``>``
@@ -317,20 +401,21 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     slope_source = np.where(from_inv, "inverts",
                             np.where(np.isfinite(net.stored_slope), "stored", "none"))
     n_arr = _manning_n(town, net)
-    sections = edge_sections(town.layers.get("mains"), net.main_id, net.diameter_in)
+    flow_edge = sanitary_flow_edges(net)
+    diameter, assumed = _diameters(report, town, net, flow_edge)
+    sections = edge_sections(town.layers.get("mains"), net.main_id, diameter)
     cap_cfs = full_flow_cfs(sections.area_ft2, sections.radius_ft, slope, n_arr,
                             sections.barrels)
     cap_cfs = np.where(net.gravity, cap_cfs, np.nan)
     cap_gpd = cap_cfs * CFS_TO_GPD
     with np.errstate(invalid="ignore", divide="ignore"):
         velocity = cap_cfs / (sections.area_ft2 * sections.barrels)
-    min_slope = min_slope_ft_per_ft(net.diameter_in, cap.min_slope_pct)
+    min_slope = min_slope_ft_per_ft(diameter, cap.min_slope_pct)
 
     # Flows.
     flows = parcel_flows(town)
     _report_flows(report, town, flows)
     local = _local_inflow(report, town, net, points, flows)
-    flow_edge = sanitary_flow_edges(net)
     stray = (local.sum(axis=1) > 0) & ~flow_edge
     if stray.any():
         report.add("flow_on_excluded_main", "warning",
@@ -359,6 +444,7 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "adverse_slope": grav & np.isfinite(slope) & (slope < 0),
         "flat_slope": grav & np.isfinite(slope) & (slope == 0),
         "no_diameter": grav & ~(sections.area_ft2 > 0),
+        "diameter_assumed": assumed,
         "force_main": ~grav,
         "inactive": ~flow_edge & ~net.active,
         "no_sanitary_flow": ~flow_edge & net.active,
@@ -374,13 +460,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     split_basis = np.full(m, "", dtype=object)
     for e in np.flatnonzero(is_split).tolist():
         split_basis[e] = node_basis.get(str(net.nodes[acc.rep[net.u[e]]]), "")
-    for name in ("adverse_slope", "flat_slope", "no_diameter", "no_slope"):
-        mask = masks[name]
-        if mask.any():
-            report.add(f"no_capacity_{name}", "warning",
-                       f"{int(mask.sum())} pipe(s) have no capacity ({name.replace('_', ' ')}): "
-                       f"{', '.join(net.keys[mask][:10])}", layer="mains",
-                       feature_id=",".join(net.keys[mask][:200]))
+    status = capacity_status(masks, cap_cfs)
+    _report_capacity(report, town, net, masks)
 
     thr = float(cap.utilization_threshold)
     over = exceeds(util, thr)
@@ -393,13 +474,16 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
         "edge_key": net.keys,
         "from_node": node_ids[net.u] if m else np.array([], dtype=object),
         "to_node": node_ids[net.v] if m else np.array([], dtype=object),
-        "diameter_in": net.diameter_in,
+        "diameter_in": diameter,
+        "diameter_source": np.where(assumed, "largest upstream",
+                                    np.where(np.isfinite(diameter), "data", "none")),
         "length_ft": net.length_ft,
         "slope": slope,
         "slope_source": slope_source,
         "manning_n": n_arr,
         "capacity_gpd": cap_gpd,
         "capacity_cfs": cap_cfs,
+        "capacity_status": status,
         "avg_flow_gpd": avg,
         "industrial_flow_gpd": ind,
         "peak_flow_gpd": peak,

@@ -100,13 +100,19 @@ def format_summary(s: dict) -> str:
         p = s["pipes"]
         lines.append(f"  pipes: {p['pipes']}, over threshold {p['over_threshold']}, "
                      f"surcharged {p['surcharged']}, "
-                     f"no capacity (slope/diameter) {p['no_capacity']}")
+                     f"no capacity (zero/adverse slope) {p['no_capacity']}, "
+                     f"capacity unknown (no diameter/slope) {p.get('capacity_unknown', 0)}"
+                     + (f", diameter assumed (largest upstream) {p['diameter_assumed']}"
+                        if p.get("diameter_assumed") else ""))
     for pl in s.get("plants", []):
         ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
         if pl.get("missing_months"):
             ratio = f"cannot say: months missing {pl['missing_months']}"
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
         lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
+    if s.get("worklist"):
+        lines.append(f"  worklist: {len(s['worklist'])} fix(es) ranked (layer worklist; "
+                     "gisnet validate prints them); first: " + s["worklist"][0])
     for name, why in s.get("not_computed", {}).items():
         lines.append(f"  not computed: {name}: {why}")
     lines.append("  wrote: " + ", ".join(s["files"]))

@@ -40,12 +40,13 @@ def run(args: argparse.Namespace) -> int:
         report_log.setLevel(logging.ERROR)
     try:
         town = load_town(args)
-        extra = None
+        extra = G = None
         if args.graph and len(town.layers["mains"]):
             from ..graph import build_sewer_graph
 
             progress(args, "building the sewer graph")
-            extra = build_sewer_graph(town).graph["report"]
+            G = build_sewer_graph(town)
+            extra = G.graph["report"]
     except GisnetError as exc:
         if not args.json:
             raise
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         return exc.exit_code
     finally:
         report_log.setLevel(saved)
-    report = validate_town(town, extra)
+    report = validate_town(town, extra, graph=G)
     if args.json:
         print(report.to_json())
     elif not args.quiet:

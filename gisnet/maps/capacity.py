@@ -33,7 +33,8 @@ from .layers import parcels_layer, plants_layer, with_main_geometry
 if TYPE_CHECKING:  # pragma: no cover
     from ..profile import Profile
 
-CAPACITY_ORDER = ("main_id", "diameter_in", "slope", "capacity_gpd", "avg_flow_gpd",
+CAPACITY_ORDER = ("main_id", "diameter_in", "slope", "capacity_gpd", "capacity_status",
+                  "avg_flow_gpd",
                   "peak_flow_gpd", "utilization", "velocity_fps", "flags")
 #: Boolean columns of a capacity result that decide a pipe's class when present.
 CLASS_FLAG_COLUMNS = ("over_threshold", "deficient", "surcharged")
@@ -132,7 +133,12 @@ def capacity_layers(ctx: MapContext) -> tuple[list[MapLayer], list[dict[str, str
             "nocapacity": "zero or adverse slope: no Manning capacity (not floored)",
             "unknown": None,
         }
-        props["rule"] = [rule[c] for c in cls]
+        status = (pipes["capacity_status"].astype(object).fillna("").astype(str).to_numpy()
+                  if "capacity_status" in pipes.columns else np.full(len(pipes), ""))
+        # an unknown pipe says why (capacity unknown: no diameter, no slope...)
+        props["rule"] = [rule[c] if rule[c] is not None or c != "unknown" or not st
+                         or st.startswith("computed") else f"capacity {st}"
+                         for c, st in zip(cls, status, strict=True)]
         fields: list[tuple[Any, ...]] = [(field_label(c), c) for c in cols]
         fields[1:1] = [("Class", "class")]
         fields.append(("Rule", "rule", True))

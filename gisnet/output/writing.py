@@ -259,7 +259,7 @@ def rounded(df: pd.DataFrame) -> pd.DataFrame:
 #: Layers whose findings have places of several geometry types (points, lines)
 #: and are written as one Point layer: each row at its shape's representative
 #: point, the whole shape kept as WKT in ``geometry_wkt`` (see :func:`file_form`).
-POINT_LAYERS = ("quality",)
+POINT_LAYERS = ("quality", "worklist")
 #: Decimals of the coordinates in written WKT (0.001 CRS unit).
 WKT_DECIMALS = 3
 
