@@ -9,8 +9,11 @@ layer control, colours, popups) and draws those layers with protomaps-leaflet
 (vendored in ``gisnet/static/protomaps-leaflet``, BSD-3-Clause), which reads
 the archives with HTTP range requests. Smaller layers stay inside the page.
 
-Such a page needs a web server: ``gisnet serve --maps DIR`` serves the pages
-and archives (``http://HOST:PORT/maps/index.html``). Small towns keep the
+The page's search box finds every feature of the tiled layers, not only what the
+page holds: an index of their ids and addresses is written beside the archives
+(:mod:`gisnet.maps.search_index`). Such a page needs a web server:
+``gisnet serve --maps DIR`` serves the pages and archives
+(``http://HOST:PORT/maps/index.html``). Small towns keep the
 self-contained pages that open from disk.
 
 The threshold: the city-scale index page (57,000 parcels) is 10.5 MB and pages
@@ -33,6 +36,7 @@ import geopandas as gpd
 from ..errors import ConfigError
 from ..threads import default_threads
 from .common import MapLayer, Page
+from .search_index import SearchLayer, write_search_index
 from .tiles import DETAIL_ZOOM, OVERVIEW_MIN_ZOOM, TileStats, write_layer_tiles
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,6 +123,7 @@ class Tiler:
         two workers added 3.5 GB, two threads about 2 GB: ``docs/performance.md``).
         """
         jobs: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {}
+        searched: dict[str, SearchLayer] = {}
         todo: list[tuple[MapLayer, str]] = []
         for page in pages:
             for lyr in page.layers:
@@ -132,6 +137,11 @@ class Tiler:
                     style_keys = tuple(k for k in (lyr.class_key, lyr.width_key, lyr.dash_key,
                                                    lyr.radius_key) if k)
                     jobs[token] = (lyr.key, lyr.name, style_keys, lyr.width_key)
+                src = self.sources[token]
+                cols = {k: src.props[k] for k in lyr.search
+                        if isinstance(src.props.get(k), list)}
+                if cols and token not in searched:
+                    searched[token] = SearchLayer(lyr.key, src.gdf, cols)
         order = sorted(jobs, key=lambda t: -self.sources[t].n)
         total = sum(self.sources[t].n for t in order)
         n = threads if threads is not None else min(MAX_THREADS, default_threads())
@@ -142,12 +152,15 @@ class Tiler:
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
             results = dict(zip(order, ex.map(cut, order), strict=True))
+        index = write_search_index(out_dir / TILES_DIR, list(searched.values()))
         done: dict[str, dict[str, Any]] = {}
         for t in jobs:
             st, spec = results[t]
             self.stats[jobs[t][0]] = st
             log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", st.path.name,
                      st.features, st.tiles, st.bytes / 1e6, st.seconds)
+            if index is not None and t in searched:  # found by the page's search box
+                spec["tiled"]["search"] = index["url"]
             done[t] = spec
         for lyr, token in todo:
             lyr.data = json.dumps(done[token], separators=(",", ":"))

@@ -15,6 +15,9 @@ place (:func:`atomic_path`).
 :mod:`gisnet.output.metadata`          what each layer and column means (the
                                        results schema shipped with the package)
 :mod:`gisnet.output.styles`            QGIS default styles (``layer_styles``)
+:mod:`gisnet.output.qgis_project`      the QGIS project ``gisnet.qgz`` of the
+                                       results GeoPackage
+:mod:`gisnet.output.pg_styles`         ``layer_styles`` rows for PostGIS output
 :mod:`gisnet.output.publish`           a run's outputs all or nothing: staging
                                        folder, one publish step,
                                        ``gisnet-manifest.json``
@@ -52,6 +55,7 @@ from .writing import (
     input_files,
     refuse_input_as_output,
     refuse_inputs_as_outputs,
+    write_project,
     write_results,
     write_tables,
 )
@@ -80,6 +84,7 @@ __all__ = [
     "staging_area",
     "update_manifest",
     "write_gpkg",
+    "write_project",
     "write_results",
     "write_tables",
 ]

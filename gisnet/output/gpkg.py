@@ -18,7 +18,7 @@ import pandas as pd
 from ._testhooks import kill_point
 from .metadata import describe_gpkg
 from .styles import write_styles
-from .writing import write_layer
+from .writing import RESULTS_FILE, write_layer, write_project
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ class GpkgWriter:
     :meth:`add` writes the layers it has not written yet (in name order);
     :meth:`close` writes the rest and the GeoPackage's metadata (layer
     descriptions, :func:`gisnet.output.metadata.describe_gpkg`; QGIS styles,
-    :func:`gisnet.output.styles.write_styles`). The file's layers are in the order
+    :func:`gisnet.output.styles.write_styles`), and, for ``gisnet-results.gpkg``,
+    the QGIS project ``gisnet.qgz`` beside it
+    (:func:`gisnet.output.writing.write_project`). The file's layers are in the order
     they were added: ``gisnet run`` adds each analysis's layers when it ends,
     always in the same order.
 
@@ -96,6 +98,8 @@ class GpkgWriter:
             warnings.simplefilter("always")
             describe_gpkg(self.path, layers)
             write_styles(self.path, layers)
+            if self.path.name == RESULTS_FILE:  # gisnet.qgz beside it
+                write_project(self.path)
         for m in messages + [str(w.message).strip() for w in self._caught + caught]:
             log.warning("%s: %s", self.path, m)
         return self.path

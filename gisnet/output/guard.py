@@ -37,6 +37,8 @@ from ..townfile import TOWN_FILE, is_virtual_source
 
 #: The results GeoPackage's file name (also :data:`gisnet.output.writing.RESULTS_FILE`).
 RESULTS_FILE = "gisnet-results.gpkg"
+#: The QGIS project of the results, beside them (:mod:`gisnet.output.qgis_project`).
+PROJECT_FILE = "gisnet.qgz"
 #: The manifest of a published output folder (also :data:`gisnet.output.MANIFEST_FILE`).
 MANIFEST_FILE = "gisnet-manifest.json"
 #: Files that belong to a shapefile: writing any of them would change the layer.
@@ -135,8 +137,9 @@ def input_clash(output: str | os.PathLike[str], inputs: set[Path]) -> Path | Non
     return None
 
 
-#: Names of files gisnet writes (results, manifests, the batch region summary).
-OWN_NAMES = (RESULTS_FILE, MANIFEST_FILE, "region-summary.gpkg")
+#: Names of files gisnet writes (results, their QGIS project, manifests, the batch
+#: region summary).
+OWN_NAMES = (RESULTS_FILE, PROJECT_FILE, MANIFEST_FILE, "region-summary.gpkg")
 
 
 def _written_by_gisnet(path: Path) -> bool:

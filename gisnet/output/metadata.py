@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from ..labels import SUFFIX_UNITS, column_label
 
 __all__ = ["SCHEMA_FORMAT", "SCHEMA_RESOURCE", "SUFFIX_UNITS", "Column", "LayerDoc",
-           "describe_gpkg", "layer_docs", "parse_schema"]
+           "column_aliases", "describe_gpkg", "layer_docs", "parse_schema"]
 
 #: The results schema in the package (``gisnet/data/results_schema.json``).
 SCHEMA_RESOURCE = ("data", "results_schema.json")
@@ -161,6 +161,42 @@ def layer_docs() -> dict[str, LayerDoc]:
     except (OSError, UnicodeDecodeError) as exc:
         raise _damaged(source, f"it cannot be read ({exc})") from None
     return parse_schema(text, str(node))
+
+
+def column_aliases(layer: str, columns: Iterable[str],
+                   docs: dict[str, LayerDoc] | None = None) -> dict[str, str]:
+    """The alias of each documented column of ``layer`` among ``columns``: its label
+    with its unit (:attr:`Column.label`), the column's own name where two labels
+    would be equal (as ``gpkg_data_columns`` holds them: its names are unique).
+
+    Parameters
+    ----------
+    layer
+        The result layer.
+    columns
+        The columns present, in order (the geometry column is not aliased).
+    docs
+        The layer documentation (default :func:`layer_docs`).
+
+    Returns
+    -------
+    dict
+        Column -> alias, in the order of ``columns``; empty for an undocumented layer.
+    """
+    docs = layer_docs() if docs is None else docs
+    doc = docs.get(layer)
+    if doc is None:
+        return {}
+    present = set(columns)
+    used: set[str] = set()
+    out = {}
+    for c in doc.columns:
+        if c.name not in present or c.name == "geometry":
+            continue
+        label = c.label if c.label not in used else c.name
+        used.add(label)
+        out[c.name] = label
+    return {c: out[c] for c in columns if c in out}
 
 
 _DATA_COLUMNS_DDL = """

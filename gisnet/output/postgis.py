@@ -48,6 +48,7 @@ from ..io.postgis import (
 )
 from ._testhooks import kill_point
 from .metadata import layer_docs
+from .pg_styles import write_pg_styles
 from .writing import file_form, gpkg_ready
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -342,12 +343,14 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                                       "town's input?); write the results to another schema "
                                       "(?schema=NAME)", path=db.shown)
                 counts: dict[str, int] = {}
+                written: dict[str, pd.DataFrame] = {}
                 for name in sorted(layers):
                     if say is not None:
                         say(f"writing {name} to {db.shown}")
                     df = gpkg_ready(file_form(name, layers[name]))
                     staged = f"{name}__new_{tag}"
                     counts[name] = copy_table(cur, schema, staged, df, srid)
+                    written[name] = df
                     cols = [c for c in df.columns]
                     comment_table(cur, schema, staged, name, [str(c) for c in cols])
                     kill_point("postgis")
@@ -367,6 +370,7 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                         cur.execute(sql.SQL("ALTER INDEX {} RENAME TO {}").format(
                             sql.Identifier(schema, f"{staged}_geom_idx"),
                             sql.Identifier(f"{name}_geom_idx")))
+                write_pg_styles(cur, schema, written)  # QGIS's layer_styles rows
                 tf = town.settings.extra.get("town_file")
                 cur.execute(sql.SQL(
                     "INSERT INTO {} (run_id, gisnet_version, town, town_file, profile, crs, "

@@ -14,6 +14,13 @@ the web maps' classes and colours:
 - ``quality``: categorized by ``severity`` (:data:`SEVERITY_COLOURS`);
 - every other layer: one simple symbol (:data:`SIMPLE_COLOURS`).
 
+Each style also carries the layer's field aliases (``<aliases>``: each column's
+label with its unit, :func:`gisnet.output.metadata.column_aliases`, the words of
+``gpkg_data_columns``), so QGIS 3.22, whose GDAL does not read
+``gpkg_data_columns``, shows labelled fields too. The same XML goes into the
+QGIS project (:mod:`gisnet.output.qgis_project`) and PostGIS's ``layer_styles``
+(:mod:`gisnet.output.pg_styles`).
+
 The colour tables are :mod:`gisnet.palettes` (the maps and figures use them too),
 and the category labels are :mod:`gisnet.labels`' (the words of the web maps'
 legends); tests/test_gpkg_metadata.py checks that the two agree.
@@ -22,12 +29,13 @@ legends); tests/test_gpkg_metadata.py checks that the two agree.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from ..labels import SEVERITY_LABELS, STATUS_LABELS
 from ..palettes import SEVERITY_COLOURS, SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
+from .metadata import column_aliases
 
 #: The utilization class of a ``pipes_capacity`` row, as a QGIS expression (also
 #: valid SQLite, which the tests evaluate it with).
@@ -48,6 +56,8 @@ CATEGORIZED: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
 STYLE_NAME = "gisnet"
 #: The table QGIS reads styles from.
 STYLES_TABLE = "layer_styles"
+#: The style categories gisnet's styles hold (QGIS applies only these from them).
+STYLE_CATEGORIES = "Symbology|Fields"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS layer_styles (
@@ -105,30 +115,72 @@ def _symbol(parent: ET.Element, name: str, kind: str, colour: str) -> None:
         ET.SubElement(lay, "prop", k=k, v=v)
 
 
-def layer_qml(layer: str, geometry_type: str) -> str | None:
-    """The QML style of ``layer`` with geometry ``geometry_type`` (a GeoPackage
-    geometry type name), or None for an attribute table."""
-    kind = _kind(geometry_type)
-    if kind is None:
+def style_children(layer: str, geometry_type: str | None,
+                   columns: Sequence[str] = ()) -> list[ET.Element]:
+    """The elements of ``layer``'s style: the renderer (for a layer with geometry)
+    and the field aliases of ``columns`` (those the results schema documents).
+
+    Parameters
+    ----------
+    layer
+        The result layer's name.
+    geometry_type
+        A geometry type name (``POLYGON``, ``LineString`` ...), or None for a
+        table without geometry.
+    columns
+        The layer's columns in the file, in order.
+
+    Returns
+    -------
+    list of xml.etree.ElementTree.Element
+        ``renderer-v2`` (absent for a table) and ``aliases`` (absent without
+        documented columns), to put inside a ``<qgis>`` or ``<maplayer>`` element.
+    """
+    out: list[ET.Element] = []
+    kind = _kind(geometry_type) if geometry_type else None
+    if kind is not None:
+        if layer in CATEGORIZED:
+            attr, classes = CATEGORIZED[layer]
+            r = ET.Element("renderer-v2", type="categorizedSymbol", attr=attr,
+                           symbollevels="0", enableorderby="0", forceraster="0")
+            cats = ET.SubElement(r, "categories")
+            syms = ET.SubElement(r, "symbols")
+            for i, (value, (colour, label)) in enumerate(classes.items()):
+                ET.SubElement(cats, "category", render="true", symbol=str(i), value=value,
+                              label=label, type="string")
+                _symbol(syms, str(i), kind, colour)
+        else:
+            r = ET.Element("renderer-v2", type="singleSymbol", symbollevels="0",
+                           enableorderby="0", forceraster="0")
+            syms = ET.SubElement(r, "symbols")
+            _symbol(syms, "0", kind, SIMPLE_COLOURS.get(layer, "#555555"))
+        out.append(r)
+    aliases = column_aliases(layer, columns)
+    if aliases:
+        al = ET.Element("aliases")
+        for i, col in enumerate(columns):
+            if col in aliases:
+                ET.SubElement(al, "alias", field=col, index=str(i), name=aliases[col])
+        out.append(al)
+    return out
+
+
+def geometry_code(geometry_type: str | None) -> str:
+    """QGIS's ``layerGeometryType`` of a geometry type name: 0 point, 1 line,
+    2 polygon, 4 none."""
+    kind = _kind(geometry_type) if geometry_type else None
+    return {"marker": "0", "line": "1", "fill": "2"}.get(kind or "", "4")
+
+
+def layer_qml(layer: str, geometry_type: str | None, columns: Sequence[str] = ()) -> str | None:
+    """The QML style of ``layer`` with geometry ``geometry_type`` (a geometry type
+    name) and ``columns`` (for the field aliases), or None for an attribute table
+    (QGIS keeps no styles of tables in ``layer_styles``)."""
+    if geometry_type is None or _kind(geometry_type) is None:
         return None
-    root = ET.Element("qgis", version="3.28.0", styleCategories="Symbology")
-    if layer in CATEGORIZED:
-        attr, classes = CATEGORIZED[layer]
-        r = ET.SubElement(root, "renderer-v2", type="categorizedSymbol", attr=attr,
-                          symbollevels="0", enableorderby="0", forceraster="0")
-        cats = ET.SubElement(r, "categories")
-        syms = ET.SubElement(r, "symbols")
-        for i, (value, (colour, label)) in enumerate(classes.items()):
-            ET.SubElement(cats, "category", render="true", symbol=str(i), value=value,
-                          label=label, type="string")
-            _symbol(syms, str(i), kind, colour)
-    else:
-        r = ET.SubElement(root, "renderer-v2", type="singleSymbol", symbollevels="0",
-                          enableorderby="0", forceraster="0")
-        syms = ET.SubElement(r, "symbols")
-        _symbol(syms, "0", kind, SIMPLE_COLOURS.get(layer, "#555555"))
-    ET.SubElement(root, "layerGeometryType").text = {"marker": "0", "line": "1",
-                                                     "fill": "2"}[kind]
+    root = ET.Element("qgis", version="3.22.0", styleCategories=STYLE_CATEGORIES)
+    root.extend(style_children(layer, geometry_type, columns))
+    ET.SubElement(root, "layerGeometryType").text = geometry_code(geometry_type)
     body = ET.tostring(root, encoding="unicode")
     return "<!DOCTYPE qgis PUBLIC 'http://mrcc.com/qgis.dtd' 'SYSTEM'>\n" + body
 
@@ -168,7 +220,8 @@ def write_styles(path: str | Path, layers: Iterable[str],
                                   (layer,)).fetchone()
                 con.execute("DELETE FROM layer_styles WHERE f_table_name = ? AND styleName = ?",
                             (layer, STYLE_NAME))
-                qml = layer_qml(layer, row[1]) if row else None
+                columns = [r[1] for r in con.execute(f'PRAGMA table_info("{layer}")')]
+                qml = layer_qml(layer, row[1], columns) if row else None
                 if qml is None:
                     continue
                 other_default = con.execute(

@@ -30,16 +30,17 @@ from ..errors import ConfigError, LayerError
 from ..town import Town
 from ._testhooks import kill_point
 from .cells import write_csv, xlsx_row
-from .guard import RESULTS_FILE, guard_outputs, input_files
+from .guard import PROJECT_FILE, RESULTS_FILE, guard_outputs, input_files
 from .metadata import describe_gpkg, layer_docs
+from .qgis_project import project_bytes
 from .styles import write_styles
 
 log = logging.getLogger(__name__)
 
 #: Re-exported: the results file name and the town's inputs (:mod:`gisnet.output.guard`).
 __all__ = ["RESULTS_FILE", "atomic_path", "atomic_write_text", "ensure_out_dir", "input_files",
-           "refuse_input_as_output", "refuse_inputs_as_outputs", "write_results",
-           "write_tables", "write_workbook"]
+           "refuse_input_as_output", "refuse_inputs_as_outputs", "write_project",
+           "write_results", "write_tables", "write_workbook"]
 
 def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
     """The ConfigError for an output that cannot be written (read-only folder, a file
@@ -145,13 +146,40 @@ def atomic_write_text(path: str | Path, text: str, what: str = "output file") ->
     return Path(path)
 
 
+def write_project(gpkg: str | Path, path: str | Path | None = None) -> Path:
+    """Write the QGIS project of the GeoPackage ``gpkg`` (:mod:`gisnet.output.qgis_project`),
+    atomically.
+
+    Parameters
+    ----------
+    gpkg
+        The results GeoPackage.
+    path
+        The project file (default ``gisnet.qgz`` beside ``gpkg``); it names the
+        GeoPackage by a relative path, so the two stay in one folder.
+
+    Returns
+    -------
+    pathlib.Path
+        The project file.
+    """
+    gpkg = Path(gpkg)
+    target = Path(path) if path is not None else gpkg.parent / PROJECT_FILE
+    data = project_bytes(gpkg, target.name)
+    with atomic_path(target, "QGIS project") as tmp:
+        tmp.write_bytes(data)
+    return target
+
+
 def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame], *,
                   file_name: str = RESULTS_FILE) -> Path:
     """Write result layers into ``out_dir/gisnet-results.gpkg``, atomically.
 
     Layers named here replace layers of the same name; other layers already in
-    the file are kept. The work happens on a temporary copy in ``out_dir``
-    which then replaces the file with :func:`os.replace`, so a reader never
+    the file are kept. Beside ``gisnet-results.gpkg`` the QGIS project
+    ``gisnet.qgz`` is written again (:func:`write_project`). The work happens on
+    a temporary copy in ``out_dir`` which then replaces the file with
+    :func:`os.replace`, so a reader never
     sees a half-written file and a failure leaves the old file as it was.
 
     Parameters
@@ -207,6 +235,8 @@ def write_results(out_dir: str | Path, layers: Mapping[str, pd.DataFrame], *,
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if file_name == RESULTS_FILE:
+        write_project(target)
     log.info("wrote %d layers to %s", len(layers), target)
     return target
 

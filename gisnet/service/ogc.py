@@ -44,6 +44,7 @@ from .geojson import parse_crs
 from .inputs import GEOJSON, JSON
 from .limits import ServiceLimits
 from .state import TownState
+from .styles import add_style_routes, style_links
 from .tables import ResultTable
 
 CONFORMANCE = [
@@ -388,6 +389,7 @@ def collection_doc(c: Collection, base: str) -> dict[str, Any]:
         "numberOfFeatures": len(c),
         "queryables": c.queryables,
     }
+    doc["links"] += style_links(c.id, c.table.gdf, base)  # its QGIS style, if any
     ext = c.extent()
     if ext is not None:
         doc["extent"] = {"spatial": {"bbox": [ext], "crs": CRS84_URI}}
@@ -397,6 +399,7 @@ def collection_doc(c: Collection, base: str) -> dict[str, Any]:
 def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> None:
     """Register the OGC API - Features routes (see the module docstring)."""
     colls = collections_of(state)
+    add_style_routes(app, colls)
 
     def get(cid: str) -> Collection:
         c = colls.get(cid)

@@ -6,6 +6,8 @@ them with HTTP range requests; :func:`add_tile_routes` serves
 ``GET /maps/tiles/{layer}.pmtiles``
     the archive, with ``Range`` support (``206 Partial Content``), as the page's
     protomaps-leaflet asks for it;
+``GET /maps/tiles/search.json``, ``GET /maps/tiles/search-<hex>.json``
+    the pages' search index (:mod:`gisnet.maps.search_index`);
 ``GET /tiles/{layer}/{z}/{x}/{y}.mvt``
     one Mapbox Vector Tile read from the archive (for other clients: QGIS,
     MapLibre), ``404`` where the archive has no tile.
@@ -37,16 +39,18 @@ TILES_DIR = "tiles"
 _LAYER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
 MVT = "application/vnd.mapbox-vector-tile"
 _HEADER_BYTES = 127  # a PMTiles v3 header
+#: The search index files beside the archives (:mod:`gisnet.maps.search_index`).
+_SEARCH = re.compile(r"^search(-[0-9a-f]{1,64})?\.json$")
 
 
-def archive_path(maps_dir: Path | None, layer: str) -> Path:
-    """``maps_dir/tiles/<layer>.pmtiles``; :class:`NotFoundError` for anything else."""
+def archive_path(maps_dir: Path | None, layer: str, suffix: str = ".pmtiles") -> Path:
+    """``maps_dir/tiles/<layer><suffix>``; :class:`NotFoundError` for anything else."""
     if maps_dir is None:
         raise NotFoundError("no map folder is served (gisnet serve --maps DIR)")
     if not _LAYER.match(layer):
         raise NotFoundError(f"no tile layer {layer!r}")
     root = (maps_dir / TILES_DIR).resolve()
-    path = (root / f"{layer}.pmtiles").resolve()
+    path = (root / f"{layer}{suffix}").resolve()
     if path.parent != root or not path.is_file():
         raise NotFoundError(f"no tile layer {layer!r} (see /maps/{TILES_DIR}/)")
     return path
@@ -101,8 +105,12 @@ def add_tile_routes(app: FastAPI, maps_dir: Path | None) -> None:
     archives = _Archives()
 
     @app.get("/maps/tiles/{archive}", summary="A tile archive of the tiled map pages "
-             "(PMTiles; HTTP range requests answered with 206)")
+             "(PMTiles; HTTP range requests answered with 206), or their search index")
     async def tile_archive(archive: str) -> Response:
+        if _SEARCH.match(archive):
+            return FileResponse(archive_path(maps_dir, archive[:-5], ".json"),
+                                media_type="application/json",
+                                headers={"Cache-Control": "no-cache"})
         if not archive.endswith(".pmtiles"):
             raise NotFoundError(f"no tile archive {archive!r}")
         path = archive_path(maps_dir, archive[: -len(".pmtiles")])

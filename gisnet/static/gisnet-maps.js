@@ -204,6 +204,13 @@
     var helpers = {styleFor: styleFor, popupHtml: popupHtml, fmtValue: fmtValue, esc: esc};
     var firstDraw = {};
     var tiledShown = [];
+    var hasTiled = false, indexUrl = null;
+    cfg.layers.forEach(function (spec) {
+      if (spec.data && spec.data.tiled && window.gisnetTiles) {
+        hasTiled = true;
+        if (spec.data.tiled.search) { indexUrl = spec.data.tiled.search; }
+      }
+    });
     cfg.layers.forEach(function (spec) {
       if (spec.data && spec.data.tiled && window.gisnetTiles) {  // drawn from vector tiles
         var tl = window.gisnetTiles.layer(spec, map, helpers);
@@ -234,10 +241,23 @@
           return L.circleMarker(latlng, s);
         },
       });
-      if (spec.interactive !== false) {
+      // on a page with tiled layers, an area (the connection zone, a small status class)
+      // gives a click to the tiled feature under it: gisnet-tiles.js opens the popup
+      var under = hasTiled && spec.data && spec.data.g && spec.data.g.t === "polygon";
+      if (spec.interactive !== false && under) {
+        layer.gisnetUnder = true;
+        layer.on("click", function (e) {
+          var l = e.propagatedFrom || e.layer;
+          if (e.originalEvent && l && l.feature) {
+            e.originalEvent.gisnetUnder = {spec: spec, props: l.feature.properties || {}};
+          }
+        });
+      } else if (spec.interactive !== false) {
         // one popup and one tooltip for the whole layer, filled for the feature under the mouse
         layer.bindPopup(function (l) { return popupHtml(spec, l.feature.properties || {}); },
                         {maxWidth: 360});
+      }
+      if (spec.interactive !== false) {
         if (spec.tooltip) {
           layer.bindTooltip(function (l) {
             return fill(spec.tooltip, merged(spec, l.feature.properties));
@@ -275,7 +295,7 @@
     var searchable = cfg.layers.filter(function (s) {
       return s.search && s.search.length && !(s.data && s.data.tiled);
     });
-    if (searchable.length) {
+    if (searchable.length || indexUrl) {
       var placeholder = cfg.searchPlaceholder || "Search parcel id or address";
       var sc = control("topleft", "gisnet-search",
         '<input type="search" class="gisnet-search-input" placeholder="' + esc(placeholder) +
@@ -289,10 +309,10 @@
       input.addEventListener("keydown", function (e) { if (e.key === "Enter") { go(); } });
     }
 
-    function matches(query) {
+    function matchesBoth(query) {
       var q = String(query || "").trim().toLowerCase();
       var exact = [], partial = [];
-      if (!q) { return exact; }
+      if (!q) { return {exact: exact, partial: partial}; }
       searchable.forEach(function (spec) {
         registry[spec.key].eachLayer(function (l) {
           var p = l.feature.properties || {};
@@ -303,17 +323,21 @@
           });
         });
       });
-      return exact.length ? exact : partial;
+      return {exact: exact, partial: partial};
     }
 
-    function find(query) {
-      var hits = matches(query);
+    function matches(query) {
+      var m = matchesBoth(query);
+      return m.exact.length ? m.exact : m.partial;
+    }
+
+    function say(text) {
       var msg = document.querySelector(".gisnet-search-msg");
-      if (!hits.length) {
-        if (msg) { msg.textContent = "Not found: " + query; }
-        return 0;
-      }
-      if (msg) { msg.textContent = hits.length > 1 ? hits.length + " matches, showing the first" : ""; }
+      if (msg) { msg.textContent = text; }
+    }
+
+    function showEmbedded(hits) {
+      say(hits.length > 1 ? hits.length + " matches, showing the first" : "");
       var spec = hits[0][0], l = hits[0][1];
       var layer = registry[spec.key];
       if (!map.hasLayer(layer)) { layer.addTo(map); updateLegend(); }
@@ -323,6 +347,108 @@
       var where = l.getLatLng ? l.getLatLng() : l.getBounds().getCenter();
       L.popup({maxWidth: 360}).setLatLng(where).setContent(html).openOn(map);
       return hits.length;
+    }
+
+    // the search index of the tiled layers (gisnet.maps.search_index), fetched as needed
+    var indexFetch = {manifest: null, shards: {}};
+    function getJSON(url) {
+      return fetch(url).then(function (r) {
+        if (!r.ok) { throw new Error(url + ": " + r.status); }
+        return r.json();
+      });
+    }
+    function hex(text) {
+      var b = new TextEncoder().encode(text), h = "";
+      for (var i = 0; i < b.length; i++) { h += (b[i] < 16 ? "0" : "") + b[i].toString(16); }
+      return h;
+    }
+    function indexed(query) {
+      var q = String(query || "").trim().toLowerCase();
+      if (!indexFetch.manifest) { indexFetch.manifest = getJSON(indexUrl); }
+      return indexFetch.manifest.then(function (m) {
+        var base = indexUrl.replace(/[^\/]*$/, "");
+        var want = Object.keys(m.shards).filter(function (s) {
+          return s.indexOf(q) === 0 || q.indexOf(s) === 0;
+        });
+        var total = want.reduce(function (t, s) { return t + m.shards[s]; }, 0);
+        if (total > 50000) { return {m: m, exact: [], hits: [], more: true}; }
+        return Promise.all(want.map(function (s) {
+          if (!indexFetch.shards[s]) {
+            indexFetch.shards[s] = getJSON(base + "search-" + hex(s) + ".json");
+          }
+          return indexFetch.shards[s];
+        })).then(function (lists) {
+          var exact = [], partial = [];
+          lists.forEach(function (list) {
+            list.forEach(function (e) {
+              var lyr = registry[m.layers[e[1]]];
+              if (!lyr || !lyr.gisnetTiled) { return; }
+              var v = String(e[0]).toLowerCase();
+              if (v === q) { exact.push(e); } else if (v.indexOf(q) === 0) { partial.push(e); }
+            });
+          });
+          return {m: m, exact: exact, hits: exact.length ? exact : partial};
+        });
+      });
+    }
+    /* Zoom to an indexed feature, wait for its tile, open its popup from the tile. */
+    function showIndexed(m, hits) {
+      var shown = hits.filter(function (e) { return map.hasLayer(registry[m.layers[e[1]]]); });
+      var pick = shown.length ? shown[0] : hits[0];
+      var key = m.layers[pick[1]], field = m.fields[pick[2]], value = String(pick[0]);
+      say(hits.length > 1 ? hits.length + " matches, showing the first" : "");
+      var layer = registry[key];
+      if (!map.hasLayer(layer)) { layer.addTo(map); updateLegend(); }
+      var ll = L.latLng(pick[4], pick[3]);
+      map.setView(ll, 18, {animate: false});
+      return new Promise(function (resolve) {
+        var t0 = now();
+        (function attempt() {
+          var hit = tiledAt ? tiledAt(ll, key, function (p) {
+            return String(p[field]) === value; }) : null;
+          if (hit) {
+            L.popup({maxWidth: 360}).setLatLng(ll)
+              .setContent(window.gisnetTiles.hitHtml(hit, helpers)).openOn(map);
+            resolve(hits.length);
+            return;
+          }
+          if (now() - t0 > 20000) {
+            say("Found " + value + ", but its tile did not load");
+            resolve(0);
+            return;
+          }
+          setTimeout(attempt, 100);
+        })();
+      });
+    }
+
+    /* Find a feature by id or address: the page's own layers (exact, then partial); on a
+     * tiled page an exact value in the page, then the index of the tiled layers (exact,
+     * then by prefix), then a part of a value in the page. Returns
+     * the number of matches, or on a tiled page a Promise of it. */
+    function find(query) {
+      var own = matchesBoth(query);
+      if (own.exact.length || !indexUrl) {
+        if (own.exact.length || own.partial.length) {
+          return showEmbedded(own.exact.length ? own.exact : own.partial);
+        }
+        say("Not found: " + query);
+        return 0;
+      }
+      say("Searching\u2026");
+      return indexed(query).then(function (ix) {
+        if (ix.more && !own.partial.length) {
+          say("Too many matches: type more of the id or address");
+          return 0;
+        }
+        if (ix.hits.length) { return showIndexed(ix.m, ix.hits); }  // exact, else prefix
+        if (own.partial.length) { return showEmbedded(own.partial); }
+        say("Not found: " + query);
+        return 0;
+      }, function (err) {
+        say("The search index could not be read (" + err.message + ")");
+        return 0;
+      });
     }
 
     // legend: the groups of the layers on the map, updated when a layer is toggled

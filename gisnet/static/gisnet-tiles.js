@@ -124,19 +124,34 @@
     return lyr;
   }
 
-  /* Popups for tiled features: the topmost tiled layer with a feature under the click. */
+  /* The popup of a tiled hit (a feature, or an overview square). */
+  function hitHtml(hit, H) {
+    if (hit.layerName === "overview" && hit.props.n !== undefined) {
+      return '<div class="gisnet-popup"><b>' + H.esc(hit.spec.name) + "</b><div>" +
+        H.esc(H.fmtValue(hit.props.n, ["n", 0, ""])) +
+        " in this square; zoom in to see each one.</div></div>";
+    }
+    return H.popupHtml(hit.spec, displayProps(hit.spec, hit.props, H));
+  }
+
+  /* Popups for tiled features: the topmost tiled layer with a feature under the click.
+   * An embedded layer marked gisnetUnder (an area such as the connection zone) gives the
+   * click to the tiled feature under it, and opens its own popup only where there is none. */
   function attach(map, registry, specs, H) {
     var tiled = Object.keys(registry).filter(function (k) { return registry[k].gisnetTiled; });
     if (!tiled.length) { return; }
     Object.keys(registry).forEach(function (k) {
-      if (!registry[k].gisnetTiled && registry[k].on) {
+      if (!registry[k].gisnetTiled && !registry[k].gisnetUnder && registry[k].on) {
         registry[k].on("click", function (e) {
           if (e.originalEvent) { e.originalEvent.gisnetHit = true; }
         });
       }
     });
-    function at(latlng) {
+    /* The hit at latlng: in layer onlyKey (else any shown tiled layer, topmost first),
+     * the last feature whose properties (constants merged) pass accept (else any). */
+    function at(latlng, onlyKey, accept) {
       for (var i = tiled.length - 1; i >= 0; i--) {
+        if (onlyKey && tiled[i] !== onlyKey) { continue; }
         var lyr = registry[tiled[i]];
         if (!map.hasLayer(lyr)) { continue; }
         var brush = lyr.gisnetSpec.data.tiled.family === "polygon" ? 1 : 6;
@@ -144,28 +159,32 @@
         var hits = [];
         found.forEach(function (arr) { hits = hits.concat(arr); });
         for (var j = hits.length - 1; j >= 0; j--) {
+          var props = hits[j].feature.props || {};
+          if (accept && !(hits[j].layerName === "features" &&
+                          accept(displayProps(lyr.gisnetSpec, props, {fmtValue: function (v) {
+                            return v; }})))) { continue; }
           return {key: tiled[i], spec: lyr.gisnetSpec, layerName: hits[j].layerName,
-                  props: hits[j].feature.props || {}};
+                  props: props};
         }
       }
       return null;
     }
     map.on("click", function (e) {
-      if (e.originalEvent && e.originalEvent.gisnetHit) { return; }
+      var ev = e.originalEvent || {};
+      if (ev.gisnetHit) { return; }
       var hit = at(e.latlng);
-      if (!hit) { return; }
-      var html;
-      if (hit.layerName === "overview" && hit.props.n !== undefined) {
-        html = '<div class="gisnet-popup"><b>' + H.esc(hit.spec.name) + "</b><div>" +
-          H.esc(H.fmtValue(hit.props.n, ["n", 0, ""])) +
-          " in this square; zoom in to see each one.</div></div>";
-      } else {
-        html = H.popupHtml(hit.spec, displayProps(hit.spec, hit.props, H));
+      if (!hit) {
+        if (ev.gisnetUnder) {
+          L.popup({maxWidth: 360}).setLatLng(e.latlng)
+            .setContent(H.popupHtml(ev.gisnetUnder.spec, ev.gisnetUnder.props)).openOn(map);
+        }
+        return;
       }
-      L.popup({maxWidth: 360}).setLatLng(e.latlng).setContent(html).openOn(map);
+      L.popup({maxWidth: 360}).setLatLng(e.latlng).setContent(hitHtml(hit, H)).openOn(map);
     });
     return at;
   }
 
-  window.gisnetTiles = {layer: layer, attach: attach, displayProps: displayProps};
+  window.gisnetTiles = {layer: layer, attach: attach, displayProps: displayProps,
+                        hitHtml: hitHtml};
 })();
