@@ -50,4 +50,6 @@ SIMPLE_COLOURS: dict[str, str] = {
     "control_paths": "#7b3294",
     "sampling_plan": "#e7298a",
     "plants": "#1b9e77",
+    "changes": "#cc79a7",
+    "overdue": "#d55e00",
 }

@@ -14,6 +14,7 @@ which runs the needed steps in the same order).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -40,6 +41,7 @@ from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
     ControlResult,
+    LayerDict,
     ObligationsResult,
     Unavailable,
     crs_text,
@@ -100,6 +102,12 @@ class Results(FollowUps):
         run's findings.
     unavailable
         What could not be answered, and why.
+    overdue
+        Parcels whose deadline has passed and that are not connected
+        (:func:`gisnet.register.overdue_layer`), with the obligations step.
+    changes
+        What changed since the previous run into the same output
+        (:func:`gisnet.register.changes_layer`); set by :func:`run` only.
     timings_s
         Seconds spent in each step (and in writing, for :func:`run`).
     files
@@ -125,6 +133,8 @@ class Results(FollowUps):
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path | str] = field(default_factory=list)
+    overdue: gpd.GeoDataFrame | None = None
+    changes: gpd.GeoDataFrame | None = None
     _index: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -136,6 +146,17 @@ class Results(FollowUps):
         if self.unavailable:
             lines.append("unavailable: " + ", ".join(u.analysis for u in self.unavailable))
         return short_repr(f"Results for {self.town.name!r}", lines)
+
+    @property
+    def layers(self) -> LayerDict:
+        """Every result layer by name (:attr:`gisnet.followup.FollowUps.layers`), with
+        ``overdue`` and, after :func:`run`, ``changes``."""
+        out = FollowUps.layers.fget(self)  # type: ignore[attr-defined]
+        if self.overdue is not None:
+            out["overdue"] = self.overdue
+        if self.changes is not None:
+            out["changes"] = self.changes
+        return out
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, for ``gisnet run`` (plain JSON data)."""
@@ -255,6 +276,7 @@ def analyse(
     strict: bool = True,
     progress: Progress | None = None,
     on_layers: Callable[[Mapping[str, pd.DataFrame]], None] | None = None,
+    as_of: dt.date | None = None,
 ) -> Results:
     """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
@@ -286,6 +308,8 @@ def analyse(
         capacity): ``gisnet run`` starts writing the GeoPackage while the next
         analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
         do not change afterwards.
+    as_of
+        The day the ``overdue`` layer counts deadlines against (default today).
 
     Returns
     -------
@@ -340,6 +364,13 @@ def analyse(
                                n_parcels, "parcels")
         if res.obligations is not None and res.obligations.frontage is None:
             res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
+        if res.obligations is not None:
+            from .register import overdue_layer
+
+            res.overdue = overdue_layer(res.obligations.obligations,
+                                        as_of or dt.date.today(),
+                                        town.settings.extra.get("register"),
+                                        town.layers.get("parcels"))
         done()
 
     if "control" in todo:
@@ -466,6 +497,9 @@ def run(
         return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
+    # the register kept beside the results, read (created when absent) before the
+    # analyses; the previous run's obligations, for the changes layer
+    town, register, previous = _register_and_previous(town, out)
     # the analyses (quality is quick), write (with the maps beside it), publish
     rep.plan(len(STEPS) - 1 + 2)
     run_id = new_run_id()
@@ -483,6 +517,7 @@ def run(
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
             res = analyse(town, progress=rep, on_layers=gpkg.add if early else None)
+            _add_changes(res, previous, register, run_id)
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                                      layer_names=list(layers)), town, *inputs)
@@ -531,6 +566,40 @@ def run(
     return res
 
 
+def _register_and_previous(town: Town, out: str | Path) -> tuple[Town, pd.DataFrame, Any]:
+    """The town with the register of output ``out`` applied (the register created
+    beside a folder's results when absent), the register, and the previous run."""
+    from .output import guard_outputs
+    from .register import (
+        REGISTER_FILE,
+        apply_register,
+        ensure_register,
+        previous_run,
+        read_register,
+        register_place,
+    )
+
+    if not is_database(out):
+        path = Path(out) / REGISTER_FILE
+        if not path.exists():
+            guard_outputs([path], town=town, what="register")
+        ensure_register(out)
+    register = read_register(out)
+    return (apply_register(town, register, where=register_place(out)), register,
+            previous_run(out))
+
+
+def _add_changes(res: Results, previous: Any, register: pd.DataFrame, run_id: str) -> None:
+    """Set ``res.changes``: this run's obligations against the previous run's."""
+    from .register import changes_layer
+    from .register.entries import utc_now
+
+    if res.obligations is None:
+        return
+    res.changes = changes_layer(previous, res.obligations.obligations, run_id=run_id,
+                                run_at=utc_now(), register=register)
+
+
 def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: bool,
                        rep: Any) -> Results:
     """:func:`run` with a PostGIS output (:func:`gisnet.output.postgis.write_postgis`):
@@ -544,12 +613,15 @@ def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: b
                           "result layers are its tables (drop --tables)")
     try:
         rep.plan(len(STEPS))
+        town, register, previous = _register_and_previous(town, url)
         res = analyse(town, progress=rep)
+        run_id = new_run_id()
+        _add_changes(res, previous, register, run_id)
         layers = res.layers()
         t = time.perf_counter()
         with rep.step("write", "writing the PostGIS tables",
                       count=sum(len(df) for df in layers.values()), unit="rows"):
-            res.files.append(write_postgis(url, layers, town, run_id=new_run_id(),
+            res.files.append(write_postgis(url, layers, town, run_id=run_id,
                                            version=__version__, say=lambda _m: None))
         res.timings_s["write"] = time.perf_counter() - t
     finally:
