@@ -98,8 +98,11 @@ ABUTTING_LABELS: dict[str, str] = {
 BASIS_LABELS: dict[str, str] = {
     "latest": "latest window", "worst": "worst window",
     "monthly_3mo": "3 consecutive months", "inverts": "from the inverts",
-    "stored": "as stored", "none": "none",
+    "stored": "as stored", "none": "unknown: no flow data",
 }
+#: What stands where a plant's ratio or status cannot be told (no flow data: no
+#: plant flows, no reported average, no parcels whose flows reach it).
+UNKNOWN_FLOW = "unknown: no flow data"
 #: How a main's flow direction was decided (``direction_source``) -> words.
 DIRECTION_SOURCE_LABELS: dict[str, str] = {
     "node_ids": "the node ids", "inverts": "the inverts", "digitized": "the digitised order",

@@ -178,6 +178,12 @@ class Results(FollowUps):
             out.update(self.control.totals)
         if self.capacity is not None:
             out.update(self.capacity.totals)
+        if self.changes is not None:
+            out["changes"] = len(self.changes)
+        if self.overdue is not None:
+            out["overdue"] = len(self.overdue)
+        if "register_place" in town.settings.extra:
+            out["register"] = town.settings.extra["register_place"]
         if self.unavailable:
             out["not_computed"] = {u.analysis: u.reason for u in self.unavailable}
         out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}

@@ -310,3 +310,28 @@ def test_register_survives_postgis_runs_and_a_staff_view_does_not_block(cluster,
         assert pid not in dict(conn.execute("SELECT parcel_id, status FROM public.to_notify"
                                             ).fetchall())
     assert list(read_register(url)["event"]) == ["health_hazard", "connected"]
+
+
+def test_overdue_on_the_obligations_page():
+    from gisnet.io import load_town
+    from gisnet.maps.common import MapContext
+    from gisnet.maps.obligations import obligation_layers
+    from gisnet.pipeline import analyse
+
+    town = load_town(SAMPLE)
+    ob = analyse(town, only=["obligations"]).layers["obligations"]
+    pid = sorted(ob.loc[ob["status"] == "subject_to_notice", "parcel_id"])[0]
+    reg = pd.DataFrame({"entry_id": [1], "parcel_id": [pid], "event": ["served"],
+                        "event_date": [dt.date(2026, 1, 2)], "notice_ground": ["health_hazard"],
+                        "letter_id": ["N1-0001"], "refers_to": [None], "note": [None],
+                        "entered_by": [None], "entered_at": ["t"]})
+    town = apply_register(town, reg)
+    res = analyse(town, only=["obligations"], as_of=dt.date(2100, 1, 1))
+    od = res.layers["overdue"]
+    assert list(od["parcel_id"]) == [pid] and list(od["letter_id"]) == ["N1-0001"]
+    assert od["deadline"].iloc[0] == pd.Timestamp("2026-02-01")  # served + 30 days
+    assert (od["status"] != "connected").all()
+    assert len(analyse(town, only=["obligations"], as_of=dt.date(1990, 1, 1)
+                       ).layers["overdue"]) == 0
+    keys = [lyr.key for lyr in obligation_layers(MapContext(town, res.layers))]
+    assert "overdue" in keys

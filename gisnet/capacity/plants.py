@@ -234,7 +234,8 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
                     basis = f"monthly_{k}mo"
         if not basis and np.isfinite(reported):
             flow, basis = float(reported), "avg_flow"
-        if not basis and np.isfinite(accum):
+        if not basis and np.isfinite(accum) and accum > 0:
+            # 0 accumulated is no flow data (no parcels, no flows), never "0 %"
             flow, basis = accum, "accumulated"
         ok = design > 0
         ratio = flow / design if np.isfinite(flow) and ok else float("nan")
@@ -242,7 +243,8 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
         rows.append({
             "plant_id": pid, "name": getattr(rec, "name", None), "node_id": node,
             "design_flow_mgd": design, "avg_flow_mgd": flow, "ratio": ratio, "threshold": thr,
-            "over_threshold": exceeds(ratio, thr, strict), "basis": basis or "none",
+            "over_threshold": exceeds(ratio, thr, strict) if np.isfinite(ratio) else None,
+            "basis": basis or "none",
             "window_basis": which if basis.startswith("monthly") else "",
             "window": _span(used), "window_months": ",".join(used),
             "gaps": ",".join(w.gaps), "months": w.months,
@@ -252,5 +254,7 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
             "reported_avg_flow_mgd": reported, "accumulated_flow_mgd": accum,
             "section": cap.plant_section, "geometry": rec.geometry,
         })
-    return gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
-                            crs=crs)
+    out = gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
+                           crs=crs)
+    out["over_threshold"] = out["over_threshold"].astype("boolean")  # null: unknown
+    return out

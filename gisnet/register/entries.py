@@ -249,17 +249,14 @@ def apply_register(town: Any, entries: pd.DataFrame | None, *, where: str = "reg
         ``register_applied`` (info) and ``register_unknown_parcel`` (warning) added to
         a copy of its report.
     """
-    import copy
-    import dataclasses
-
     from ..report import Report
 
     if entries is None or not len(entries):
-        return town
+        return _with(town, entries, where)
     state = register_state(entries)
     parcels = town.layers.get("parcels")
     if parcels is None or not state:
-        return town
+        return _with(town, entries, where)
     P = parcels.copy()
     ids = P["parcel_id"].astype(str)
     pos = {pid: i for i, pid in enumerate(ids)}
@@ -289,10 +286,8 @@ def apply_register(town: Any, entries: pd.DataFrame | None, *, where: str = "reg
     P["health_hazard"] = pd.array(hazard, dtype="boolean")
     P["highway_program"] = pd.array(highway, dtype="boolean")
     P["connected"] = pd.array(connected, dtype="boolean")
-    out = copy.copy(town)
+    out = _with(town, entries, where)
     out.layers = {**town.layers, "parcels": P}
-    out.settings = dataclasses.replace(town.settings,
-                                       extra={**town.settings.extra, "register": entries})
     out.report = Report(list(town.report.findings))
     out.report.add("register_applied", "info",
                    f"{where}: {len(live(entries))} live entr(y/ies) on {len(state)} parcel(s) "
@@ -304,6 +299,18 @@ def apply_register(town: Any, entries: pd.DataFrame | None, *, where: str = "reg
                        f"{where}: {len(unknown)} parcel id(s) of the register are not in the "
                        f"parcels layer: {shown}; their entries change nothing",
                        layer="register", feature_id=", ".join(unknown[:50]))
+    return out
+
+
+def _with(town: Any, entries: pd.DataFrame | None, where: str) -> Any:
+    """A shallow copy of ``town`` whose settings name the register (``register``,
+    ``register_place``): the overdue layer and the run summary read them."""
+    import copy
+    import dataclasses
+
+    out = copy.copy(town)
+    out.settings = dataclasses.replace(town.settings, extra={
+        **town.settings.extra, "register": entries, "register_place": where})
     return out
 
 
