@@ -567,6 +567,9 @@ def run(
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town), town))
+                from .register import ensure_register
+
+                ensure_register(out)  # the staff register beside the results, once
     finally:
         rep.close()
     return res
@@ -579,7 +582,6 @@ def _register_and_previous(town: Town, out: str | Path) -> tuple[Town, pd.DataFr
     from .register import (
         REGISTER_FILE,
         apply_register,
-        ensure_register,
         previous_run,
         read_register,
         register_place,
@@ -587,9 +589,8 @@ def _register_and_previous(town: Town, out: str | Path) -> tuple[Town, pd.DataFr
 
     if not is_database(out):
         path = Path(out) / REGISTER_FILE
-        if not path.exists():
+        if not path.exists():  # made after the run is published (ensure_register)
             guard_outputs([path], town=town, what="register")
-        ensure_register(out)
     register = read_register(out)
     return (apply_register(town, register, where=register_place(out)), register,
             previous_run(out))
