@@ -54,6 +54,8 @@ _NAME_HINTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("plants", r"wwtf|wwtp|plant|treatment")),
 }
 _SKIP = r"border|boundar|service.?area|limit|district|town.?line|extent|municipal"
+#: A polygon layer named so is a sewer service area: proposed as the ``district`` layer.
+_DISTRICT = r"service.?area|sewer.?(service|district|area)|sewershed"
 
 # Keyword rules for coded values no alias names: (column, pattern, canonical),
 # first match wins; per role.
@@ -270,6 +272,10 @@ def _read_columns(f: LayerFound, cols: list[str]) -> pd.DataFrame:
 def _role_by_name(f: LayerFound) -> tuple[str | None, str]:
     """The role a layer's name and columns point to (None: none), and why."""
     text = re.sub(r"([a-z])([A-Z])", r"\1 \2", f"{f.path.stem} {f.layer or ''}").lower()
+    if f.geometry == "polygon" and re.search(_DISTRICT, text):
+        return "district", ("a sewer service area: proposed as the district the connection "
+                            "rule binds (\"situated within the area\"); parcels outside it "
+                            "are outside_district")
     if re.search(_SKIP, text):
         return None, "a boundary or service area: no gisnet role"
     cols = {c.lower() for c in f.columns}

@@ -99,8 +99,11 @@ ABUTTING_LABELS: dict[str, str] = {
 BASIS_LABELS: dict[str, str] = {
     "latest": "latest window", "worst": "worst window",
     "monthly_3mo": "3 consecutive months", "inverts": "from the inverts",
-    "stored": "as stored", "none": "none",
+    "stored": "as stored", "none": "unknown: no flow data",
 }
+#: What stands where a plant's ratio or status cannot be told (no flow data: no
+#: plant flows, no reported average, no parcels whose flows reach it).
+UNKNOWN_FLOW = "unknown: no flow data"
 #: How a main's flow direction was decided (``direction_source``) -> words.
 DIRECTION_SOURCE_LABELS: dict[str, str] = {
     "node_ids": "the node ids", "inverts": "the inverts",
@@ -141,6 +144,11 @@ COLUMN_LABELS: dict[str, str] = {
     "feature_id": "Feature", "control_manhole_id": "Control manhole",
     "entry_node_id": "Entry node", "abutting_main_id": "Abutting main",
     "from_node": "From node", "to_node": "To node",
+    "letter_id": "Letter", "entry_id": "Entry", "refers_to": "Cancels entry",
+    "event_date": "Date", "notice_ground": "Ground for notice", "entered_by": "Entered by",
+    "entered_at": "Entered at (UTC)", "as_of": "As of", "run_before": "Previous run",
+    "run_after": "This run", "run_before_at": "Previous run at (UTC)",
+    "run_after_at": "This run at (UTC)", "status_label": "Status (words)",
     "siu": "Significant industrial user", "siu_reason": "Why significant",
     "review": "Local review", "review_reason": "Why review",
     "measure": "Measured", "section": "Ordinance section",

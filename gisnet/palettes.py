@@ -51,4 +51,6 @@ SIMPLE_COLOURS: dict[str, str] = {
     "sampling_plan": "#e7298a",
     "plants": "#1b9e77",
     "worklist": "#d95f02",
+    "changes": "#cc79a7",
+    "overdue": "#d55e00",
 }

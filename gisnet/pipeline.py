@@ -14,6 +14,7 @@ which runs the needed steps in the same order).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -40,6 +41,7 @@ from .progress import ProgressLike, as_reporter
 from .report import Report
 from .results import (
     ControlResult,
+    LayerDict,
     ObligationsResult,
     Unavailable,
     crs_text,
@@ -103,6 +105,12 @@ class Results(FollowUps):
         The fixes a technician can make, ranked (:func:`gisnet.worklist.worklist`).
     unavailable
         What could not be answered, and why.
+    overdue
+        Parcels whose deadline has passed and that are not connected
+        (:func:`gisnet.register.overdue_layer`), with the obligations step.
+    changes
+        What changed since the previous run into the same output
+        (:func:`gisnet.register.changes_layer`); set by :func:`run` only.
     timings_s
         Seconds spent in each step (and in writing, for :func:`run`).
     files
@@ -129,6 +137,8 @@ class Results(FollowUps):
     unavailable: list[Unavailable] = field(default_factory=list)
     timings_s: dict[str, float] = field(default_factory=dict)
     files: list[Path | str] = field(default_factory=list)
+    overdue: gpd.GeoDataFrame | None = None
+    changes: gpd.GeoDataFrame | None = None
     _index: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -140,6 +150,17 @@ class Results(FollowUps):
         if self.unavailable:
             lines.append("unavailable: " + ", ".join(u.analysis for u in self.unavailable))
         return short_repr(f"Results for {self.town.name!r}", lines)
+
+    @property
+    def layers(self) -> LayerDict:
+        """Every result layer by name (:attr:`gisnet.followup.FollowUps.layers`), with
+        ``overdue`` and, after :func:`run`, ``changes``."""
+        out = FollowUps.layers.fget(self)  # type: ignore[attr-defined]
+        if self.overdue is not None:
+            out["overdue"] = self.overdue
+        if self.changes is not None:
+            out["changes"] = self.changes
+        return out
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, for ``gisnet run`` (plain JSON data)."""
@@ -163,6 +184,12 @@ class Results(FollowUps):
             out.update(self.control.totals)
         if self.capacity is not None:
             out.update(self.capacity.totals)
+        if self.changes is not None:
+            out["changes"] = len(self.changes)
+        if self.overdue is not None:
+            out["overdue"] = len(self.overdue)
+        if "register_place" in town.settings.extra:
+            out["register"] = town.settings.extra["register_place"]
         if self.unavailable:
             out["not_computed"] = {u.analysis: u.reason for u in self.unavailable}
         out["timings_s"] = {k: round(v, 3) for k, v in self.timings_s.items()}
@@ -261,6 +288,7 @@ def analyse(
     strict: bool = True,
     progress: Progress | None = None,
     on_layers: Callable[[Mapping[str, pd.DataFrame]], None] | None = None,
+    as_of: dt.date | None = None,
 ) -> Results:
     """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
@@ -292,6 +320,8 @@ def analyse(
         capacity): ``gisnet run`` starts writing the GeoPackage while the next
         analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
         do not change afterwards.
+    as_of
+        The day the ``overdue`` layer counts deadlines against (default today).
 
     Returns
     -------
@@ -346,6 +376,13 @@ def analyse(
                                n_parcels, "parcels")
         if res.obligations is not None and res.obligations.frontage is None:
             res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
+        if res.obligations is not None:
+            from .register import overdue_layer
+
+            res.overdue = overdue_layer(res.obligations.obligations,
+                                        as_of or dt.date.today(),
+                                        town.settings.extra.get("register"),
+                                        town.layers.get("parcels"))
         done()
 
     if "control" in todo:
@@ -473,6 +510,9 @@ def run(
         return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
     refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
+    # the register kept beside the results, read (created when absent) before the
+    # analyses; the previous run's obligations, for the changes layer
+    town, register, previous = _register_and_previous(town, out)
     # the analyses (quality is quick), write (with the maps beside it), publish
     rep.plan(len(STEPS) - 1 + 2)
     run_id = new_run_id()
@@ -490,6 +530,7 @@ def run(
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
             res = analyse(town, progress=rep, on_layers=gpkg.add if early else None)
+            _add_changes(res, previous, register, run_id)
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                                      layer_names=list(layers)), town, *inputs)
@@ -533,9 +574,44 @@ def run(
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town), town))
+                from .register import ensure_register
+
+                ensure_register(out)  # the staff register beside the results, once
     finally:
         rep.close()
     return res
+
+
+def _register_and_previous(town: Town, out: str | Path) -> tuple[Town, pd.DataFrame, Any]:
+    """The town with the register of output ``out`` applied (the register created
+    beside a folder's results when absent), the register, and the previous run."""
+    from .output import guard_outputs
+    from .register import (
+        REGISTER_FILE,
+        apply_register,
+        previous_run,
+        read_register,
+        register_place,
+    )
+
+    if not is_database(out):
+        path = Path(out) / REGISTER_FILE
+        if not path.exists():  # made after the run is published (ensure_register)
+            guard_outputs([path], town=town, what="register")
+    register = read_register(out)
+    return (apply_register(town, register, where=register_place(out)), register,
+            previous_run(out))
+
+
+def _add_changes(res: Results, previous: Any, register: pd.DataFrame, run_id: str) -> None:
+    """Set ``res.changes``: this run's obligations against the previous run's."""
+    from .register import changes_layer
+    from .register.entries import utc_now
+
+    if res.obligations is None:
+        return
+    res.changes = changes_layer(previous, res.obligations.obligations, run_id=run_id,
+                                run_at=utc_now(), register=register)
 
 
 def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: bool,
@@ -554,12 +630,15 @@ def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: b
     require("postgis", POSTGIS_FEATURE)  # before the analyses, not after
     try:
         rep.plan(len(STEPS))
+        town, register, previous = _register_and_previous(town, url)
         res = analyse(town, progress=rep)
+        run_id = new_run_id()
+        _add_changes(res, previous, register, run_id)
         layers = res.layers()
         t = time.perf_counter()
         with rep.step("write", "writing the PostGIS tables",
                       count=sum(len(df) for df in layers.values()), unit="rows"):
-            res.files.append(write_postgis(url, layers, town, run_id=new_run_id(),
+            res.files.append(write_postgis(url, layers, town, run_id=run_id,
                                            version=__version__, say=lambda _m: None))
         res.timings_s["write"] = time.perf_counter() - t
     finally:

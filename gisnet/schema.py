@@ -152,6 +152,13 @@ COLUMNS: dict[str, tuple[Column, ...]] = {
         _c("owner_name", "str", "", "OWNER_NAME", "OWNERNAME", "OWNER", "OWNER1", "OWN_NAME",
            "OWNER_NM", "OWNERNME1", "PRIMARY_OWNER", "OWNNAME",
            doc="owner of record (name), for notices to connect"),
+        _c("mailing_address", "str", "", "MAILING_ADDRESS", "MAILING_ADDR", "MAILING_AD",
+           "MAIL_ADDR", "MAIL_ADDRESS", "MAILADDR", "MAILADDRESS", "MAIL_ADD", "MAILADD",
+           "MAIL_ADDR1", "MAILADD1", "MAIL_ADD1", "OWNER_ADDR", "OWNER_ADDRESS", "OWNERADDR",
+           "OWNER_ADD", "OWN_ADDR", "OWN_ADDRESS", "OWNADDR", "OWNER_MAIL", "BILLING_ADDR",
+           "TAX_ADDR",
+           doc="the owner's mailing address (where letters go; may differ from the "
+               "property's address), for notices to connect"),
         _c("land_use", "str", "", "LAND_USE", "LANDUSE", "LUC", "USECODE", "USE_CODE", "PROPCLASS",
            "PROP_CLASS", "PROP_CLS", "CLASS"),
         _c("dwelling_units", "int", "", "DWELLING_UNITS", "UNITS", "DU", "NUM_UNITS", "RES_UNITS"),

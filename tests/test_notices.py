@@ -182,12 +182,23 @@ def test_xlsx_has_one_row_per_packet(notices, results):
     ob = results.obligations.obligations
     n = int((ob["status"].eq("required") & ob["notice_ground"].notna()).sum())
     assert len(body) == n == len(notices.packets)
-    col = {h: i for i, h in enumerate(header)}
+    # labelled headers (gisnet.labels), the columns in MERGE_COLUMNS' order
+    from gisnet.labels import column_label
+    from gisnet.notices.writing import MERGE_COLUMNS
+
+    assert list(header) == [column_label(c) for c in MERGE_COLUMNS]
+    assert "Parcel" in header and "Deadline date" in header and "parcel_id" not in header
+    col = {c: i for i, c in enumerate(MERGE_COLUMNS)}
     assert [r[col["parcel_id"]] for r in body] == [p.parcel_id for p in notices.packets]
+    assert all(r[col["letter_id"]].startswith("N") for r in body)
     assert {r[col["section"]] for r in body} == {"§ 168-22.2G"}
     assert all(r[col["file"]].startswith("notice-") for r in body)
     assert {r[col["deadline_days"]] for r in body} == {30}  # whole days, not 30.0
-    assert {r[col["notice_date"]] for r in body} == {NOTICE_DATE.isoformat()}
+    # real date cells, not text
+    assert {r[col["notice_date"]] for r in body} == {
+        dt.datetime.combine(NOTICE_DATE, dt.time())}
+    assert all(isinstance(r[col["deadline_date"]], dt.datetime) for r in body)
+    assert {ws.cell(row=2, column=col["notice_date"] + 1).number_format} == {"yyyy-mm-dd"}
     dist = dict(zip(ob["parcel_id"], ob["distance_ft"], strict=True))
     for r in body:
         assert r[col["distance_ft"]] == pytest.approx(dist[r[col["parcel_id"]]], abs=0.05)

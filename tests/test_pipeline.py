@@ -151,7 +151,8 @@ def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
     layers = res.layers()
     assert list(layers) == ["graph_nodes", "graph_edges", "obligations", "obligation_evidence",
                             "connection_zone", "control_manholes", "control_paths",
-                            "sampling_plan", "pipes_capacity", "plants", "quality", "worklist"]
+                            "sampling_plan", "pipes_capacity", "plants", "quality", "worklist",
+                            "overdue"]
     s = res.summary()
     assert s["obligations"] == res.obligations.totals
     assert s["control_manholes"]["connection_points"] == len(layers["control_manholes"])
@@ -177,7 +178,8 @@ def test_analyse_only_runs_the_needed_steps_in_order():
 
     res = analyse(_synthetic_town(), only={"obligations"})
     assert res.graph is None and res.control is None and res.capacity is None
-    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone"}
+    assert set(res.layers()) == {"obligations", "obligation_evidence", "connection_zone",
+                                 "overdue"}
     res = analyse(_synthetic_town(), only={"capacity"})
     assert res.obligations is None and res.graph is not None and res.control is not None
     assert list(res.timings_s) == ["graph", "control", "capacity"]
@@ -250,8 +252,12 @@ def test_run_publishes_a_manifest_of_every_file(run_out, sample_dir: Path):
 
     _, out, _ = run_out
     man = json.loads((out / MANIFEST_FILE).read_text())
+    from gisnet.register import REGISTER_FILE
+
+    # the staff register beside the results is no part of a run's output set
     written = {p.relative_to(out).as_posix() for p in out.rglob("*")
-               if p.is_file() and not p.name.startswith(".")} - {MANIFEST_FILE}
+               if p.is_file() and not p.name.startswith(".")} - {MANIFEST_FILE, REGISTER_FILE}
+    assert (out / REGISTER_FILE).is_file()
     assert set(man["files"]) == written
     assert man["profile_id"] == "poughkeepsie-fourth-ward"
     assert man["town_file_sha256"] == hashlib.sha256(
@@ -288,6 +294,12 @@ def test_run_into_a_database_lists_the_database_as_written_text(monkeypatch):
         return shown
 
     monkeypatch.setattr(gisnet.output.postgis, "write_postgis", write_postgis)
+    import gisnet.register
+
+    # no database here: an empty register, no previous run
+    monkeypatch.setattr(gisnet.register, "read_register",
+                        lambda _out: gisnet.register.empty_register())
+    monkeypatch.setattr(gisnet.register, "previous_run", lambda _out: None)
     res = run(_synthetic_town(), "postgresql://gis:pw@db.example:5432/town?schema=results",
               maps=False, progress=lambda _m: None)
     assert written["url"].endswith("?schema=results") and "obligations" in written["layers"]

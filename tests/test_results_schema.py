@@ -35,10 +35,10 @@ LAYERS = {
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
     "pipes_capacity", "plants", "swmm_comparison", "swmm_original_comparison",
-    "worklist",
+    "worklist", "changes", "overdue", "register",
 }
 #: Layers written by a command of their own, not by ``analyse`` (tests/test_swmm.py checks them).
-COMMAND_LAYERS = {"swmm_comparison", "swmm_original_comparison"}
+COMMAND_LAYERS = {"swmm_comparison", "swmm_original_comparison", "changes", "register"}
 #: Units a numeric column without a unit suffix may have (unitless by nature).
 UNITLESS = {"ft/ft", "ratio", "count", "persons", "coefficient", "CRS unit"}
 TYPES = {"text", "real", "integer", "boolean", "date"}

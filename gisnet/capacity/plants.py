@@ -273,11 +273,13 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
                     missing, basis = w.latest_missing, "months_missing"
         if not basis and np.isfinite(reported):
             flow, basis = float(reported), "avg_flow"
-        if not basis and np.isfinite(accum):
+        if not basis and np.isfinite(accum) and accum > 0:
+            # 0 accumulated is no flow data (no parcels, no flows), never "0 %"
             flow, basis = accum, "accumulated"
         ok = design > 0
         ratio = flow / design if np.isfinite(flow) and ok else float("nan")
-        over: bool | None = None if missing else exceeds(ratio, thr, strict)
+        over: bool | None = (None if missing or not np.isfinite(ratio)
+                             else exceeds(ratio, thr, strict))
         worst_ratio = w.worst_mgd / design if np.isfinite(w.worst_mgd) and ok else float("nan")
         rows.append({
             "plant_id": pid, "name": getattr(rec, "name", None), "node_id": node,
@@ -293,5 +295,7 @@ def plant_layer(town: Any, net: Network, acc: Accumulation) -> gpd.GeoDataFrame:
             "missing_months": ",".join(missing), "section": cap.plant_section,
             "geometry": rec.geometry,
         })
-    return gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
-                            crs=crs)
+    out = gpd.GeoDataFrame(rows, columns=[*PLANT_COLUMNS, "geometry"], geometry="geometry",
+                           crs=crs)
+    out["over_threshold"] = out["over_threshold"].astype("boolean")  # null: unknown
+    return out

@@ -31,6 +31,7 @@ COMMANDS = (
     "map",
     "figure",
     "notices",
+    "register",
     "serve",
     "import_swmm",
     "export_swmm",

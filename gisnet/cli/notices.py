@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import add_town_options, load_town, progress, say
+from .common import DEFAULT_OUT, add_town_options, load_town, out_target, progress, say
 
 DEFAULT_NOTICES_OUT = Path("maps") / "notices"
 
@@ -47,6 +47,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--template", type=Path, metavar="FILE",
                    help="letter template (default: the town file's [notices] template, else "
                         "the profile's shipped one)")
+    p.add_argument("--register", type=out_target, default=None, metavar="DIR|URL",
+                   help="the output whose connection register is read (notices served, "
+                        "grounds, connections) and receives each letter as drafted: a "
+                        "folder (its gisnet-register.gpkg) or postgresql://...; default the "
+                        "town file's [output] path, else maps/")
     p.add_argument("--assume-abutting", action="store_true",
                    help="without a streets layer, treat parcels within the distance as "
                         "abutting")
@@ -65,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
     # the template is checked before anything is loaded or analysed
     tpl = load_template(args.template) if args.template is not None else None
     town = load_town(args)
+    from ..register import add_entries, apply_register, read_register, register_place
+
+    where = args.register if args.register is not None else town.settings.extra.get("output")
+    where = where if where is not None else DEFAULT_OUT
+    town = apply_register(town, read_register(where), where=register_place(where))
     tpl = tpl if tpl is not None else find_template(town)
     progress(args, "measuring obligations")
     res = analyse(town, only=["obligations"], parcels=args.parcel_list,
@@ -76,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
     progress(args, f"writing notices to {args.out}")
     ns = write_notices(town, res, args.out, parcels=args.parcel_list,
                        notice_date=notice_date, template=tpl)
+    from ..notices.writing import drafted_entries
+
+    ids = add_entries(where, drafted_entries(ns), town=town)
     notes = list(ns.notes)
     if args.notice_date is None:
         notes.insert(0, f"notice date {notice_date.isoformat()} (today; give --notice-date "
@@ -87,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
     for path in ns.files:
         if not path.name.startswith("notice-"):
             say(args, f"  {path}")
+    if ids:
+        say(args, f"  {len(ids)} letter(s) entered in the register {register_place(where)} as "
+                  f"drafted (entries {ids[0]}-{ids[-1]}); record each one served with 'gisnet "
+                  "register add --event served --parcel ID --letter LETTER --date D'")
     for pid, why in ns.failed:
         print(f"gisnet: error: parcel {pid[:100]}: no notice written: {why}", file=sys.stderr)
     if ns.failed:

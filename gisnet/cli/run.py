@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..labels import UNKNOWN_FLOW
 from ..serialize import dumps_text
 from . import common
 
@@ -18,7 +19,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and the web maps, or, with --out postgresql://..., every result layer as "
         "a PostGIS table (one transaction). The whole set is written in a staging "
         "folder and published in one step with DIR/gisnet-manifest.json; an output "
-        "that would overwrite an input file is refused.",
+        "that would overwrite an input file is refused. The connection register of the "
+        "output (DIR/gisnet-register.gpkg, or the schema's register table; created when "
+        "absent, never rewritten) is read first: notices served, grounds and connections "
+        "recorded there change the answer. The layer changes says what changed since the "
+        "previous run into the same output, overdue which deadlines have passed.",
     )
     common.add_town_options(p, writes=True, database=True)
     common.add_page_options(p)
@@ -105,14 +110,23 @@ def format_summary(s: dict) -> str:
                      + (f", diameter assumed (largest upstream) {p['diameter_assumed']}"
                         if p.get("diameter_assumed") else ""))
     for pl in s.get("plants", []):
-        ratio = "unknown" if pl["ratio"] is None else f"{pl['ratio']:.1%}"
         if pl.get("missing_months"):
-            ratio = f"cannot say: months missing {pl['missing_months']}"
+            lines.append(f"  plant {pl['plant_id']}: cannot say: months missing "
+                         f"{pl['missing_months']}")
+            continue
+        if pl["ratio"] is None or pl.get("over_threshold") is None:
+            lines.append(f"  plant {pl['plant_id']}: {UNKNOWN_FLOW} (no plant flows, no "
+                         "reported average flow, no parcel flows reaching it)")
+            continue
         flag = " OVER THRESHOLD" if pl["over_threshold"] else ""
-        lines.append(f"  plant {pl['plant_id']}: {ratio} of design flow ({pl['basis']}){flag}")
+        lines.append(f"  plant {pl['plant_id']}: {pl['ratio']:.1%} of design flow "
+                     f"({pl['basis']}){flag}")
     if s.get("worklist"):
         lines.append(f"  worklist: {len(s['worklist'])} fix(es) ranked (layer worklist; "
                      "gisnet validate prints them); first: " + s["worklist"][0])
+    if "changes" in s:
+        lines.append(f"  changes since the previous run: {s['changes']}; overdue: "
+                     f"{s.get('overdue', 0)}; register: {s.get('register', '')}")
     for name, why in s.get("not_computed", {}).items():
         lines.append(f"  not computed: {name}: {why}")
     lines.append("  wrote: " + ", ".join(s["files"]))

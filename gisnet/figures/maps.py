@@ -33,7 +33,7 @@ from .. import labels, rules
 from ..errors import ConfigError, NotFoundError
 from ..extras import needs_extra
 from ..output.writing import atomic_path, refuse_input_as_output
-from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES
+from ..palettes import SIMPLE_COLOURS, STATUS_COLOURS, UTIL_CLASSES, UTIL_COLOURS
 from .drawing import crs_unit_text, draw_north_arrow, draw_scale_bar, frame, page_inches
 
 #: The figure kinds and the analysis step each needs (``gisnet.pipeline.STEPS``).
@@ -164,8 +164,22 @@ def _plants(ax, layers) -> list[tuple[str, dict]]:
     if plants is None or not len(plants) or "geometry" not in plants:
         return []
     colour = SIMPLE_COLOURS["plants"]
-    plants.plot(ax=ax, color=colour, markersize=60, marker="s", edgecolor="black", zorder=6)
-    return [(labels.layer_label("plants"), {"kind": "marker", "color": colour, "marker": "s"})]
+    over = plants["over_threshold"] if "over_threshold" in plants.columns else None
+    unknown = (over.isna().to_numpy() if over is not None and "ratio" in plants.columns
+               else np.zeros(len(plants), dtype=bool))
+    out = []
+    if (~unknown).any():
+        plants[~unknown].plot(ax=ax, color=colour, markersize=60, marker="s",
+                              edgecolor="black", zorder=6)
+        out.append((labels.layer_label("plants"),
+                    {"kind": "marker", "color": colour, "marker": "s"}))
+    if unknown.any():  # no flow data: grey, said so, never "0 %"
+        grey = UTIL_COLOURS["unknown"]
+        plants[unknown].plot(ax=ax, color=grey, markersize=60, marker="s",
+                             edgecolor="black", zorder=6)
+        out.append((f"{labels.layer_label('plants')}: {labels.UNKNOWN_FLOW}",
+                    {"kind": "marker", "color": grey, "marker": "s"}))
+    return out
 
 
 def _sampling(ax, town, layers, profile) -> list[tuple[str, dict]]:
@@ -282,7 +296,7 @@ def draw_figure(town: Any, results: Any, kind: str, *, page: str = "letter",
     draw_north_arrow(ax)
     when = (date or dt.date.today()).isoformat()
     prof = town.profile.profile
-    fig.text(0.5 / w, 1 - 0.45 / h, labels.FIGURE_TITLES[kind], fontsize=16,
+    fig.text(0.5 / w, 1 - 0.45 / h, f"{labels.FIGURE_TITLES[kind]}: {town.name}", fontsize=16,
              fontweight="bold", va="baseline")
     # the town by its own name, and separately the ordinance it is measured under (a
     # town under the Berlin profile is not the City of Berlin)

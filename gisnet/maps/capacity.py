@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from .. import rules
-from ..labels import EMPTY, value_label
+from ..labels import EMPTY, UNKNOWN_FLOW, value_label
+from ..palettes import UTIL_COLOURS
 from .common import (
     UTIL_CLASSES,
     MapContext,
@@ -175,18 +176,21 @@ def _plant_panel(ctx: MapContext) -> str:
     for _, r in plants.iterrows():
         ratio = r.get("ratio")
         over = r.get("over_threshold")
-        state = "unknown" if is_missing(over) or is_missing(ratio) else (
-            "over" if bool(over) else "below")
-        cls = "gisnet-bad" if state == "over" else "gisnet-ok" if state == "below" else ""
-        ratio_s = EMPTY if is_missing(ratio) else f"{float(ratio) * 100:.1f} %"
+        known = not (is_missing(over) or is_missing(ratio))
+        state = ("over" if bool(over) else "below") if known else "unknown"
+        cls = "gisnet-bad" if state == "over" else "gisnet-ok" if state == "below" else \
+            "gisnet-unknown"
+        ratio_s = UNKNOWN_FLOW if not known else f"{float(ratio) * 100:.1f} %"
+        grey = "" if known else f' style="color:{UTIL_COLOURS["unknown"]}"'
         design = r.get("design_flow_mgd")
         avg = r.get("avg_flow_mgd")
         design_s = EMPTY if is_missing(design) else f"{float(design):.3f}"
         avg_s = EMPTY if is_missing(avg) else f"{float(avg):.3f}"
         name = r.get("name") if not is_missing(r.get("name")) else r.get("plant_id", "")
         rows.append(
-            f"<tr><td>{html.escape(str(name))}</td><td>{avg_s} / {design_s}</td>"
-            f'<td class="{cls}">{ratio_s} ({state} {thr:.0%})</td>'
+            f"<tr><td>{html.escape(str(name))}</td><td>{avg_s} / {design_s}</td>" +
+            (f'<td class="{cls}">{ratio_s} ({state} {thr:.0%})</td>' if known else
+             f'<td class="{cls}"{grey}>{ratio_s}</td>') +
             f"<td>{html.escape(value_label('basis', r.get('basis')))}</td></tr>")
     head = ("<b>Treatment plants</b><table><tr><th>Plant</th><th>avg / design MGD</th>"
             "<th>ratio</th><th>basis</th></tr>")

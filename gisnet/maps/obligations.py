@@ -154,6 +154,20 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
                 tooltip="{parcel_id} → {main_id}: {distance_ft}",
                 legend=[{"label": "parcel to nearest main", "color": "#67000d", "shape": "line",
                          "weight": 2, "dash": True}], legend_title="Evidence"))
+    od = ctx.result("overdue")
+    if od is not None and len(od) and isinstance(od, gpd.GeoDataFrame):
+        cols = fields_for(od, ["parcel_id", "address", "owner_name", "status", "notice_date",
+                               "deadline", "overdue_days", "as_of", "letter_id"])
+        data, n = ctx.geojson(od, auto_props(od, cols), precision=6, simplify_ft=1.0)
+        colour = SIMPLE_COLOURS["overdue"]
+        layers.append(MapLayer(
+            key="overdue", name="Overdue: deadline passed, not connected", data=data,
+            count=n, style={"color": colour, "weight": 3, "fillOpacity": 0.0},
+            fields=[(field_label(c), c) for c in cols],
+            popup_title="Overdue: parcel {parcel_id}",
+            tooltip="{parcel_id} · overdue {overdue_days} days", search=["parcel_id"],
+            legend=[{"label": "deadline passed, not connected", "color": colour,
+                     "shape": "area", "opacity": 0.1}], legend_title="Overdue"))
     mains = mains_layer(ctx)
     if mains is not None:
         layers.insert(1 if zone is not None else 0, mains)

@@ -194,7 +194,7 @@ def write_maps(
 RESULT_LAYERS: tuple[str, ...] = (
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
-    "pipes_capacity", "plants",
+    "pipes_capacity", "plants", "overdue", "changes",
 )
 
 

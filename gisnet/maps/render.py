@@ -129,7 +129,7 @@ def render_page(page: Page, *, town_name: str, profile_name: str,
         root.header.add_child(_Raw(page_assets()), name="gisnet_tiles")
 
     cfg = {
-        "title": page.title,
+        "title": f"{page.title}: {town_name}",
         "subtitle": subtitle(town_name, profile_name),
         "note": TILED_NOTE if tiled else OFFLINE_NOTE if self_contained else None,
         "tiles": list(TILES),

@@ -195,6 +195,21 @@ def safe_name(parcel_id: str, taken: set[str]) -> str:
     return name
 
 
+def mailing_addresses(town: Any) -> dict[str, str]:
+    """Parcel id -> the owner's mailing address, where the parcels layer maps one
+    (canonical ``mailing_address``: ``MAIL_ADDR``, ``OWNER_ADDR``, ...)."""
+    parcels = town.layers.get("parcels") if hasattr(town, "layers") else None
+    if parcels is None or "mailing_address" not in parcels.columns:
+        return {}
+    out = {}
+    for pid, v in zip(parcels["parcel_id"].astype(str), parcels["mailing_address"],
+                      strict=False):
+        t = _text(v)
+        if t:
+            out[pid] = t
+    return out
+
+
 def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date,
                   blocks: dict[str, str] | None = None) -> list[Packet]:
     """The order of every row of ``rows`` (obligations rows, :func:`select_rows`).
@@ -223,6 +238,7 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date,
     blocks = letter_blocks(town) if blocks is None else blocks
     quotes = quotations(prof) if len(rows) else {}
     taken: set[str] = set()
+    mailing = mailing_addresses(town)
     out = []
     for row in rows.drop(columns=[rows.geometry.name] if hasattr(rows, "geometry") else [],
                          errors="ignore").to_dict("records"):
@@ -244,6 +260,9 @@ def build_packets(town: Any, rows: pd.DataFrame, notice_date: dt.date,
             "parcel_id": pid,
             "address": _text(row.get("address")) or ADDRESS_UNKNOWN,
             "owner_name": _text(row.get("owner_name")) or OWNER_UNKNOWN,
+            "mailing_address": (mailing.get(pid) or _text(row.get("address"))
+                                or ADDRESS_UNKNOWN),
+            "letter_id": "",
             "town": town.name,
             "jurisdiction": prof.profile.jurisdiction,
             "ordinance": prof.profile.ordinance,

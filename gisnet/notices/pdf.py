@@ -92,6 +92,7 @@ def packet_story(template: Template, values: dict[str, Any], figure_png: bytes |
     story.append(Paragraph(_esc(f"Evidence: parcel {values['parcel_id']}"), head))
     facts = [
         ("Parcel", values["parcel_id"]),
+        ("Letter", values.get("letter_id") or labels.EMPTY),
         ("Owner", values["owner_name"]),
         ("Address", values["address"]),
         ("Status", values["status_label"]),

@@ -48,6 +48,10 @@ PLACEHOLDERS: dict[str, str] = {
     "parcel_id": "the parcel id",
     "address": "the parcel's address (or 'address not recorded')",
     "owner_name": "the owner of record (or 'Owner of record' when the parcels layer has none)",
+    "mailing_address": "the owner's mailing address (parcels `mailing_address`, e.g. "
+                       "MAIL_ADDR, OWNER_ADDR), else the property's address",
+    "letter_id": "the letter's id, as entered in the register (drafted); staff quote it "
+                 "when they record the notice served",
     "town": "the town's name (town file `name`)",
     "jurisdiction": "the profile's jurisdiction",
     "ordinance": "the ordinance the profile cites",

@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import ConfigError, NotFoundError
 from ..extras import needs_extra
 from ..figures.maps import result_layers
-from ..output.cells import csv_text, xlsx_row
+from ..output.cells import csv_text, write_xlsx
 from ..output.publish import (
     MANIFEST_FILE,
     make_manifest,
@@ -45,9 +45,12 @@ CANDIDATES_CSV = "candidates.csv"
 CSV_FILE = "notices.csv"
 XLSX_FILE = "notices.xlsx"
 #: Columns of the mail-merge table (CSV and XLSX), in order.
-MERGE_COLUMNS = ("parcel_id", "owner_name", "address", "status", "status_label", "section",
-                 "distance_ft", "measured_from", "main_id", "notice_date", "notice_served",
-                 "deadline_days", "deadline_date", "overdue_since", "file")
+MERGE_COLUMNS = ("letter_id", "parcel_id", "owner_name", "mailing_address", "address",
+                 "status", "status_label", "section", "distance_ft", "measured_from",
+                 "main_id", "notice_date", "notice_served", "deadline_days", "deadline_date",
+                 "overdue_since", "file")
+#: Date columns of the mail-merge table (date cells in the XLSX).
+MERGE_DATES = ("notice_date", "notice_served", "deadline_date", "overdue_since")
 
 
 @dataclass
@@ -94,7 +97,9 @@ def merge_table(packets: list[Packet]) -> pd.DataFrame:
     for p in packets:
         v = p.values
         rows.append({
-            "parcel_id": p.parcel_id, "owner_name": v["owner_name"], "address": v["address"],
+            "letter_id": v.get("letter_id") or None, "parcel_id": p.parcel_id,
+            "owner_name": v["owner_name"], "mailing_address": v.get("mailing_address"),
+            "address": v["address"],
             "status": p.status, "status_label": v["status_label"], "section": v["section"],
             "distance_ft": None if p.distance_ft is None else round(p.distance_ft, 1),
             "measured_from": v["measured_from"], "main_id": v["main_id"],
@@ -126,21 +131,18 @@ def _write_csv(path: Path, table: pd.DataFrame) -> None:
 
 
 def _write_xlsx(path: Path, table: pd.DataFrame) -> None:
-    """The mail-merge workbook; text a spreadsheet would run as a formula is a
-    string cell (:func:`gisnet.output.cells.xlsx_row`)."""
-    from openpyxl import Workbook
-    from openpyxl.utils import get_column_letter
+    """The mail-merge workbook: headers the labels of :mod:`gisnet.labels` (``Deadline``,
+    ``Distance (ft)``; the CSV keeps the column names as merge-field names), dates as
+    date cells (:data:`MERGE_DATES`), text a spreadsheet would run as a formula a
+    string cell (:func:`gisnet.output.cells.write_xlsx`)."""
+    from ..labels import column_label
 
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("notices")
-    ws.freeze_panes = "A2"
-    for i, c in enumerate(table.columns, start=1):
-        width = max([len(str(c))] + [len(str(v)) for v in table[c].head(200)]) + 2
-        ws.column_dimensions[get_column_letter(i)].width = min(width, 60)
-    ws.append(xlsx_row(ws, list(table.columns)))
-    for row in table.itertuples(index=False, name=None):
-        ws.append(xlsx_row(ws, [_xlsx_value(_cell(v)) for v in row]))
-    wb.save(path)
+    cells = table.copy()
+    for c in cells.columns:
+        if c not in MERGE_DATES and cells[c].dtype == object:
+            cells[c] = [_xlsx_value(_cell(v)) for v in cells[c]]
+    write_xlsx(path, [("notices", [column_label(c) for c in cells.columns], cells)],
+               dates=MERGE_DATES)
 
 
 def _xlsx_value(v: Any) -> Any:
@@ -222,6 +224,9 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                             "analysis first")
     rows = select_rows(ob, parcels)
     packets = build_packets(town, rows, notice_date, letter_blocks(town, blocks))
+    run_id = new_run_id()
+    for k, p in enumerate(packets, start=1):  # the id the register and the letter share
+        p.values["letter_id"] = letter_id(run_id, k)
     if parcels is None:
         staff = len(candidates(ob))
         if staff:
@@ -239,7 +244,6 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
                     strict=False))
     footer = (f"{town.name}. Measured by gisnet from the town's GIS layers with the "
               f"{town.profile.profile.id} profile ({town.profile.profile.ordinance}).")
-    run_id = new_run_id()
     with staging_area(out, run_id) as stage:
         failed: list[tuple[str, str]] = []
         written: list[Packet] = []
@@ -279,6 +283,25 @@ def write_notices(town: Any, results: Any, out: str | os.PathLike[str], *,
         files = publish(stage, out, manifest, town)
     log.info("notices: %d packet(s) in %s", len(packets), out)
     return NoticeSet(out, packets, files, tpl, notice_date, notes, failed)
+
+
+def letter_id(run_id: str, k: int) -> str:
+    """The id of the ``k``-th letter of a ``gisnet notices`` run: ``N`` + the run's
+    UTC date and time + its random suffix + the letter's number
+    (``N20260301T091403Z-1a2b3c4d-0001``)."""
+    return f"N{run_id}-{k:04d}"
+
+
+def drafted_entries(ns: NoticeSet, entered_by: str | None = None) -> list[Any]:
+    """The register entries of the letters written: one ``drafted`` entry per packet,
+    dated the notice date, naming its letter id and file."""
+    from ..register import Entry
+
+    return [Entry(parcel_id=p.parcel_id, event="drafted", event_date=ns.notice_date,
+                  letter_id=p.values.get("letter_id") or None,
+                  note=f"{p.file_name}; deadline {p.deadline_date.isoformat()}"
+                  if p.deadline_date is not None else p.file_name, entered_by=entered_by)
+            for p in ns.packets]
 
 
 def write_candidates(town: Any, results: Any, out: str | os.PathLike[str]) -> Path:

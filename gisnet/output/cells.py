@@ -110,3 +110,70 @@ def write_csv(df: pd.DataFrame, path: Any, **kw: Any) -> None:
     new row whose first cell is a formula.
     """
     csv_safe(pd.DataFrame(df)).to_csv(path, index=False, lineterminator="\r\n", **kw)
+
+
+def xlsx_value(v: Any) -> Any:
+    """A value as an XLSX cell holds it: missing -> None (an empty cell), numpy
+    scalars -> Python, a date or a timestamp at midnight -> a :class:`datetime.date`
+    (a date cell, ``yyyy-mm-dd``), any other timestamp -> a :class:`datetime.datetime`
+    without time zone, a ``YYYY-MM-DD`` text stays text (the caller converts date
+    columns it knows: :func:`write_xlsx` ``dates``)."""
+    import datetime as dt
+
+    import numpy as np
+
+    if v is None or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, pd.Timestamp | dt.datetime):
+        t = pd.Timestamp(v)
+        t = t.tz_convert(None) if t.tzinfo is not None else t
+        return t.date() if t == t.normalize() else t.to_pydatetime()
+    if isinstance(v, dt.date | bool | int | float | str):
+        return v
+    return str(v)
+
+
+def write_xlsx(path: Any, sheets: Iterable[tuple[str, list[str], pd.DataFrame]], *,
+               dates: Iterable[str] = ()) -> None:
+    """Write an XLSX workbook of one sheet per ``(name, header, table)``.
+
+    ``header`` is the row of labels shown (``Deadline``, ``Distance (ft)``), one per
+    column of ``table``; the header row is frozen and columns sized to their text.
+    Columns named in ``dates`` (and datetime columns) are written as date cells that
+    Excel sorts and filters as dates (text ``YYYY-MM-DD`` is converted), never as
+    text. Text a spreadsheet would run as a formula is a string cell (:func:`xlsx_row`).
+    """
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.utils import get_column_letter
+
+    date_cols = set(dates)
+    wb = Workbook(write_only=True)
+    for name, header, table in sheets:
+        ws = wb.create_sheet(title=name[:31])
+        ws.freeze_panes = "A2"
+        cols = list(table.columns)
+        is_date = [c in date_cols or pd.api.types.is_datetime64_any_dtype(table[c])
+                   for c in cols]
+        conv = {c: pd.to_datetime(table[c], errors="coerce") for c, d in
+                zip(cols, is_date, strict=True) if d}
+        for i, (c, h) in enumerate(zip(cols, header, strict=True), start=1):
+            width = max([len(str(h))] + [len(str(v)) for v in table[c].head(200)]) + 2
+            ws.column_dimensions[get_column_letter(i)].width = min(max(width, 12), 60)
+        ws.append(xlsx_row(ws, header))
+        for k in range(len(table)):
+            row: list[Any] = []
+            for c, d in zip(cols, is_date, strict=True):
+                v = xlsx_value(conv[c].iloc[k] if d else table[c].iloc[k])
+                if d and v is not None:
+                    cell = WriteOnlyCell(ws, value=v)
+                    cell.number_format = "yyyy-mm-dd"
+                    row.append(cell)
+                else:
+                    row.append(v)
+            ws.append(xlsx_row(ws, row))
+    wb.save(path)

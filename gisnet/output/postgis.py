@@ -253,6 +253,89 @@ def comment_table(cur: Any, schema: str, table: str, layer: str, columns: list[s
             ident, sql.Identifier(name), sql.Literal(f"{col.meaning}{unit}")))
 
 
+def _columns_of(cur: Any, schema: str, table: str) -> list[tuple[str, str]]:
+    """``(name, type)`` of a table's columns in order (``format_type``: with the
+    geometry's type and SRID)."""
+    cur.execute("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped "
+                "ORDER BY a.attnum", (f'"{schema}"."{table}"',))
+    return [(str(n), str(t)) for n, t in cur.fetchall()]
+
+
+def dependents(cur: Any, schema: str, table: str) -> list[str]:
+    """The views (and materialized views) that read ``schema.table``, qualified names."""
+    cur.execute("""
+        SELECT DISTINCT v.oid::regclass::text FROM pg_depend d
+        JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class v ON v.oid = r.ev_class
+        WHERE d.refobjid = to_regclass(%s) AND v.oid <> d.refobjid ORDER BY 1""",
+                (f'"{schema}"."{table}"',))
+    return [str(r[0]) for r in cur.fetchall()]
+
+
+def swap_in_place(cur: Any, schema: str, layers: Mapping[str, Any], present: set[str],
+                  tag: str, shown: str) -> set[str]:
+    """Refill the previous tables whose columns this run's tables repeat exactly, in place.
+
+    A previous table of a layer whose staged table ``<layer>__new_<tag>`` has the same
+    columns (names, types, geometry type and SRID) keeps its identity: it is emptied
+    (``TRUNCATE``) and filled from the staged table, which is then dropped. A view
+    staff made on it stays valid and shows this run's rows; its grants, and
+    comments stay. The other layers are dropped and replaced (the caller) — when a
+    view depends on such a table, whose columns change, the run stops here naming the
+    view, before anything changed.
+
+    Returns
+    -------
+    set of str
+        The layers refilled in place.
+    """
+    from psycopg import sql
+
+    kept: set[str] = set()
+    for name in sorted(layers):
+        if name not in present:
+            continue
+        staged = f"{name}__new_{tag}"
+        old, new = _columns_of(cur, schema, name), _columns_of(cur, schema, staged)
+        if old == new:
+            cols = sql.SQL(", ").join(sql.Identifier(c) for c, _t in new)
+            cur.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(schema, name)))
+            cur.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(
+                sql.Identifier(schema, name), cols, cols, sql.Identifier(schema, staged)))
+            cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(schema, staged)))
+            comment_table(cur, schema, name, name, [c for c, _t in new if c != FID])
+            kept.add(name)
+            continue
+        views = dependents(cur, schema, name)
+        if views:
+            gone = sorted({c for c, _t in old} - {c for c, _t in new})
+            changed = sorted(c for c, t in old if (c, t) not in new and c not in gone)
+            what = "; ".join(x for x in (
+                f"column(s) {', '.join(gone)} dropped" if gone else "",
+                f"column(s) {', '.join(changed)} of another type" if changed else "",
+                "column(s) added" if not gone and not changed else "") if x)
+            raise ConfigError(
+                f"table {schema}.{name} changes its columns in this run ({what}) and "
+                f"{', '.join(views)} depend(s) on it; the previous tables are unchanged: "
+                "drop the view(s), run again and create them anew on the new columns",
+                path=shown)
+    return kept
+
+
+def drop_or_empty(cur: Any, schema: str, table: str) -> None:
+    """A previous run's table this run does not write: dropped, or, when a view reads
+    it, emptied (the view stays; the table is no longer a result)."""
+    from psycopg import sql
+
+    ident = sql.Identifier(schema, table)
+    if dependents(cur, schema, table):
+        log.warning("%s.%s: not written by this run but read by a view: emptied, not dropped",
+                    schema, table)
+        cur.execute(sql.SQL("TRUNCATE {}").format(ident))
+    else:
+        cur.execute(sql.SQL("DROP TABLE {}").format(ident))
+
+
 def output_srid(crs: Any) -> int:
     """The SRID of the working CRS (its EPSG code).
 
@@ -329,10 +412,13 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                     "finished_at timestamptz NOT NULL DEFAULT now(), gisnet_version text, "
                     "town text, town_file text, profile text, crs text, srid integer, "
                     "layers jsonb)").format(sql.Identifier(schema, RUNS_TABLE)))
-                cur.execute(sql.SQL("SELECT layers FROM {} ORDER BY finished_at DESC "
-                                    "LIMIT 1").format(sql.Identifier(schema, RUNS_TABLE)))
-                got = cur.fetchone()
-                previous = list((got[0] or {}).keys()) if got else []
+                # every table a gisnet run wrote here (not only the last run's)
+                cur.execute(sql.SQL("SELECT layers FROM {}").format(
+                    sql.Identifier(schema, RUNS_TABLE)))
+                previous = sorted({k for (got,) in cur.fetchall() for k in (got or {})})
+                from ..register.store import pg_ensure
+
+                pg_ensure(cur, schema)  # the staff register: created once, never dropped
                 cur.execute("SELECT table_name FROM information_schema.tables "
                             "WHERE table_schema = %s", (schema,))
                 present = {r[0] for r in cur.fetchall()}
@@ -356,10 +442,12 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                     kill_point("postgis")
                 lock_for_swap(conn, cur, schema,
                               sorted((set(layers) | set(previous)) & present), wait_s, db.shown)
-                for name in sorted(set(layers) | set(previous)):
+                kept = swap_in_place(cur, schema, layers, present, tag, db.shown)
+                for name in sorted((set(previous) - set(layers)) & present):
+                    drop_or_empty(cur, schema, name)
+                for name in sorted(set(layers) - kept):
                     cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
                         sql.Identifier(schema, name)))
-                for name in sorted(layers):
                     staged = f"{name}__new_{tag}"
                     cur.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
                         sql.Identifier(schema, staged), sql.Identifier(name)))

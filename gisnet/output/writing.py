@@ -326,12 +326,28 @@ def write_layer(path: Path, name: str, df: pd.DataFrame) -> None:
     rounded by :func:`rounded`.
     """
     df = gpkg_ready(file_form(name, df))
+    kw: dict[str, Any] = {}
     if not isinstance(df, gpd.GeoDataFrame):
         df = pd.DataFrame(df)
+    elif df.geometry.name in df.columns and not df.geometry.notna().any():
+        # no geometry to tell the type by (an empty list, say: no parcel is overdue):
+        # the documented one, so that QGIS styles it and a later run keeps the type
+        kw["geometry_type"] = documented_geometry_type(name)
     # Arrow: the columns go to GDAL in one batch instead of feature by feature (about
     # twice as fast on a million parcels); GDAL writes each layer in one transaction
     # and builds its spatial index once, at the end of the layer.
-    pyogrio.write_dataframe(df, path, layer=name, driver="GPKG", use_arrow=True)
+    pyogrio.write_dataframe(df, path, layer=name, driver="GPKG", use_arrow=True, **kw)
+
+
+def documented_geometry_type(layer: str) -> str:
+    """The first geometry type docs/results.md gives ``layer`` (``Polygon``), else
+    ``Unknown``."""
+    doc = layer_docs().get(layer)
+    col = doc.column("geometry") if doc is not None else None
+    if col is None:
+        return "Unknown"
+    kinds = [t.strip() for t in col.type.split(",") if t.strip() and t.strip() != "null"]
+    return kinds[0] if kinds else "Unknown"
 
 
 #: Table formats :func:`write_tables` writes, with their file suffix.
