@@ -48,7 +48,10 @@ def test_ci_runs_the_readmes_test_command_verbatim():
     checks = [ln.strip() for ln in ci.splitlines()
               if ln.strip() and not ln.lstrip().startswith("#")]
     tests_at = next(i for i, ln in enumerate(checks) if TEST_COMMAND in ln)
-    assert checks[tests_at + 1:] == [".venv/bin/ruff check .", ".venv/bin/mypy"]
+    # after the tests: lint, types, and the service against its OpenAPI document
+    assert checks[tests_at + 1:] == [
+        ".venv/bin/ruff check .", ".venv/bin/mypy",
+        "PYTHON=.venv/bin/python SCHEMATHESIS=.venv/bin/schemathesis sh scripts/schemathesis.sh 30"]
 
 
 def test_constraints_pin_every_requirement():
