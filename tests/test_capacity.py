@@ -424,7 +424,7 @@ def test_plant_three_month_window_strict_and_gaps():
     # the profile's basis is the latest window: October is missing, so gisnet cannot say
     # (not "below"), and neither an older window nor the reported 0.5 MGD stands in
     assert row["basis"] == "months_missing" and row["missing_months"] == "2025-10"
-    assert np.isnan(row["ratio"]) and row["over_threshold"] is None
+    assert np.isnan(row["ratio"]) and pd.isna(row["over_threshold"])
     assert row["window_months"] == "" and row["worst_window"] == "2025-04..2025-06"
     assert row["worst_window"] == "2025-04..2025-06" and row["worst_over_threshold"]
     assert row["worst_ratio"] == pytest.approx(0.826667, rel=1e-5)
@@ -706,15 +706,19 @@ def test_sample_whatif_pipe_crossing_and_profile_approvals(sample_runs):
     # (1.50333 + 0.21) / 2.14 = 80.06 %, over.
     btown, bG, bres = sample_runs["berlin-nh"]
     wb = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=12_000)
-    assert [a["id"] for a in wb.approvals] == ["des_flow_over_5000_gpd"]
+    # (and, for every domestic connection, the permit application 30 days ahead)
+    assert [a["id"] for a in wb.approvals] == ["des_flow_over_5000_gpd",
+                                               "sewer_permit_application"]
     wb40 = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=40_000)
-    assert [a["id"] for a in wb40.approvals] == ["des_flow_over_5000_gpd"]
+    assert [a["id"] for a in wb40.approvals] == ["des_flow_over_5000_gpd",
+                                                 "sewer_permit_application"]
     pl = wb40.plants.iloc[0]
     assert (pl["window_basis"], pl["window"]) == ("latest", "2025-10..2025-12")
     assert pl["ratio_after"] == pytest.approx((1.50333 + 0.04) / 2.14, rel=1e-4)
     wb210 = cap.whatif(btown, bG, bres, parcel_id=parcel, flow_gpd=210_000)
     assert [a["id"] for a in wb210.approvals] == ["des_flow_over_5000_gpd",
-                                                  "des_plant_over_80_pct"]
+                                                  "des_plant_over_80_pct",
+                                                  "sewer_permit_application"]
     assert wb210.plant_crossings == ["WWTP-01"]
     assert "latest months 2025-10..2025-12" in wb210.approvals[1]["reason"]
     wp40 = cap.whatif(town, G, res, parcel_id=parcel, flow_gpd=40_000)

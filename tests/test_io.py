@@ -528,7 +528,8 @@ def test_write_results_keeps_other_layers_and_tables(tmp_path, town_dir):
     write_results(out, {"graph_edges": town.layers["mains"].iloc[:2]})
     assert pyogrio.read_info(p, layer="graph_edges")["features"] == 2
     assert pyogrio.read_info(p, layer="quality")["features"] == len(town.report)
-    assert [f.name for f in out.iterdir()] == ["gisnet-results.gpkg"]  # no temp files left
+    # no temp files left: the GeoPackage and its QGIS project
+    assert sorted(f.name for f in out.iterdir()) == ["gisnet-results.gpkg", "gisnet.qgz"]
 
 
 def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeypatch):
@@ -547,7 +548,7 @@ def test_write_results_failure_leaves_file_untouched(tmp_path, town_dir, monkeyp
     with pytest.raises(OSError, match="disk full"):
         write_results(out, {"extra": town.layers["mains"], "bad": town.layers["mains"]})
     assert hashlib.sha256(p.read_bytes()).hexdigest() == before
-    assert [f.name for f in out.iterdir()] == ["gisnet-results.gpkg"]
+    assert sorted(f.name for f in out.iterdir()) == ["gisnet-results.gpkg", "gisnet.qgz"]
 
 
 def test_inputs_byte_identical_after_load_and_write(tmp_path, town_dir):

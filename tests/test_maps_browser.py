@@ -226,7 +226,7 @@ def test_sample_page_renders_offline_with_every_feature(driver, sample_pages, ar
         "return document.querySelectorAll('.leaflet-control-scale').length") == 1
     title = driver.execute_script(
         "return document.querySelector('.gisnet-titlebox').textContent")
-    assert "profile" in title and "only the base map needs a network" in title
+    assert "rules measured under" in title and "only the base map needs a network" in title
     assert_base_map_failure_is_said(driver)
     assert_popups_speak_the_vocabulary(driver)
     if name == "obligations":

@@ -194,6 +194,7 @@ BERLIN_PARAGRAPHS = {
                                  "thirty (30) days.",
     "enforcement paragraph (i)": "(i) Criminal Prosecution: Any person or industrial user",
     "appeal paragraph": "Any property owner aggrieved by any portion of this article",
+    "sewer permit classes paragraph": "There shall be two (2) classes of sewer permits",
 }
 BERLIN_REF = re.compile(r"\b16-\d+(?:\([a-z]\))?")
 BERLIN_DEF = re.compile(r"definitions, no\. (\d+)(?: \(([A-Za-z][A-Za-z ]*)[:)])?")

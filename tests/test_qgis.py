@@ -173,7 +173,8 @@ def test_the_project_opens_in_qgis_grouped_ordered_styled(qgis, results, tmp_pat
     for name, lyr in layers.items():
         assert lyr["source"].startswith(str(moved / "gisnet-results.gpkg")), name
         assert lyr["readOnly"], name  # results are replaced by the next run
-        assert lyr["n"] > 0, name
+        # every layer but those a first run may leave empty holds features
+        assert lyr["n"] > 0 or name in {"changes", "overdue"}, name
     assert layers["obligations"]["renderer"] == "categorizedSymbol"
     assert layers["pipes_capacity"]["renderer"] == "categorizedSymbol"
     assert layers["obligations"]["aliases"]["distance_ft"] == "Distance (ft)"
@@ -289,8 +290,11 @@ def test_postgis_output_has_layer_styles_qgis_applies(cluster, qgis, tmp_path):
             "SELECT f_table_catalog, f_table_schema, f_table_name, f_geometry_column, "
             "stylename, useasdefault, type, styleqml::text FROM public.layer_styles "
             "ORDER BY f_table_name").fetchall()
+        # every table of one geometry type has its style; an empty layer (no changes
+        # since the previous run, nothing overdue) has a generic column and none
         tables = {t for (t,) in conn.execute(
-            "SELECT f_table_name FROM geometry_columns WHERE f_table_schema = 'results'")}
+            "SELECT f_table_name FROM geometry_columns WHERE f_table_schema = 'results' "
+            "AND upper(type) <> 'GEOMETRY'")}
     assert {row[2] for row in rows} == tables and len(rows) >= 10
     for cat, schema, _, geom, name, default, kind, qml in rows:
         assert (cat, schema, geom, name, default, kind) == (

@@ -327,10 +327,10 @@ def test_a_plant_with_its_latest_month_missing_cannot_be_said_below_80_percent()
     town, G, res = _plant_run(BERLIN, months, flows, reported=0.5)
     row = res.plants.iloc[0]
     assert (row["basis"], row["missing_months"]) == ("months_missing", "2025-11")
-    assert row["over_threshold"] is None and np.isnan(row["ratio"])
+    assert pd.isna(row["over_threshold"]) and np.isnan(row["ratio"])
     assert res.totals["plants"][0]["missing_months"] == "2025-11"
     w = cap.whatif(town, G, res, parcel_id="a", flow_gpd=100.0)
-    assert w.plants.iloc[0]["over_threshold_before"] is None
+    assert pd.isna(w.plants.iloc[0]["over_threshold_before"])
     (appr,) = [a for a in w.approvals if a["id"] == "des_plant_over_80_pct"]
     assert appr["reason"].startswith("plant PL: cannot say whether it operates in excess")
     assert "months missing 2025-11" in appr["reason"]

@@ -206,12 +206,12 @@ def test_plant_gaps_and_short_series_cannot_say():
                             [2.0, 2.0, 2.0, 2.0], reported=1.2)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
     assert row["basis"] == "months_missing" and row["gaps"] == "2025-03"
-    assert row["missing_months"] == "2025-03" and row["over_threshold"] is None
+    assert row["missing_months"] == "2025-03" and pd.isna(row["over_threshold"])
     # Two months only: the third of the latest three (Dec 2024) is not reported either.
     t, G, pts = _plant_town(["2025-01", "2025-02"], [2.0, 2.0], reported=None)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]
     assert row["basis"] == "months_missing" and row["months"] == 2
-    assert row["missing_months"] == "2024-12" and row["over_threshold"] is None
+    assert row["missing_months"] == "2024-12" and pd.isna(row["over_threshold"])
     # No monthly flows at all: the reported average, else the accumulated flow
     t, G, pts = _plant_town([], [], reported=1.2)
     row = cap.compute_capacity(t, G, points=pts).plants.iloc[0]

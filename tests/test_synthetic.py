@@ -85,9 +85,9 @@ def test_exact_parcel_count_and_requested_main_count():
 def test_canonical_columns_present(town):
     from gisnet import schema
 
-    # the synthetic towns record no owners: letters to their parcels go to
-    # "Owner of record" (tests/test_notices.py adds owners to a copy)
-    not_generated = {"parcels": {"owner_name"}}
+    # the synthetic towns record no owners and no mailing addresses: letters to their
+    # parcels go to "Owner of record" at the parcel (tests/test_notices.py adds owners)
+    not_generated = {"parcels": {"owner_name", "mailing_address"}}
     for role, gdf in town.items():
         expected = set(schema.column_names(role)) - not_generated.get(role, set())
         assert expected <= set(gdf.columns), role
