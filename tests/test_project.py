@@ -51,7 +51,8 @@ def test_ci_runs_the_readmes_test_command_verbatim():
     # after the tests: lint, types, and the service against its OpenAPI document
     assert checks[tests_at + 1:] == [
         ".venv/bin/ruff check .", ".venv/bin/mypy",
-        "PYTHON=.venv/bin/python SCHEMATHESIS=.venv/bin/schemathesis sh scripts/schemathesis.sh 30"]
+        'PYTHON="$PWD/.venv/bin/python" SCHEMATHESIS="$PWD/.venv/bin/schemathesis" '
+        "sh scripts/schemathesis.sh 30"]
 
 
 def test_constraints_pin_every_requirement():
