@@ -86,6 +86,7 @@ ERRORS: dict[tuple[str, str], tuple[int, ...]] = {
     ("get", "/collections/{collectionId}/items"): (400, 404),
     ("get", "/collections/{collectionId}/items/{featureId}"): (400, 404),
     ("get", "/maps/tiles/{archive}"): (404, 503),
+    ("get", "/collections/{collectionId}/styles/gisnet"): (404,),
     ("get", "/tiles/{layer}/{z}/{x}/{y}.mvt"): (404, 422, 503),
 }
 
@@ -112,6 +113,8 @@ SUCCESS: dict[tuple[str, str], dict[str, Any]] = {
     ("get", "/collections/{collectionId}/items/{featureId}"): {GEOJSON: {"$ref": REF
                                                                          + "Feature"}},
     ("get", "/maps/{name}"): {t: {} for t in dict.fromkeys(MAP_TYPES.values())},
+    ("get", "/collections/{collectionId}/styles/gisnet"): {
+        "application/vnd.qgis.qml+xml": {"type": "string"}},
     ("get", "/maps/tiles/{archive}"): {"application/vnd.pmtiles": {}},
     ("get", "/tiles/{layer}/{z}/{x}/{y}.mvt"): {"application/vnd.mapbox-vector-tile": {}},
 }
