@@ -63,16 +63,51 @@ def _same_files(a: Path, b: Path) -> list[str]:
     return names
 
 
-def test_child_writes_the_geopackage_this_process_writes(sample_layers, tmp_path: Path):
+def test_child_writes_the_geopackage_this_process_writes(sample_layers, tmp_path: Path,
+                                                         monkeypatch):
     layers = {**sample_layers, **_awkward()}
     here = write_gpkg(tmp_path / "here.gpkg", layers)
     there = write_gpkg(tmp_path / "child.gpkg", layers, process=True)
     names = _same_files(here, there)
     assert {"obligations", "control_paths", "awkward", "odd_objects", "plain_table",
             "layer_styles"} <= set(names)
-    # the layer Arrow cannot hold is written by this process once the child is done
+    # values Arrow cannot type (a dict, a list) go as text, as pyogrio writes them:
+    # the child writes that layer too, in the order the layers were given
     order = [str(r[0]) for r in pyogrio.list_layers(there)]
+    assert order.index("odd_objects") < order.index("sampling_plan")
+
+    # a layer the conversion refuses is written by this process once the child is done
+    convert = child_mod.to_arrow
+    monkeypatch.setattr(child_mod, "to_arrow",
+                        lambda name, df: None if name == "odd_objects" else convert(name, df))
+    later = write_gpkg(tmp_path / "later.gpkg", layers, process=True)
+    _same_files(here, later)
+    order = [str(r[0]) for r in pyogrio.list_layers(later)]
     assert order.index("odd_objects") > order.index("sampling_plan")
+
+
+def test_layers_stream_in_batches_and_keep_their_geometry_type(tmp_path: Path, monkeypatch):
+    """A layer longer than a batch, of polygons and multipolygons (written as
+    MultiPolygon, as pyogrio writes them), with missing and empty shapes."""
+    monkeypatch.setattr(child_mod, "BATCH_ROWS", 7)
+    n = 30
+    geoms = [shapely.box(i, 0, i + 1, 1) for i in range(n)]
+    geoms[3] = shapely.MultiPolygon([shapely.box(3, 0, 4, 1), shapely.box(5, 5, 6, 6)])
+    geoms[4], geoms[5] = None, shapely.Polygon()
+    frame = gpd.GeoDataFrame({"parcel_id": [f"P{i}" for i in range(n)],
+                              "distance_ft": np.arange(n) * 1.5},
+                             geometry=geoms, crs="EPSG:2260")
+    layer = child_mod.to_arrow("mixed", frame)
+    assert layer is not None
+    assert [b.num_rows for b in layer.batches(7)] == [7, 7, 7, 7, 2]
+    assert layer.meta == {"geometry_name": "geometry", "geometry_type": "MultiPolygon",
+                          "crs": "EPSG:2260"}
+    here = write_gpkg(tmp_path / "here.gpkg", {"mixed": frame})
+    there = write_gpkg(tmp_path / "child.gpkg", {"mixed": frame}, process=True)
+    _same_files(here, there)
+    back = pyogrio.read_dataframe(there, layer="mixed")
+    assert back["parcel_id"].tolist() == frame["parcel_id"].tolist()
+    assert shapely.equals(back.geometry.values[3], geoms[3])
 
 
 def test_layers_added_as_the_analyses_end_are_written_in_that_order(sample_layers,

@@ -48,10 +48,12 @@ class GpkgWriter:
     With ``process=True``, GDAL writes the layers in a child process
     (:mod:`gisnet.output.gpkg_child`) while the caller goes on: pyogrio holds the GIL
     while GDAL writes, so a thread writing the GeoPackage would stop the analyses
-    and the maps. A thread of this process turns each layer into an Arrow table
-    (:func:`to_arrow`: ``pyarrow.Table.from_pandas``, which keeps the pandas
-    dtypes, and the geometry as WKB); the child rebuilds the frame and writes it
-    with :func:`write_layer`, so the file holds what this process would write.
+    and the maps. A thread of this process turns each layer into Arrow
+    (:func:`~gisnet.output.gpkg_child.to_arrow`: ``pyarrow.Table.from_pandas``,
+    which keeps the pandas dtypes, the geometry type and CRS decided as
+    :func:`write_layer` decides them) and streams it to the child in record batches,
+    the geometry as WKB a batch at a time; the child hands the stream to GDAL's Arrow
+    writer, so the file holds what this process would write.
     A layer Arrow cannot hold is written by this process once the child has
     finished. Frames given to :meth:`add` must not change afterwards.
     """

@@ -6,10 +6,13 @@ maps of the same run. The child is ``python -m gisnet.output.gpkg_child``, start
 :mod:`subprocess` rather than :mod:`multiprocessing` (a spawned child imports the
 caller's main module again: a script without a ``__main__`` guard would run twice).
 
-A thread of the parent turns each layer into an Arrow table
-(:func:`to_arrow`) and sends it on the child's standard input as
-one pickled message ``(path, layer name, table, (geometry column, CRS) or None)``;
-the child writes it (:func:`write_from_arrow`) and answers on its
+A thread of the parent turns each layer's attributes into an Arrow table
+(:func:`to_arrow`) and sends the layer on the child's standard input as a pickled
+header ``(path, layer name, geometry column/type/CRS)`` followed by an Arrow IPC
+stream of record batches, the geometry turned into WKB a batch at a time
+(:func:`send`); the child hands the stream to GDAL's Arrow writer as it arrives
+(:func:`write_stream`: the shapes are not rebuilt in the child, and neither process
+holds a layer's WKB whole) and answers on its
 standard output ``("ok", GDAL's warnings)`` or ``("error", exception)``. ``None``,
 or the end of its input (the parent died), ends the child.
 """
@@ -33,7 +36,7 @@ import pandas as pd
 import shapely
 
 from ..errors import ConfigError
-from .writing import file_form, gpkg_ready, write_layer
+from .writing import file_form, gpkg_ready
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +95,7 @@ class ChildWriter:
                     continue
                 del df
                 try:
-                    pickle.dump((str(self.path), name, *arrow), self._to_child, protocol=5)
-                    self._to_child.flush()
+                    send(self._to_child, str(self.path), name, arrow)
                     del arrow
                     status, value = pickle.load(self._from_child)
                 except (OSError, EOFError, pickle.UnpicklingError) as exc:
@@ -136,48 +138,202 @@ class ChildWriter:
         self._stop()
 
 
-def to_arrow(name: str, df: pd.DataFrame) -> tuple[Any, tuple[str, Any] | None] | None:
+#: Rows of a layer sent to the child in one Arrow record batch: the geometry is
+#: turned into WKB a batch at a time, and the child hands GDAL a batch at a time,
+#: so neither process holds a layer's WKB (or its shapes rebuilt) whole.
+BATCH_ROWS = 65_536
+
+
+class ArrowLayer:
+    """A layer in the form GDAL's Arrow writer takes: the attribute columns as an
+    Arrow table, the geometry kept as shapes until each batch is sent (as WKB), and
+    what ``pyogrio.write_arrow`` needs to know of the geometry (its column, type and
+    CRS, decided as ``pyogrio.write_dataframe`` decides them for a GeoPackage)."""
+
+    def __init__(self, table: Any, geometry: np.ndarray | None, position: int,
+                 meta: dict[str, Any]):
+        self.table = table
+        self.geometry = geometry
+        self.position = position
+        self.meta = meta
+
+    def schema(self) -> Any:
+        import pyarrow as pa
+
+        if self.geometry is None:
+            return self.table.schema
+        return self.table.schema.insert(self.position,
+                                        pa.field(self.meta["geometry_name"], pa.binary()))
+
+    def batches(self, rows: int = BATCH_ROWS) -> Any:
+        """Record batches of at most ``rows`` rows (at least one, for the schema)."""
+        import pyarrow as pa
+
+        schema = self.schema()
+        n = self.table.num_rows
+        for i in range(0, max(n, 1), rows):
+            part = self.table.slice(i, rows)
+            cols = list(part.columns)
+            if self.geometry is not None:
+                wkb = shapely.to_wkb(self.geometry[i:i + rows])
+                cols.insert(self.position, pa.array(wkb, type=pa.binary()))
+            yield pa.RecordBatch.from_arrays(
+                [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols],
+                schema=schema)
+
+
+#: shapely's geometry type ids and GDAL's names of them.
+_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LineString", 3: "Polygon", 4: "MultiPoint",
+               5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
+
+
+def _geometry_type(geoms: np.ndarray, layer: str) -> tuple[str, bool]:
+    """The layer's geometry type for GDAL, and whether single parts are written as
+    multi-part: one type as it is; a single and a multi type of one family (Polygon
+    and MultiPolygon) as the multi type (a GeoPackage layer holds one type); other
+    mixes ``Unknown``; a layer with no shape at all the type docs/results.md gives
+    it. `` Z`` when any shape has a Z."""
+    from .writing import documented_geometry_type
+
+    present = ~shapely.is_missing(geoms)
+    if not present.any():
+        return documented_geometry_type(layer), False
+    solid = geoms[present & ~shapely.is_empty(geoms)]
+    has_z = bool(shapely.has_z(solid).any()) if len(solid) else False
+    types = {_TYPE_NAMES[int(k)] for k in np.unique(shapely.get_type_id(geoms[present]))}
+    promote = False
+    if len(types) == 1:
+        gtype = types.pop()
+    elif len(types) == 2 and any({s, "Multi" + s} == types
+                                 for s in ("Point", "LineString", "Polygon")):
+        gtype = next(t for t in types if t.startswith("Multi"))
+        promote = True
+    else:
+        gtype = "Unknown"
+    if has_z and gtype != "Unknown":
+        gtype += " Z"
+    return gtype, promote
+
+
+def _as_multi(geoms: np.ndarray) -> np.ndarray:
+    """Single-part shapes as multi-part shapes of one part (the others as they are)."""
+    out = geoms.copy()
+    kind = shapely.get_type_id(geoms)
+    for single, make in ((0, shapely.multipoints), (1, shapely.multilinestrings),
+                         (3, shapely.multipolygons)):
+        at = np.flatnonzero(kind == single)
+        if len(at):
+            out[at] = make(np.atleast_2d(geoms[at]), axis=0)
+    return out
+
+
+def _crs_text(crs: Any) -> str | None:
+    if not crs:
+        return None
+    epsg = crs.to_epsg()
+    return f"EPSG:{epsg}" if epsg else crs.to_wkt("WKT1_GDAL")
+
+
+def _attribute_table(df: pd.DataFrame) -> tuple[Any, list[str]]:
+    """The attribute columns as Arrow, typed as GDAL's Arrow writer wants them:
+    datetimes that may carry several UTC offsets as text marked ``DateTime``
+    (GDAL keeps the offsets), values Arrow cannot type as text, columns with no
+    type (null in every row) as text. Raises what Arrow raises for a column it
+    cannot take at all."""
+    import pyarrow as pa
+
+    df = pd.DataFrame(df, copy=False)
+    as_datetime: list[str] = []
+    for name, dtype in df.dtypes.items():
+        if dtype == "object":
+            inferred = pd.api.types.infer_dtype(df[name])
+            if inferred == "string":
+                continue
+            if inferred == "datetime":
+                df[name] = df[name].astype("string")
+                as_datetime.append(str(name))
+            else:
+                try:
+                    pa.Schema.from_pandas(df[[name]])
+                except pa.ArrowInvalid:
+                    df[name] = df[name].astype("string")
+        elif isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) != "UTC":
+            df[name] = df[name].astype("string")
+            as_datetime.append(str(name))
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    for i, f in enumerate(table.schema):
+        if pa.types.is_null(f.type):
+            table = table.set_column(i, f.with_type(pa.string()), table[i].cast(pa.string()))
+        elif pa.types.is_dictionary(f.type) and pa.types.is_null(f.type.value_type):
+            t = pa.dictionary(f.type.index_type, pa.string())
+            table = table.set_column(i, f.with_type(t), table[i].cast(t))
+    if as_datetime:
+        fields = [f.with_metadata({"GDAL:OGR:type": "DateTime"}) if f.name in as_datetime
+                  else f for f in table.schema]
+        table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    return table, as_datetime
+
+
+def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
     """Layer ``name`` as the GeoPackage holds it (:func:`file_form`, :func:`gpkg_ready`)
-    in an Arrow table (the geometry as WKB) and (geometry column, CRS), or None when
-    a column will not go into Arrow."""
+    in the form the child writes (:class:`ArrowLayer`), or None when a column will
+    not go into Arrow."""
     import pyarrow as pa
 
     df = gpkg_ready(file_form(name, df))
-    geom = None
+    geoms = None
+    position = 0
+    meta: dict[str, Any] = {"geometry_name": None, "geometry_type": None, "crs": None}
     if isinstance(df, gpd.GeoDataFrame) and df.geometry.name in df.columns:
         gname = df.geometry.name
-        geom = (gname, df.crs)
-        df = pd.DataFrame(df, copy=False).assign(
-            **{gname: shapely.to_wkb(np.asarray(df[gname].array, dtype=object))})
+        position = list(df.columns).index(gname)
+        geoms = np.asarray(df[gname].array, dtype=object)
+        gtype, promote = _geometry_type(geoms, name)
+        if promote:
+            geoms = _as_multi(geoms)
+        meta = {"geometry_name": gname, "geometry_type": gtype, "crs": _crs_text(df.crs)}
+        df = pd.DataFrame(df, copy=False).drop(columns=[gname])
     try:
-        return pa.Table.from_pandas(df, preserve_index=False), geom
+        table, _ = _attribute_table(df)
     except (pa.ArrowException, TypeError, ValueError):
         return None
+    return ArrowLayer(table, geoms, position, meta)
 
 
-def write_from_arrow(path: str, name: str, table: Any,
-                     geom: tuple[str, Any] | None) -> list[str]:
-    """The frame of :func:`to_arrow` back (columns backed by the Arrow table, not
-    copied into Python objects), written by :func:`write_layer` (in the writer
-    child, :mod:`gisnet.output.gpkg_child`); returns GDAL's warnings."""
-    df = table.to_pandas(types_mapper=pd.ArrowDtype)
-    del table
-    if geom is not None:
-        gname, crs = geom
-        df[gname] = gpd.GeoSeries(shapely.from_wkb(df[gname].to_numpy(dtype=object, na_value=None)),
-                                  index=df.index, crs=crs)
-        df = gpd.GeoDataFrame(df, geometry=gname, crs=crs)
+def send(out: IO[bytes], path: str, name: str, layer: ArrowLayer) -> None:
+    """One layer to the child: a pickled header, then an Arrow IPC stream of its
+    record batches (written as they are made)."""
+    import pyarrow as pa
+
+    pickle.dump((path, name, layer.meta), out, protocol=5)
+    with pa.ipc.new_stream(out, layer.schema()) as stream:
+        for batch in layer.batches():
+            stream.write_batch(batch)
+    out.flush()
+
+
+def write_stream(path: str, name: str, meta: dict[str, Any], reader: Any) -> list[str]:
+    """Write the record batches of ``reader`` as layer ``name`` of the GeoPackage
+    ``path`` (``pyogrio.write_arrow``, GDAL taking a batch at a time: the shapes are
+    never rebuilt here); returns GDAL's warnings."""
+    import pyogrio
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        write_layer(Path(path), name, df)
+        if meta["geometry_name"] is None:
+            pyogrio.write_arrow(reader, path, layer=name, driver="GPKG")
+        else:
+            pyogrio.write_arrow(reader, path, layer=name, driver="GPKG", **meta)
     return [str(w.message).strip() for w in caught]
 
 
 def main() -> int:
     """The child's loop: a layer in, written, its answer out."""
+    import pyarrow as pa
+
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # standard output carries the answers only
-    # GDAL's warnings go back to the parent's log (write_from_arrow); nothing else
+    # GDAL's warnings go back to the parent's log (write_stream); nothing else
     # of this process reaches the user's terminal
     warnings.simplefilter("ignore")
     while True:
@@ -187,13 +343,19 @@ def main() -> int:
             return 0
         if msg is None:
             return 0
-        path, name, table, geom = msg
+        path, name, meta = msg
         del msg
+        reader = pa.ipc.open_stream(inp)
         try:
-            answer: tuple[str, Any] = ("ok", write_from_arrow(path, name, table, geom))
+            answer: tuple[str, Any] = ("ok", write_stream(path, name, meta, reader))
         except Exception as exc:  # sent to the parent, raised there
             answer = ("error", exc)
-        del table
+            try:  # the rest of the layer's stream, to reach the next message
+                for _ in reader:
+                    pass
+            except Exception:  # the stream went to GDAL: nothing of it is left
+                pass
+        del reader
         try:
             data = pickle.dumps(answer)
         except Exception as exc:  # an exception that does not pickle
