@@ -505,3 +505,33 @@ def test_town_file_states_a_split_share(tmp_path: Path) -> None:
     assert pipes.at["SU1-PSO", "split_rule"] == "town file"
     into = pipes.loc[pipes["to_node"] == "SU1", "avg_flow_gpd"].sum()
     assert pipes.at["PUMP1", "avg_flow_gpd"] == pytest.approx(0.75 * into, rel=1e-9)
+
+
+def test_check_swmm_when_swmm_refuses_the_original(tmp_path: Path, capsys) -> None:
+    """swmmio's alt_test3 runs FLOW_ROUTING KINWAVE with conduit outfall_pipe rising from
+    dummy_node1 (invert -15 ft) to dummy_outfall (-11 ft): SWMM refuses it (ERROR 115,
+    adverse slope). check-swmm still checks gisnet's own export (its layer and its
+    continuity, as SWMM's report gives it), says the comparison with the original could
+    not be made, quoting SWMM's error and its report, and exits 1, without a traceback."""
+    import geopandas as gpd
+
+    _import(DATA / "alt_test3.inp", tmp_path / "t")
+    out = tmp_path / "out"
+    assert main(["check-swmm", "--layers", str(tmp_path / "t"), "--out", str(out)]) == 1
+    said = capsys.readouterr()
+    rpt = out / "alt_test3-dry-weather.rpt"
+    swmm_error = next(t.strip() for t in rpt.read_text().splitlines()
+                      if t.strip().startswith("ERROR"))
+    assert swmm_error == "ERROR 115: adverse slope for Conduit outfall_pipe."
+    assert "comparison with the original model" in said.err
+    assert "could not be made" in said.err and swmm_error in said.err
+    assert str(DATA / "alt_test3.inp") in said.err and str(rpt) in said.err
+    assert "Traceback" not in said.err + said.out
+    # what could be checked was: the export ran, its continuity is the report's
+    rpt_export = _rpt_value(out / "gisnet-swmm.rpt", "Flow Routing Continuity")
+    assert f"continuity error {rpt_export:.3f} % (routing)" in said.out
+    import pyogrio
+
+    layers = {n for n, _ in pyogrio.list_layers(out / "gisnet-results.gpkg")}
+    assert "swmm_comparison" in layers and "swmm_original_comparison" not in layers
+    assert len(gpd.read_file(out / "gisnet-results.gpkg", layer="swmm_comparison")) == 6
