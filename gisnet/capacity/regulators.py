@@ -106,9 +106,12 @@ def head_for_flow(kind: str, rtype: str, shape: str, geom: np.ndarray, coeff: fl
     if not q_cfs > 0:
         return 0.0
     hi = 1.0
-    while flow(hi) < q_cfs:
-        if not math.isfinite(flow(hi)) or hi > MAX_HEAD_FT:
+    while True:
+        q = flow(hi)
+        if not math.isfinite(q) or hi > MAX_HEAD_FT:
             return math.nan
+        if q >= q_cfs:
+            break
         hi *= 2.0
     lo = 0.0
     for _ in range(80):

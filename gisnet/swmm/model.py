@@ -536,8 +536,8 @@ def _links(path: Path, sections: dict[str, list[Row]], node_inv: dict[str, float
     if lost:
         notes.append("not kept (the export writes the link without it): " + ", ".join(lost))
     out = pd.DataFrame(rows, columns=LINK_COLUMNS)
-    for c in LINK_NUMBERS:
-        out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    for col in LINK_NUMBERS:
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
     return out
 
 
