@@ -10,7 +10,10 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
   length, Manning n = the
   profile's (the ``manning_n`` gisnet's capacity used), offsets = the pipe's
   inverts above its nodes' inverts;
-- non-gravity edges (force mains, imported pumps, weirs, orifices) -> ideal
+- weirs, orifices and outlets with their imported SWMM parameters -> [WEIRS],
+  [ORIFICES], [OUTLETS] as imported (dynamic wave routing);
+- other non-gravity edges (force mains, imported pumps, regulators without
+  parameters) -> ideal
   pumps (SWMM's ``*`` curve: what enters the inlet node leaves by the pump)
   when they are the only link leaving their node (SWMM allows no other), else
   circular conduits (the hydraulics then share the flow);

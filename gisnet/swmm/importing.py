@@ -19,7 +19,10 @@ What becomes what
   (drop / Length) and keep the inverts as ``swmm_up_invert_ft`` /
   ``swmm_down_invert_ft``; the node inverts stay on the structures.
 - pumps, orifices, weirs, outlets -> ``mains`` of kind ``force`` (non-gravity:
-  flow is carried, no Manning capacity), ``swmm_type`` says which.
+  flow is carried, no Manning capacity), ``swmm_type`` says which; weirs,
+  orifices and outlets keep their SWMM parameters
+  (:data:`gisnet.swmm.model.LINK_COLUMNS`, US units), which the export writes
+  back.
 - junctions, outfalls, storage units, dividers -> ``manholes`` (kind manhole,
   outfall, unknown, junction; rim = invert + max depth), outfalls also named
   in ``outlet_nodes``.
