@@ -14,7 +14,13 @@ arriving flow is known). In order:
    overflow) take none. Rule ``pump``. The pump's own capacity is not
    checked.
 3. **The hydraulics of the node.** The continuing conduits are the gravity
-   conduits whose inlet is lowest (within 0.01 ft). The level dry-weather
+   conduits whose inlet is lowest (within 0.01 ft). When a weir, orifice or
+   outlet lies lower than every conduit (a bottom orifice at the invert, a
+   regulator chamber's throttle), it is the continuing link: the level is its
+   crest or offset plus the head at which it passes the arriving flow (SWMM's
+   weir, orifice and outlet equations: :mod:`gisnet.capacity.regulators`);
+   links above it take none (rule ``level``); without its SWMM parameters the
+   lowest links take all (rule ``lowest inlet``). The level dry-weather
    flow reaches at the node is the inlet invert plus the **normal depth** of
    the arriving flow in the continuing conduit (Manning, its own slope and
    n; :func:`gisnet.capacity.sections.normal_depth_ft`), or, for a shape
@@ -50,6 +56,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..units import CFS_TO_GPD
+from .regulators import head_for_flow
 from .sections import Sections
 
 __all__ = ["SPLIT_RULES", "SplitRule", "split_rule"]
@@ -58,7 +65,7 @@ __all__ = ["SPLIT_RULES", "SplitRule", "split_rule"]
 LEVEL_TOL_FT = 0.01
 #: The rules (the ``split_rule`` column of ``pipes_capacity``).
 SPLIT_RULES = ("town file", "pump", "level", "regulator below dry-weather level",
-               "continuing conduit full", "full-flow capacity", "equal")
+               "lowest inlet", "continuing conduit full", "full-flow capacity", "equal")
 REGULATORS = ("weir", "orifice", "outlet")
 
 
@@ -98,6 +105,26 @@ class SplitRule:
     shares: dict[str, dict[str, float]]
     node_ids: list[str]
     levels: dict[str, tuple[float, str]] = field(default_factory=dict)
+    #: Each edge's SWMM regulator parameters (``regulator_type``, ``discharge_coeff``,
+    #: ``discharge_coeff2``, ``outlet_expon``, ``rating_curve``), None where unknown.
+    regulator: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def _regulator_head(self, e: int, q_cfs: float) -> float:
+        """Head above its crest or offset at which regulator ``e`` passes ``q_cfs``."""
+        r = self.regulator
+        if not r:
+            return math.nan
+
+        def num(col: str) -> float:
+            v = r[col][e]
+            return float(v) if v is not None and np.isfinite(float(v)) else math.nan
+
+        rating = r["rating_curve"][e]
+        return head_for_flow(str(self.link_type[e]), str(r["regulator_type"][e] or ""),
+                             str(self.sections.shape[e]), self.sections.geom[e],
+                             num("discharge_coeff"), num("discharge_coeff2"),
+                             num("outlet_expon"), None if rating is None else str(rating),
+                             q_cfs)
 
     def __call__(self, x: int, es: np.ndarray, q_gpd: float) -> tuple[np.ndarray, str]:
         """Shares of the out-edges ``es`` of node position ``x`` for ``q_gpd`` arriving."""
@@ -134,11 +161,15 @@ class SplitRule:
         kind = self.link_type[es]
         inlet = self.inlet_ft[es]
         conduit = kind == "conduit"
-        known = conduit & np.isfinite(inlet)
+        reg = np.isin(kind, REGULATORS)
+        known = (conduit | reg) & np.isfinite(inlet)
         if not known.any():
             return self._by_capacity(es)
-        low = np.nanmin(np.where(known, inlet, np.nan))
-        cont = known & (inlet <= low + LEVEL_TOL_FT)
+        low = float(np.nanmin(np.where(known, inlet, np.nan)))
+        lowest = known & (inlet <= low + LEVEL_TOL_FT)
+        if not (lowest & conduit).any():
+            return self._regulators_lowest(node, es, q_gpd, lowest, low)
+        cont = lowest & conduit
         ce = es[cont]
         frac_c, _ = self._by_capacity(ce)
         # the level in the continuing conduit carrying the largest share
@@ -165,6 +196,27 @@ class SplitRule:
         out = np.zeros(len(es))
         out[wet] = frac_w
         return out, "level"
+
+    def _regulators_lowest(self, node: str, es: np.ndarray, q_gpd: float,
+                           lowest: np.ndarray, low: float) -> tuple[np.ndarray, str]:
+        """A weir, orifice or outlet lies lowest (a bottom orifice at the invert, a
+        regulator chamber's throttle): the level is its crest or offset plus the head
+        at which it passes the arriving flow (shared equally when several lie
+        lowest). Links above that level take none (rule ``level``); any other at or
+        below it shares equally (``regulator below dry-weather level``). Without the
+        regulator's parameters (no head to compute), the lowest links take it all:
+        rule ``lowest inlet``."""
+        inlet = self.inlet_ft[es]
+        q_cfs = q_gpd / CFS_TO_GPD / int(lowest.sum())
+        heads = [self._regulator_head(int(e), q_cfs) for e in es[lowest]]
+        if not all(math.isfinite(h) for h in heads):
+            return lowest / lowest.sum(), "lowest inlet"
+        level = low + max(heads)
+        self.levels[node] = (level, "regulator head")
+        wet = lowest | (np.isfinite(inlet) & (inlet <= level + 1e-9)) | ~np.isfinite(inlet)
+        if (wet & ~lowest).any():
+            return wet / wet.sum(), "regulator below dry-weather level"
+        return lowest / lowest.sum(), "level"
 
 
 def _lookup(mains: pd.DataFrame | None, main_id: np.ndarray, col: str) -> np.ndarray:
@@ -215,5 +267,10 @@ def split_rule(town: Any, net: Any, capacity_cfs: np.ndarray, slope: np.ndarray,
     extra = getattr(getattr(town, "settings", None), "extra", {}) or {}
     shares = {str(k): {str(a): float(b) for a, b in v.items()}
               for k, v in dict(extra.get("splits") or {}).items()}
+    regulator = {c: _lookup(mains, net.main_id, c) for c in
+                 ("regulator_type", "discharge_coeff", "discharge_coeff2", "outlet_expon",
+                  "rating_curve")}
+    for c in ("discharge_coeff", "discharge_coeff2", "outlet_expon"):
+        regulator[c] = _floats(regulator[c])
     return SplitRule(net.keys, net.main_id, link_type, inlet, capacity_cfs, slope, manning_n,
-                     sections, shares, [str(n) for n in net.nodes])
+                     sections, shares, [str(n) for n in net.nodes], regulator=regulator)

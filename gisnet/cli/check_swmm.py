@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import add_town_options, load_town, progress, say
 
@@ -20,7 +21,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "1 %% are findings, explained. When the town came from a SWMM model (--model, or "
         "the model import-swmm remembered in the town file), SWMM also runs that model in "
         "dry weather and swmm_original_comparison compares each link's average flow; "
-        "differences over 5 %% are findings, each with its reason.",
+        "differences over 5 %% are findings, each with its reason. Exit status: 0 when "
+        "every check ran; 1 when SWMM refuses to run the original model (the comparison "
+        "with it could not be made: SWMM's error and its report are named; the export "
+        "and its continuity are still checked and written); 2 on bad input or when SWMM "
+        "refuses gisnet's own export.",
     )
     add_town_options(p, writes=True)
     p.add_argument("--routing", choices=("KINWAVE", "DYNWAVE"),
@@ -41,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from ..output.writing import ensure_out_dir
     from ..pipeline import analyse
     from ..swmm import FLOW_RTOL, check_original, check_town
+    from ..swmm.original import OriginalRefused
 
     require("swmm", "gisnet check-swmm", ["pyswmm"])
     town = load_town(args)
@@ -54,9 +60,13 @@ def run(args: argparse.Namespace) -> int:
     layer, run_, ex, report = check_town(town, out / INP_FILE, routing=args.routing,
                                          results=res)
     layers = {"swmm_comparison": layer}
+    refused: OriginalRefused | None = None
     if original is not None:
-        olayer, agr, orun, _ = check_original(town, original, out, results=res)
-        layers["swmm_original_comparison"] = olayer
+        try:
+            olayer, agr, orun, _ = check_original(town, original, out, results=res)
+            layers["swmm_original_comparison"] = olayer
+        except OriginalRefused as exc:
+            refused = exc
     # only its own layers: a run's quality layer in the same file stays as it is; the
     # findings are logged (stderr) and their explanations are in the layers
     path = write_results(args.out, layers)
@@ -68,8 +78,14 @@ def run(args: argparse.Namespace) -> int:
     sur = int(layer["swmm_surcharged"].sum())
     say(args, f"surcharged in SWMM: {sur}; largest depth/full depth "
               f"{layer['swmm_capacity_ratio'].max():.2f}")
-    if original is not None:
+    if refused is not None:
+        # not quiet: the comparison the user asked for failed, and the status says so
+        print(f"comparison with the original model {refused.model} could not be made: "
+              f"SWMM refuses to run it (dry-weather copy {refused.inp}): "
+              + "; ".join(refused.errors) + f" (SWMM's report: {refused.rpt}); "
+              "no swmm_original_comparison written; exit status 1", file=sys.stderr)
+    elif original is not None:
         say(args, f"original model {Path(original).name} in dry weather (SWMM continuity "
                   f"error {orun.flow_routing_error_pct:.3f} % routing): " + agr.text())
     say(args, f"wrote {out / INP_FILE} and {', '.join(layers)} to {path}")
-    return 0
+    return 1 if refused is not None else 0

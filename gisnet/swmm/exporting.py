@@ -10,7 +10,10 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
   length, Manning n = the
   profile's (the ``manning_n`` gisnet's capacity used), offsets = the pipe's
   inverts above its nodes' inverts;
-- non-gravity edges (force mains, imported pumps, weirs, orifices) -> ideal
+- weirs, orifices and outlets with their imported SWMM parameters -> [WEIRS],
+  [ORIFICES], [OUTLETS] as imported (dynamic wave routing);
+- other non-gravity edges (force mains, imported pumps, regulators without
+  parameters) -> ideal
   pumps (SWMM's ``*`` curve: what enters the inlet node leaves by the pump)
   when they are the only link leaving their node (SWMM allows no other), else
   circular conduits (the hydraulics then share the flow);
@@ -43,13 +46,98 @@ from ..capacity.sections import edge_sections
 from ..errors import ConfigError
 from ..units import CFS_TO_GPD
 
-__all__ = ["SwmmExport", "export_model", "inp_text"]
+__all__ = ["REGULATOR_COLUMNS", "SwmmExport", "export_model", "inp_text", "regulator_table"]
 
 #: Hours simulated: long enough for constant inflows to reach every outfall.
 SIM_HOURS = 12
 OUTLET_LINK_FT = 10.0
 #: Slope (ft/ft) of a pipe with no inverts, no slope and no profile minimum.
 ASSUMED_SLOPE = 0.004
+REGULATORS = ("weir", "orifice", "outlet")
+#: The mains' columns a weir, orifice or outlet imported from SWMM carries.
+PARAM_COLUMNS = ("swmm_type", "crest_ft", "regulator_type", "discharge_coeff",
+                 "discharge_coeff2", "outlet_expon", "flap_gate", "end_contractions",
+                 "can_surcharge", "road_width_ft", "road_surface", "close_time_h",
+                 "rating_curve", "shape", "geom1_ft", "geom2_ft", "geom3_ft", "geom4_ft")
+REGULATOR_COLUMNS = ["name", "main_id", "swmm_type", "from_node", "to_node", "height_ft",
+                     *PARAM_COLUMNS[2:], "vertices"]
+
+
+def regulator_table(mains: pd.DataFrame | None, main_id: np.ndarray) -> pd.DataFrame:
+    """Each edge's SWMM link parameters from the mains layer (:data:`PARAM_COLUMNS`;
+    missing columns are empty) and ``known``: a weir, orifice or outlet whose
+    parameters are enough to write it (type, crest, and a coefficient and
+    cross-section, or an outlet's rating)."""
+    idx = pd.Index(main_id.astype(str))
+    out = pd.DataFrame(index=range(len(main_id)))
+    t = None
+    if mains is not None and len(mains):
+        t = mains.drop_duplicates("main_id")
+        t = t.set_index(t["main_id"].astype(str))
+    for c in PARAM_COLUMNS:
+        if t is not None and c in t.columns:
+            out[c] = t[c].reindex(idx).to_numpy(object)
+        else:
+            out[c] = None
+    for c in ("crest_ft", "discharge_coeff", "discharge_coeff2", "outlet_expon",
+              "end_contractions", "road_width_ft", "close_time_h", "geom1_ft", "geom2_ft",
+              "geom3_ft", "geom4_ft"):
+        out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    kind = out["swmm_type"].astype(str).str.lower()
+    out["swmm_type"] = kind.where(kind.isin(REGULATORS), None)
+    rtype = out["regulator_type"].astype(str).str.strip()
+    has_type = out["regulator_type"].notna() & (rtype != "") & (rtype != "None")
+    shaped = out["shape"].notna() & (out["geom1_ft"] > 0)
+    coeff = np.isfinite(out["discharge_coeff"])
+    rating = out["rating_curve"].notna() & (out["rating_curve"].astype(str).str.strip() != "")
+    out["known"] = (has_type & np.isfinite(out["crest_ft"]) & (
+        ((kind == "weir") | (kind == "orifice")) & shaped & coeff
+        | (kind == "outlet") & rtype.str.upper().str.startswith("FUNCTIONAL") & coeff
+        & np.isfinite(out["outlet_expon"])
+        | (kind == "outlet") & rtype.str.upper().str.startswith("TABULAR") & rating))
+    return out
+
+
+def _dwf_at_nodes(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None,
+                  nodes: set[str]) -> pd.DataFrame:
+    """[DWF] inflows an import made parcels of (land use ``swmm_dwf``, ``outlet_node``)
+    whose node is in the export and which are tapped: ``node, flow_gpd`` by parcel id.
+    Written at that node, the round trip gives SWMM each inflow where the model had it
+    (gisnet taps a node left by a regulator or pump on a conduit arriving there)."""
+    parcels = town.layer("parcels")
+    empty = pd.DataFrame(columns=["node", "flow_gpd"])
+    if (parcels is None or not len(parcels) or flows is None or "outlet_node" not in parcels
+            or "land_use" not in parcels or "parcel_id" not in points):
+        return empty
+    dwf = parcels[(parcels["land_use"].astype(str) == "swmm_dwf")
+                  & parcels["outlet_node"].astype(str).isin(nodes)]
+    tapped = set(points["parcel_id"].astype(str))
+    dwf = dwf[dwf["parcel_id"].astype(str).isin(tapped)]
+    if not len(dwf):
+        return empty
+    fl = flows[flows["sewered"].to_numpy(dtype=bool)].drop_duplicates("parcel_id")
+    q = fl.set_index(fl["parcel_id"].astype(str))["avg_flow_gpd"]
+    ids = dwf["parcel_id"].astype(str)
+    return pd.DataFrame({"node": dwf["outlet_node"].astype(str).to_numpy(),
+                         "flow_gpd": q.reindex(ids).fillna(0.0).to_numpy(float)},
+                        index=ids.to_numpy())
+
+
+def _regulators(links: pd.DataFrame, regs: pd.DataFrame, up: np.ndarray,
+                ninv: dict[str, float]) -> pd.DataFrame:
+    """The weirs, orifices and outlets to write: crest (offset) height above the
+    exported inlet node's invert (never below it: SWMM raises a weir's to the invert)."""
+    if not len(links):
+        return pd.DataFrame(columns=REGULATOR_COLUMNS)
+    out = regs.drop(columns="known").reset_index(drop=True)
+    out.insert(0, "name", links["name"].to_numpy(object))
+    out.insert(1, "main_id", links["main_id"].to_numpy(object))
+    out["from_node"] = links["from_node"].to_numpy(object)
+    out["to_node"] = links["to_node"].to_numpy(object)
+    base = np.array([ninv[n] for n in out["from_node"]])
+    out["height_ft"] = out["crest_ft"].to_numpy(float) - base
+    out["vertices"] = links["vertices"].to_numpy(object)
+    return out[REGULATOR_COLUMNS]
 
 
 @dataclass
@@ -66,6 +154,13 @@ class SwmmExport:
         shape_curve, vertices`` (list of (x, y)).
     pumps
         ``name, main_id, from_node, to_node, vertices``.
+    regulators
+        Weirs, orifices and outlets with their SWMM parameters
+        (:data:`REGULATOR_COLUMNS`; ``height_ft`` above the exported inlet
+        node's invert, coefficients in CFS and feet).
+    dwf_moved
+        Nodes whose imported [DWF] gisnet taps on a conduit arriving there (a
+        pump or regulator leaves them) and the export writes at the node.
     dwf
         ``node, flow_gpd``.
     routing
@@ -82,6 +177,9 @@ class SwmmExport:
     routing: str
     title: str
     notes: list[str] = field(default_factory=list)
+    regulators: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=REGULATOR_COLUMNS))
+    dwf_moved: set[str] = field(default_factory=set)
 
 
 def _name(s: Any, what: str) -> str:
@@ -103,9 +201,10 @@ def _node_tables(town: Any) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def _inverts(pipes: pd.DataFrame, node_inv: dict[str, float],
-             notes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+             notes: list[str], gravity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Up and down invert of every pipe: its own, else the node's, else carried up
-    from the downstream end by slope x length."""
+    from the downstream end by slope x length (the note names the gravity pipes laid at
+    an assumed slope: a weir, orifice, outlet or pump sits at its nodes)."""
     up = pd.to_numeric(pipes["up_invert_ft"], errors="coerce").to_numpy(float).copy()
     dn = pd.to_numeric(pipes["down_invert_ft"], errors="coerce").to_numpy(float).copy()
     u = pipes["from_node"].to_numpy(object)
@@ -115,9 +214,12 @@ def _inverts(pipes: pd.DataFrame, node_inv: dict[str, float],
     if need.any():  # no inverts and no slope: the profile's minimum slope for the diameter
         ms = pipes["min_slope"].to_numpy(float)
         slope[need] = np.where(np.isfinite(ms[need]), ms[need], ASSUMED_SLOPE)
-        notes.append(f"{int(need.sum())} pipe(s) have neither inverts nor a slope: laid at the "
-                     f"profile's minimum slope for their diameter (else {ASSUMED_SLOPE}): "
-                     + ", ".join(map(str, pipes["edge_key"].to_numpy(object)[need][:10])))
+        said = need & gravity
+        if said.any():
+            notes.append(f"{int(said.sum())} pipe(s) have neither inverts nor a slope: laid "
+                         "at the profile's minimum slope for their diameter (else "
+                         f"{ASSUMED_SLOPE}): "
+                         + ", ".join(map(str, pipes["edge_key"].to_numpy(object)[said][:10])))
     length = pipes["length_ft"].to_numpy(float)
     elev = dict(node_inv)
     filled = 0
@@ -191,15 +293,29 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         notes.append(f"{int((~keep).sum())} inactive or storm pipe(s) left out")
     p = pipes[keep].reset_index(drop=True)
     grav = grav[keep]
-    # A non-gravity link is an ideal pump (all that enters its inlet node leaves by it)
-    # where SWMM allows one: as the only link leaving its node; else a force-main conduit.
+    # A weir, orifice or outlet with its SWMM parameters (imported) is written back as
+    # itself. Any other non-gravity link is an ideal pump (all that enters its inlet
+    # node leaves by it) where SWMM allows one: as the only link leaving its node; else
+    # a force-main conduit.
+    regs = regulator_table(town.layer("mains"), p["main_id"].astype(str).to_numpy(object))
+    is_reg = ~grav & regs["known"].to_numpy(bool)
     n_out = p.groupby("from_node")["edge_key"].transform("size").to_numpy()
-    as_pump = ~grav & (n_out == 1)
-    if (~grav & ~as_pump).any():
-        notes.append(f"{int((~grav & ~as_pump).sum())} non-gravity link(s) share their inlet "
-                     "node with other outflowing links and are written as conduits: "
-                     + ", ".join(p["edge_key"][~grav & ~as_pump].head(10)))
-    grav = ~as_pump
+    as_pump = ~grav & ~is_reg & (n_out == 1)
+    as_conduit = ~grav & ~is_reg & ~as_pump
+    unknown_reg = ~grav & ~is_reg & regs["swmm_type"].isin(REGULATORS).to_numpy(bool)
+    if unknown_reg.any():
+        notes.append(f"{int(unknown_reg.sum())} weir(s), orifice(s) or outlet(s) without "
+                     "their SWMM parameters (type, crest or offset height, discharge "
+                     "coefficient, cross-section or rating: not imported from a SWMM model) "
+                     "are written as ideal pumps where they are their node's only outflow, "
+                     "else as circular conduits: "
+                     + ", ".join(p["edge_key"][unknown_reg].head(10)))
+    if (as_conduit & ~unknown_reg).any():
+        notes.append(f"{int((as_conduit & ~unknown_reg).sum())} non-gravity link(s) share "
+                     "their inlet node with other outflowing links and are written as "
+                     "conduits: " + ", ".join(p["edge_key"][as_conduit & ~unknown_reg]
+                                              .head(10)))
+    grav = grav | as_conduit
     sec = edge_sections(town.layer("mains"), p["main_id"].astype(str).to_numpy(object),
                         p["diameter_in"].to_numpy(float))
     diam = p["diameter_in"].to_numpy(float).copy()
@@ -222,7 +338,7 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
                for _, _, k, d in G.edges(keys=True, data=True)}
     p["up_invert_ft"] = [inverts.get(k, (None, None))[0] for k in p["edge_key"]]
     p["down_invert_ft"] = [inverts.get(k, (None, None))[1] for k in p["edge_key"]]
-    up, dn = _inverts(p, node_inv, notes)
+    up, dn = _inverts(p, node_inv, notes, grav & ~as_conduit)
     names = [_name(k, "pipe") for k in p["edge_key"]]
     nodes_used = pd.unique(np.concatenate([p["from_node"].to_numpy(object),
                                            p["to_node"].to_numpy(object)]))
@@ -289,15 +405,25 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         "shape_curve": [" ".join(f"{v:.6g}" for v in sec.curves[i].ravel())
                         if i in sec.curves else None for i in range(len(p))],
         "vertices": verts})
-    pumps = conduits[~grav][["name", "main_id", "from_node", "to_node", "vertices"]]
+    pumps = conduits[as_pump][["name", "main_id", "from_node", "to_node", "vertices"]]
+    regulators = _regulators(conduits[is_reg], regs[is_reg], up[is_reg], ninv)
     conduits = pd.concat([conduits[grav], pd.DataFrame(extra_conduits)], ignore_index=True) \
         if extra_conduits else conduits[grav].reset_index(drop=True)
+    if len(regulators):
+        kinds = regulators["swmm_type"].value_counts()
+        notes.append("written back with their SWMM parameters as imported: "
+                     + ", ".join(f"{v} {k}(s)" for k, v in kinds.items()))
     if len(pumps):
         notes.append(f"{len(pumps)} non-gravity link(s) written as ideal pumps: "
                      + ", ".join(pumps["name"].head(10)))
 
-    # Flows: each tapped edge's local inflow at its upstream node.
-    inflow = edge_inflows(town, capacity.points, capacity.flows)
+    # Flows: each tapped edge's local inflow at its upstream node; a [DWF] imported from
+    # a SWMM model (a parcel of land use swmm_dwf) at the node the model put it on.
+    points = capacity.points
+    at_node = _dwf_at_nodes(town, points, capacity.flows, set(map(str, nodes_used)))
+    if len(at_node) and "parcel_id" in points:
+        points = points[~points["parcel_id"].astype(str).isin(at_node.index)]
+    inflow = edge_inflows(town, points, capacity.flows)
     local = inflow["dom_gpd"] + inflow["ind_gpd"]
     by_key = p.set_index("edge_key")["from_node"]
     known = local.index.isin(by_key.index)
@@ -305,6 +431,16 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     if lost > 0:
         notes.append(f"{lost:,.0f} gpd tapped on pipes left out of the model is not carried")
     node_flow = local[known].groupby(by_key.reindex(local.index[known]).to_numpy()).sum()
+    moved: set[str] = set()
+    if len(at_node):
+        tapped = capacity.points[capacity.points["parcel_id"].astype(str).isin(at_node.index)]
+        tap_from = by_key.reindex(tapped["edge_key"].astype(str)).astype(str).to_numpy()
+        moved = {str(n) for n, f in zip(at_node.reindex(tapped["parcel_id"].astype(str))
+                                         ["node"], tap_from, strict=True) if n != f}
+        extra = at_node.groupby(at_node["node"])["flow_gpd"].sum()
+        node_flow = node_flow.add(extra, fill_value=0.0)
+        notes.append(f"{len(at_node)} [DWF] inflow(s) imported from the SWMM model written at "
+                     "the node the model gives them")
     dwf = pd.DataFrame({"node": [str(n) for n in node_flow.index],
                         "flow_gpd": node_flow.to_numpy(float)})
     dwf = dwf[dwf["flow_gpd"] > 0].reset_index(drop=True)
@@ -315,17 +451,57 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
                               < conduits["down_offset_ft"].to_numpy(float)
                               + conduits["to_node"].map(ninv).to_numpy(float)))
         split = int(outs.max() if len(outs) else 0) > 1
-        routing = "DYNWAVE" if split or adverse else "KINWAVE"
+        # a regulator's flow follows the head at its inlet node: dynamic wave
+        routing = "DYNWAVE" if split or adverse or len(regulators) else "KINWAVE"
     routing = routing.upper()
     if routing not in ("KINWAVE", "DYNWAVE"):
         raise ConfigError(f"routing must be KINWAVE or DYNWAVE, not {routing!r}")
     notes.append(f"{routing} routing of constant dry-weather flow for {SIM_HOURS} h")
     title = f"{town.name}: gisnet network, average dry-weather flows"
-    return SwmmExport(junctions, outfalls, conduits, pumps, dwf, routing, title, notes)
+    return SwmmExport(junctions, outfalls, conduits, pumps, dwf, routing, title, notes,
+                      regulators, moved)
 
 
 def _f(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") if np.isfinite(x) else "0"
+
+
+def _yn(v: Any, default: str) -> str:
+    return v if v in ("YES", "NO") else default
+
+
+def _regulator_sections(regs: pd.DataFrame) -> list[str]:
+    """[WEIRS], [ORIFICES] and [OUTLETS] rows (SWMM 5's columns, CFS and feet)."""
+    out: list[str] = []
+    weirs = regs[regs["swmm_type"] == "weir"]
+    if len(weirs):
+        out += ["", "[WEIRS]", ";;Name From To Type CrestHt Qcoeff Gated EndCon EndCoeff "
+                "Surcharge RoadWidth RoadSurf"]
+        for r in weirs.itertuples():
+            row = (f"{r.name} {r.from_node} {r.to_node} {r.regulator_type} "
+                   f"{_f(max(r.height_ft, 0.0))} {_f(r.discharge_coeff)} "
+                   f"{_yn(r.flap_gate, 'NO')} {_f(r.end_contractions)} "
+                   f"{_f(r.discharge_coeff2)} {_yn(r.can_surcharge, 'YES')}")
+            if str(r.regulator_type).upper() == "ROADWAY":
+                row += f" {_f(r.road_width_ft)} {r.road_surface or 'PAVED'}"
+            out.append(row)
+    orifices = regs[regs["swmm_type"] == "orifice"]
+    if len(orifices):
+        out += ["", "[ORIFICES]", ";;Name From To Type Offset Qcoeff Gated CloseTime"]
+        out += [f"{r.name} {r.from_node} {r.to_node} {r.regulator_type} {_f(r.height_ft)} "
+                f"{_f(r.discharge_coeff)} {_yn(r.flap_gate, 'NO')} {_f(r.close_time_h)}"
+                for r in orifices.itertuples()]
+    outlets = regs[regs["swmm_type"] == "outlet"]
+    if len(outlets):
+        out += ["", "[OUTLETS]", ";;Name From To Offset Type QTable/Qcoeff Qexpon Gated"]
+        for r in outlets.itertuples():
+            head = f"{r.name} {r.from_node} {r.to_node} {_f(r.height_ft)} {r.regulator_type}"
+            if str(r.regulator_type).upper().startswith("TABULAR"):
+                out.append(f"{head} {r.name}_RATING {_yn(r.flap_gate, 'NO')}")
+            else:
+                out.append(f"{head} {r.discharge_coeff:.9g} {_f(r.outlet_expon)} "
+                           f"{_yn(r.flap_gate, 'NO')}")
+    return out
 
 
 def inp_text(ex: SwmmExport) -> str:
@@ -352,8 +528,13 @@ def inp_text(ex: SwmmExport) -> str:
     if len(ex.pumps):
         out += ["", "[PUMPS]", ";;Name From To Curve Status Startup Shutoff"]
         out += [f"{r.name} {r.from_node} {r.to_node} * ON 0 0" for r in ex.pumps.itertuples()]
+    regs = ex.regulators
+    out += _regulator_sections(regs)
     out += ["", "[XSECTIONS]", ";;Link Shape Geom1 Geom2 Geom3 Geom4 Barrels"]
     curves = []
+    for r in regs[regs["swmm_type"].isin(["weir", "orifice"])].itertuples():
+        out.append(f"{r.name} {r.shape} {_f(r.geom1_ft)} {_f(r.geom2_ft)} {_f(r.geom3_ft)} "
+                   f"{_f(r.geom4_ft)}")
     for r in ex.conduits.itertuples():
         if r.shape == "CUSTOM":
             curves.append((f"{r.name}_SHAPE", r.shape_curve))
@@ -361,12 +542,15 @@ def inp_text(ex: SwmmExport) -> str:
         else:
             out.append(f"{r.name} {r.shape} {_f(r.geom1_ft)} {_f(r.geom2_ft)} "
                        f"{_f(r.geom3_ft)} {_f(r.geom4_ft)} {r.barrels:g}")
-    if curves:
+    ratings = [(f"{r.name}_RATING", r.rating_curve) for r in regs.itertuples()
+               if r.swmm_type == "outlet" and str(r.regulator_type).upper().startswith("TABULAR")]
+    if curves or ratings:
         out += ["", "[CURVES]", ";;Name Type X Y"]
-        for name, text in curves:
-            v = text.split()
-            out += [f"{name} {'SHAPE' if k == 0 else ''} {v[k]} {v[k + 1]}"
-                    for k in range(0, len(v), 2)]
+        for kind, group in (("SHAPE", curves), ("Rating", ratings)):
+            for name, text in group:
+                v = text.split()
+                out += [f"{name} {kind if k == 0 else ''} {v[k]} {v[k + 1]}"
+                        for k in range(0, len(v), 2)]
     out += ["", "[DWF]", ";;Node Constituent Baseline Patterns"]
     out += [f"{r.node} FLOW {r.flow_gpd / CFS_TO_GPD:.9g}" for r in ex.dwf.itertuples()]
     out += ["", "[REPORT]", "INPUT NO", "CONTROLS NO", "NODES ALL", "LINKS ALL", "",
@@ -374,7 +558,7 @@ def inp_text(ex: SwmmExport) -> str:
     for t in (ex.junctions, ex.outfalls):
         out += [f"{r.name} {r.x:.3f} {r.y:.3f}" for r in t.itertuples()]
     out += ["", "[VERTICES]", ";;Link X Y"]
-    for t in (ex.conduits, ex.pumps):
+    for t in (ex.conduits, ex.pumps, ex.regulators):
         for r in t.itertuples():
             out += [f"{r.name} {x:.3f} {y:.3f}" for x, y in r.vertices]
     return "\n".join(out) + "\n"

@@ -19,7 +19,10 @@ What becomes what
   (drop / Length) and keep the inverts as ``swmm_up_invert_ft`` /
   ``swmm_down_invert_ft``; the node inverts stay on the structures.
 - pumps, orifices, weirs, outlets -> ``mains`` of kind ``force`` (non-gravity:
-  flow is carried, no Manning capacity), ``swmm_type`` says which.
+  flow is carried, no Manning capacity), ``swmm_type`` says which; weirs,
+  orifices and outlets keep their SWMM parameters
+  (:data:`gisnet.swmm.model.LINK_COLUMNS`, US units), which the export writes
+  back.
 - junctions, outfalls, storage units, dividers -> ``manholes`` (kind manhole,
   outfall, unknown, junction; rim = invert + max depth), outfalls also named
   in ``outlet_nodes``.
@@ -49,7 +52,7 @@ from ..errors import ConfigError, CRSError
 from ..output.writing import atomic_path, atomic_write_text, ensure_out_dir
 from ..townfile import TOWN_FILE
 from ..units import feet_per_unit
-from .model import SwmmModel
+from .model import LINK_COLUMNS, SwmmModel
 
 __all__ = ["GPKG_NAME", "SCALE_RTOL", "ImportResult", "model_crs", "model_layers",
            "tap_upstream_nodes", "write_town"]
@@ -161,15 +164,19 @@ def model_layers(model: SwmmModel, crs: CRS) -> ImportResult:
     mains = gpd.GeoDataFrame(mains, geometry=gpd.GeoSeries(cgeom, crs=crs), crs=crs)
     if len(model.links):
         lk = model.links
+        kept = [c for c in LINK_COLUMNS if c not in ("main_id", "from_node", "to_node",
+                                                      "swmm_type", "line")]
         lg = gpd.GeoDataFrame({
             "main_id": lk["main_id"], "from_node": lk["from_node"], "to_node": lk["to_node"],
-            "kind": "force", "swmm_type": lk["swmm_type"], "crest_ft": lk["crest_ft"]},
+            "kind": "force", "swmm_type": lk["swmm_type"], **{c: lk[c] for c in kept}},
             geometry=gpd.GeoSeries(_lines(model, lk, xy), crs=crs), crs=crs)
         mains = pd.concat([mains, lg], ignore_index=True)
         counts = lk["swmm_type"].value_counts()
         notes.append("non-gravity links imported as force mains (flow carried, no Manning "
                      "capacity): " + ", ".join(f"{v} {k}(s)" for k, v in counts.items())
-                     + f" ({', '.join(lk['main_id'].head(10))})")
+                     + f" ({', '.join(lk['main_id'].head(10))}); weirs, orifices and outlets "
+                     "keep their SWMM parameters (regulator_type, crest_ft, discharge_coeff... "
+                     "in US units), which export-swmm writes back")
     rough = c["roughness"].round(4).unique()
     notes.append(f"conduit roughness in the model: {', '.join(map(str, sorted(rough)[:8]))}; "
                  "gisnet's capacity uses the profile's Manning n (kept as column roughness)")

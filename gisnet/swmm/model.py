@@ -107,7 +107,14 @@ class SwmmModel:
     links
         Pumps, orifices, weirs and outlets: ``main_id, swmm_type, from_node,
         to_node, crest_ft`` (elevation of a weir's crest, an orifice's or
-        outlet's bottom; NaN for pumps).
+        outlet's bottom; NaN for pumps) and what the export writes back
+        (:data:`LINK_COLUMNS`): ``regulator_type`` (the weir's, orifice's type,
+        the outlet's rating), ``discharge_coeff`` (US units: CFS and feet),
+        ``discharge_coeff2`` (a weir's end sections), ``outlet_expon``,
+        ``flap_gate``, ``end_contractions``, ``can_surcharge``,
+        ``road_width_ft``, ``road_surface``, ``close_time_h``,
+        ``rating_curve`` (a tabular outlet's pairs, ft and cfs, as text),
+        ``shape``, ``geom1_ft``... (the weir's or orifice's [XSECTIONS]).
     vertices
         Link name -> (k, 2) array of its [VERTICES].
     subcatchments
@@ -399,6 +406,139 @@ def _pattern_means(path: Path, rows: list[Row]) -> dict[str, float]:
 
 #: Token of the crest height (weirs) or offset (orifices, outlets) in its section's rows.
 CREST_TOKEN = {"weir": 4, "orifice": 4, "outlet": 3}
+#: Columns of :attr:`SwmmModel.links` (and of the imported mains of those links).
+LINK_COLUMNS = ["main_id", "swmm_type", "from_node", "to_node", "crest_ft", "regulator_type",
+                "discharge_coeff", "discharge_coeff2", "outlet_expon", "flap_gate",
+                "end_contractions", "can_surcharge", "road_width_ft", "road_surface",
+                "close_time_h", "rating_curve", "shape", "geom1_ft", "geom2_ft", "geom3_ft",
+                "geom4_ft", "line"]
+LINK_NUMBERS = ("crest_ft", "discharge_coeff", "discharge_coeff2", "outlet_expon",
+                "end_contractions", "road_width_ft", "close_time_h", "geom1_ft", "geom2_ft",
+                "geom3_ft", "geom4_ft")
+#: Weir types whose discharge coefficient multiplies a head to the power 5/3 (side flow),
+#: the others 3/2 or 5/2 (coefficients in CMS and metres in an SI model: SWMM 5 manual).
+SIDEFLOW = "SIDEFLOW"
+
+
+def _yes(tok: str | None) -> str | None:
+    """SWMM's YES / NO as written (None when the row leaves it out)."""
+    if tok is None or tok == "*":
+        return None
+    return "YES" if tok.upper() == "YES" else "NO"
+
+
+def _curve_points(path: Path, rows: list[Row]) -> dict[str, np.ndarray]:
+    """Every [CURVES] curve: upper-case name -> (k, 2) points as written."""
+    pts: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for r in rows:
+        name, rest = r.tokens[0], r.tokens[1:]
+        if name.upper() not in names:
+            names[name.upper()] = name
+            if rest and not _is_number(rest[0]):
+                rest = rest[1:]
+        elif rest and not _is_number(rest[0]):
+            rest = rest[1:]
+        for k, _ in enumerate(rest):
+            pts.setdefault(name.upper(), []).append(
+                _num(path, "CURVES", r, len(r.tokens) - len(rest) + k, f"curve value {k + 1}"))
+    return {n: np.asarray(v, dtype=float).reshape(-1, 2) for n, v in pts.items()
+            if len(v) >= 2 and len(v) % 2 == 0}
+
+
+def _token_of(tokens: list[str]):
+    """``tok(k)``: the row's k-th token, None past its end."""
+    def tok(k: int) -> str | None:
+        return tokens[k] if k < len(tokens) else None
+    return tok
+
+
+def _links(path: Path, sections: dict[str, list[Row]], node_inv: dict[str, float],
+           offsets: str, ftl: float, gpf: float, xs: dict[str, Row], notes: list[str]
+           ) -> pd.DataFrame:
+    """Pumps, orifices, weirs and outlets with what SWMM needs to run them again.
+
+    Heights become feet; a weir's coefficients (for CMS and metres in an SI model)
+    become the coefficients for CFS and feet (x ft/m ** 0.5, side-flow weirs ft/m **
+    (1/3)); an outlet's functional coefficient and its rating curve become CFS and
+    feet; orifice coefficients have no unit.
+    """
+    curves = _curve_points(path, sections.get("CURVES", []))
+    cfs_per_flow = gpf / CFS_TO_GPD
+    rows = []
+    lost: list[str] = []
+    for sec, kind in LINK_SECTIONS.items():
+        for r in sections.get(sec, []):
+            t = r.tokens
+            row: dict = {c: None for c in LINK_COLUMNS}
+            row.update(main_id=t[0], swmm_type=kind, from_node=t[1], to_node=t[2],
+                       crest_ft=np.nan, line=r.line)
+            if kind in CREST_TOKEN:
+                k = CREST_TOKEN[kind]
+                star = k >= len(t) or t[k] == "*"
+                off = _num(path, sec, r, k, "crest height or offset", 0.0)
+                row["crest_ft"] = (node_inv[t[1]] if star else off * ftl) \
+                    if offsets == "ELEVATION" else node_inv[t[1]] + off * ftl
+            tok = _token_of(t)
+            if kind == "weir":
+                wtype = (tok(3) or "").upper()
+                f = ftl ** (1 / 3) if wtype == SIDEFLOW else ftl ** 0.5
+                row.update(regulator_type=wtype,
+                           discharge_coeff=_num(path, sec, r, 5, "discharge coefficient") * f,
+                           flap_gate=_yes(tok(6)),
+                           end_contractions=_num(path, sec, r, 7, "end contractions", 0.0),
+                           discharge_coeff2=_num(path, sec, r, 8, "end coefficient", 0.0)
+                           * ftl ** 0.5,
+                           can_surcharge=_yes(tok(9)))
+                if wtype == "ROADWAY":
+                    row.update(road_width_ft=_num(path, sec, r, 10, "road width", 0.0) * ftl,
+                               road_surface=(tok(11) or "").upper() or None)
+                if tok(12) not in (None, "*"):
+                    lost.append(f"weir {t[0]}'s coefficient curve {tok(12)}")
+            elif kind == "orifice":
+                row.update(regulator_type=(tok(3) or "").upper(),
+                           discharge_coeff=_num(path, sec, r, 5, "discharge coefficient"),
+                           flap_gate=_yes(tok(6)),
+                           close_time_h=_num(path, sec, r, 7, "close time", 0.0))
+            elif kind == "outlet":
+                otype = (tok(4) or "").upper()
+                row["regulator_type"] = otype
+                if otype.startswith("FUNCTIONAL"):
+                    b = _num(path, sec, r, 6, "outlet exponent")
+                    row.update(discharge_coeff=_num(path, sec, r, 5, "outlet coefficient")
+                               * cfs_per_flow / ftl ** b, outlet_expon=b,
+                               flap_gate=_yes(tok(7)))
+                elif otype.startswith("TABULAR"):
+                    c = curves.get((tok(5) or "").upper())
+                    if c is None:
+                        raise _fail(path, sec, r.line, f"outlet {t[0]!r} names rating curve "
+                                    f"{tok(5)!r}, which [CURVES] does not define")
+                    row.update(rating_curve=" ".join(
+                        f"{h * ftl:.6g} {q * cfs_per_flow:.6g}" for h, q in c),
+                        flap_gate=_yes(tok(6)))
+                else:
+                    raise _fail(path, sec, r.line, f"outlet {t[0]!r} has rating {tok(4)!r}: "
+                                "FUNCTIONAL/DEPTH, FUNCTIONAL/HEAD, TABULAR/DEPTH or "
+                                "TABULAR/HEAD expected")
+            if kind in ("weir", "orifice"):
+                x = xs.get(t[0])
+                if x is None:
+                    raise _fail(path, "XSECTIONS", None, f"{kind} {t[0]!r} ([{sec}] line "
+                                f"{r.line}) has no cross-section")
+                shape = x.tokens[1].upper()
+                lengths = GEOM_LENGTHS.get(shape, (True, True, True))
+                row["shape"] = shape
+                row["geom1_ft"] = _num(path, "XSECTIONS", x, 2, "Geom1") * ftl
+                for k in range(1, 4):
+                    v = _num(path, "XSECTIONS", x, k + 2, f"Geom{k + 1}", 0.0)
+                    row[f"geom{k + 1}_ft"] = v * ftl if lengths[k - 1] else v
+            rows.append(row)
+    if lost:
+        notes.append("not kept (the export writes the link without it): " + ", ".join(lost))
+    out = pd.DataFrame(rows, columns=LINK_COLUMNS)
+    for col in LINK_NUMBERS:
+        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    return out
 
 
 def _shape_curves(path: Path, rows: list[Row]) -> dict[str, np.ndarray]:
@@ -592,18 +732,8 @@ def read_model(path: str | Path) -> SwmmModel:
                      f"({', '.join(names[i] for i in many[:10])}): capacity is the barrels' "
                      "together, the diameter one barrel's")
 
-    # Other links.
-    lrows = []
-    for sec, kind in LINK_SECTIONS.items():
-        for r in sections.get(sec, []):
-            crest = np.nan
-            if kind in CREST_TOKEN:
-                off = _num(path, sec, r, CREST_TOKEN[kind], "crest height or offset", 0.0)
-                crest = off * ftl if offsets == "ELEVATION" else node_inv[r.tokens[1]] + off * ftl
-            lrows.append({"main_id": r.tokens[0], "swmm_type": kind, "from_node": r.tokens[1],
-                          "to_node": r.tokens[2], "crest_ft": crest, "line": r.line})
-    links = pd.DataFrame(lrows, columns=["main_id", "swmm_type", "from_node", "to_node",
-                                         "crest_ft", "line"])
+    # Other links, with the parameters the export writes back (US units).
+    links = _links(path, sections, node_inv, offsets, ftl, gpf, xs, notes)
 
     vertices: dict[str, list[tuple[float, float]]] = {}
     for r in sections.get("VERTICES", []):

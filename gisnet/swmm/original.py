@@ -28,7 +28,8 @@ from ..output.writing import atomic_write_text
 from .compare import finished_errors
 from .model import SwmmModel, read_model, scan_sections
 
-__all__ = ["OriginalRun", "dry_weather_text", "run_original"]
+__all__ = ["OriginalRefused", "OriginalRun", "dry_weather_text", "report_errors",
+           "run_original"]
 
 SETTLE_DAYS = 1
 OFF = ("IGNORE_RAINFALL", "IGNORE_SNOWMELT", "IGNORE_GROUNDWATER", "IGNORE_RDII")
@@ -60,6 +61,35 @@ class OriginalRun:
     inp: Path
     window_days: int
     notes: list[str] = field(default_factory=list)
+
+
+class OriginalRefused(GisnetError):
+    """SWMM refuses to run (the dry-weather copy of) the original model.
+
+    Attributes
+    ----------
+    model
+        The original ``.inp``.
+    inp, rpt
+        The dry-weather copy that was run and SWMM's report of it.
+    errors
+        SWMM's own error lines (``ERROR nnn: ...``) as its report gives them
+        (the engine's message when the report has none).
+    """
+
+    def __init__(self, model: Path, inp: Path, rpt: Path, errors: list[str]) -> None:
+        self.model, self.inp, self.rpt, self.errors = model, inp, rpt, errors
+        super().__init__(f"SWMM refuses to run {model} (its dry-weather copy {inp.name}; "
+                         f"report {rpt}): {'; '.join(errors)}")
+
+
+def report_errors(rpt: Path) -> list[str]:
+    """The ``ERROR nnn: ...`` lines of a SWMM report, as written (one line each)."""
+    try:
+        text = rpt.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [" ".join(t.split()) for t in text.splitlines() if t.strip().startswith("ERROR ")]
 
 
 def _start(opts: dict[str, str]) -> dt.datetime:
@@ -141,8 +171,8 @@ def run_original(model_path: str | Path, work_dir: str | Path) -> OriginalRun:
 
     Raises
     ------
-    GisnetError
-        SWMM cannot run the copy (its message).
+    OriginalRefused
+        SWMM refuses to run the copy: its error lines, read from its report.
     """
     from pyswmm import Output, Simulation
     from swmm.toolkit.shared_enum import LinkAttribute
@@ -158,8 +188,11 @@ def run_original(model_path: str | Path, work_dir: str | Path) -> OriginalRun:
                 pass
             errs = finished_errors(sim)
     except Exception as exc:  # swmm-toolkit raises plain Exception
-        raise GisnetError(f"SWMM cannot run {inp.name} (the dry-weather copy of "
-                          f"{model.path.name}): {' '.join(str(exc).split())}") from None
+        # the engine's message leaves the object's name out ("Conduit %s"); its report
+        # names it
+        rpt = inp.with_suffix(".rpt")
+        raise OriginalRefused(model.path, inp, rpt, report_errors(rpt)
+                              or [" ".join(str(exc).split())]) from None
     with Output(str(inp.with_suffix(".out"))) as out:
         names = list(out.links)
         n = len(out.times)
