@@ -202,11 +202,16 @@ def sample_ground(raster: ElevationRaster, xy: np.ndarray, crs: Any) -> np.ndarr
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     try:
         with rasterio.open(raster.path) as src:
-            inv = ~src.transform
-            col_f, row_f = inv * (x, y)
-            col = np.floor(np.asarray(col_f)).astype(np.int64, copy=False)
-            row = np.floor(np.asarray(row_f)).astype(np.int64, copy=False)
-            inside = (np.isfinite(x) & np.isfinite(y) & (col >= 0) & (col < src.width)
+            t = src.transform  # x = a col + b row + c, y = d col + e row + f
+            det = t.a * t.e - t.b * t.d
+            dx, dy = x - t.c, y - t.f
+            with np.errstate(invalid="ignore"):
+                col = np.floor((t.e * dx - t.b * dy) / det)
+                row = np.floor((t.a * dy - t.d * dx) / det)
+            finite = np.isfinite(col) & np.isfinite(row)
+            col = np.where(finite, col, -1).astype(np.int64)
+            row = np.where(finite, row, -1).astype(np.int64)
+            inside = (finite & (col >= 0) & (col < src.width)
                       & (row >= 0) & (row < src.height))
             idx = np.flatnonzero(inside)
             idx = idx[np.argsort(row[idx], kind="stable")]  # each read a strip of rows
