@@ -287,7 +287,7 @@ def test_sample_town_raster_where_the_network_shape_goes_wrong(
         return G, wrong, by_dem
 
     _, shape_wrong, _ = run(sample_dir, True)
-    G, dem_wrong, by_dem = run(d, True)
+    _, dem_wrong, by_dem = run(d, True)
     assert dem_wrong == shape_wrong and len(shape_wrong) <= 1
     assert len(by_dem) >= 40 and not by_dem & dem_wrong
     # hand check: a main the raster decided falls at least 5 ft by the recorded rims
