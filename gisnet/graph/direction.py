@@ -208,20 +208,25 @@ def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces
     # a force main leaves the pump station at one of its ends
     pumped = ~mains.gravity
     station = np.zeros(len(nodes), dtype=bool)
-    station[:structures.count] = np.isin(structures.kind.astype(str), PUMP_KINDS)
-    decide(pumped & (station[start] != station[end]), "pump_station", station[end])
+    for k in PUMP_KINDS:
+        station[:structures.count] |= structures.kind == k
+    if pumped.any():
+        decide(pumped & (station[start] != station[end]), "pump_station", station[end])
     elev, which = elevation_clue(start, end, node_inv, node_rim)
-    elev = np.where(pumped, 0, elev)
-    which = np.where(pumped, "", which)
+    elev[pumped] = 0
+    which[pumped] = ""
     trusted = decided.copy()
     decide(elev != 0, "elevations", elev < 0)
     # the ground from the elevation raster: gravity mains, a fall of min_drop_ft at least
-    ground = np.full(len(nodes), np.nan)
-    ground[:structures.count] = structures.ground_ft
-    dem = ground_clue(start, end, node_rim, ground,
-                      rules.DEFAULT_DEM_MIN_DROP_FT if min_drop_ft is None else min_drop_ft)
-    decide((dem != 0) & ~pumped, "dem_rim", dem < 0)
-    clued = trusted | np.isin(source, ("elevations", "dem_rim"))
+    by_ground = np.zeros(n, dtype=bool)
+    if len(structures.ground):  # the town has a raster
+        ground = np.full(len(nodes), np.nan)
+        ground[:structures.count] = structures.ground_ft
+        dem = ground_clue(start, end, node_rim, ground,
+                          rules.DEFAULT_DEM_MIN_DROP_FT if min_drop_ft is None else min_drop_ft)
+        by_ground = (dem != 0) & ~pumped & ~decided
+        decide(by_ground, "dem_rim", dem < 0)
+    clued = decided.copy()
     # the network's shape: toward the piece's outlet
     outs = np.flatnonzero(outlet)
     nn = len(nodes)
