@@ -208,8 +208,8 @@ def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces
     # a force main leaves the pump station at one of its ends
     pumped = ~mains.gravity
     station = np.zeros(len(nodes), dtype=bool)
-    for k in PUMP_KINDS:
-        station[:structures.count] |= structures.kind == k
+    for pk in PUMP_KINDS:
+        station[:structures.count] |= structures.kind == pk
     if pumped.any():
         decide(pumped & (station[start] != station[end]), "pump_station", station[end])
     elev, which = elevation_clue(start, end, node_inv, node_rim)
