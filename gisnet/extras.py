@@ -10,6 +10,7 @@ command line) instead of an ``ImportError``:
 - ``swmm`` (swmmio, pyswmm, swmm-toolkit): ``gisnet import-swmm``, ``gisnet check-swmm``;
 - ``pdf`` (matplotlib, reportlab, pypdf): ``gisnet notices``, ``gisnet figure``;
 - ``service`` (fastapi, uvicorn): ``gisnet serve``;
+- ``raster`` (rasterio): an elevation raster named in the town file (``[elevation]``);
 - ``notebook`` (matplotlib, mapclassify): ``explore()`` of a result layer (geopandas
   imports them; its own ImportError names them).
 
@@ -39,6 +40,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "pdf": ("matplotlib", "reportlab", "pypdf"),
     "service": ("fastapi", "uvicorn"),
     "notebook": ("matplotlib", "mapclassify"),
+    "raster": ("rasterio",),
 }
 
 

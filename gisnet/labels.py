@@ -108,7 +108,9 @@ UNKNOWN_FLOW = "unknown: no flow data"
 DIRECTION_SOURCE_LABELS: dict[str, str] = {
     "node_ids": "the node ids", "inverts": "the inverts",
     "invert_match": "the inverts matched to the network",
+    "pump_station": "the pump station it leaves",
     "elevations": "the structure elevations",
+    "dem_rim": "the ground (elevation raster)",
     "network": "the network's shape (path to the outlet)",
     "digitized": "the digitised order",
 }

@@ -87,6 +87,11 @@ DEFAULT_SNAP_TOLERANCE_FT = 1.0
 #: and still be joined to it: plant layers mark the facility (its office or
 #: outfall), commonly tens to a few hundred feet from the last pipe's end.
 DEFAULT_PLANT_TOLERANCE_FT = 300.0
+#: How far (feet) the ground read from an elevation raster must fall from one end
+#: of a pipe to the other before it decides the pipe's direction: two manholes
+#: of one pipe commonly differ in depth by several feet (6 to 12 ft deep is
+#: usual), so a smaller fall of the ground says nothing about the sewer's.
+DEFAULT_DEM_MIN_DROP_FT = 5.0
 
 
 def _coded(df: pd.DataFrame, col: str) -> tuple[np.ndarray, list[str]] | None:

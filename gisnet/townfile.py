@@ -19,6 +19,15 @@ A town's layers folder holds one ``gisnet.toml``::
     path = "postgresql://gis@db/town?schema=gisnet"   # or a folder (default maps/)
     lock_timeout_s = 5                     # optional: PostGIS wait for others' locks
 
+    [elevation]                            # optional ground elevation raster (DEM)
+    raster = "dem.tif"                     # relative to this file (needs gisnet[raster])
+    units = "m"                            # "ft" or "m"; required if the raster
+                                           # does not state its vertical unit
+    band = 1                               # optional (default 1)
+    nodata = -9999                         # optional (default: the raster's own)
+    min_drop_ft = 5.0                      # optional: least fall that decides a pipe
+    crs = "EPSG:26918"                     # optional, for a raster without a CRS
+
     [layers.mains]
     path = "mains.shp"                     # relative to this file; or PG:..., /vsizip/...,
                                            # a URL, WFS:..., OAPIF:... (any OGR source)
@@ -92,8 +101,11 @@ DIAMETER_UNITS = ("in", "mm")
 _TOP_KEYS = {
     "name", "profile", "crs", "snap_tolerance_ft", "plant_tolerance_ft", "outlet_nodes",
     "units", "layers", "plant_flows", "manning_n_by_material", "notices", "output",
-    "splits", "swmm", "assume_diameters",
+    "splits", "swmm", "assume_diameters", "elevation",
 }
+#: ``[elevation] units``: the raster's vertical unit, and feet in one of it.
+ELEVATION_UNITS: dict[str, float] = {"ft": 1.0, "m": 1 / 0.3048}
+_ELEVATION_KEYS = {"raster", "units", "band", "nodata", "min_drop_ft", "crs"}
 #: ``assume_diameters`` values: how a pipe without a diameter gets one for its capacity
 #: (:func:`gisnet.capacity.diameters.assume_diameters`).
 ASSUME_DIAMETERS = ("largest_upstream",)
@@ -155,6 +167,36 @@ class LayerSpec:
     inverts: str | None = None
 
 
+@dataclass(frozen=True)
+class ElevationSpec:
+    """``[elevation]``: a ground elevation raster (DEM) the town already has.
+
+    Attributes
+    ----------
+    raster
+        The raster file, absolute (or a GDAL virtual path as written).
+    units
+        ``ft`` or ``m`` (:data:`ELEVATION_UNITS`) as the town file says it, or
+        None: the raster must state its vertical unit itself.
+    band
+        Band read (1 = the first).
+    nodata
+        Cell value meaning "no elevation", or None for the raster's own.
+    min_drop_ft
+        How far (feet) the ground must fall along a pipe before it decides the
+        pipe's direction, or None for :data:`gisnet.rules.DEFAULT_DEM_MIN_DROP_FT`.
+    crs
+        CRS to assume when the raster has none, or None.
+    """
+
+    raster: Path | str
+    units: str | None = None
+    band: int = 1
+    nodata: float | None = None
+    min_drop_ft: float | None = None
+    crs: str | None = None
+
+
 @dataclass
 class TownFile:
     """A parsed ``gisnet.toml``.
@@ -208,6 +250,8 @@ class TownFile:
     swmm_model
         ``[swmm] model``: the SWMM model the town was imported from (absolute),
         which ``gisnet check-swmm`` compares with; None.
+    elevation
+        ``[elevation]``: a ground elevation raster (:class:`ElevationSpec`), or None.
     """
 
     path: Path | None
@@ -229,6 +273,7 @@ class TownFile:
     output_lock_timeout_s: float | None = None
     splits: dict[str, dict[str, float]] = field(default_factory=dict)
     swmm_model: Path | None = None
+    elevation: ElevationSpec | None = None
 
     @property
     def folder(self) -> Path:
@@ -547,12 +592,41 @@ class _Checker:
             self.unknown(t, {"model"}, "swmm")
             if "model" in t:
                 tf.swmm_model = Path(self.file(t["model"], "swmm.model"))
+        if "elevation" in data:
+            tf.elevation = self.elevation(self.table(data["elevation"], "elevation"))
         layers = self.table(data.get("layers", {}), "layers")
         for role, spec in layers.items():
             if role not in schema.ROLES:
                 raise self.fail(f"layers.{role}",
                                 f"unknown layer role; roles are: {', '.join(schema.ROLES)}")
             tf.layers[role] = self.layer(role, self.table(spec, f"layers.{role}"), tf)
+
+    def elevation(self, t: dict[str, Any]) -> ElevationSpec:
+        self.unknown(t, _ELEVATION_KEYS, "elevation")
+        if "raster" not in t:
+            raise self.fail("elevation.raster", "missing (the elevation raster file, e.g. "
+                                                "\"dem.tif\")")
+        raster = self.file(t["raster"], "elevation.raster")
+        if isinstance(raster, Path) and (why := file_problem(raster)) is not None:
+            raise self.fail("elevation.raster", f"{raster}: {why}")
+        units = t.get("units")
+        if units is not None and units not in ELEVATION_UNITS:
+            raise self.fail("elevation.units", f"must be one of {tuple(ELEVATION_UNITS)} (the "
+                                               f"raster's vertical unit), not {units!r}")
+        band = t.get("band", 1)
+        if isinstance(band, bool) or not isinstance(band, int) or band < 1:
+            raise self.fail("elevation.band", f"must be a band number >= 1, not {band!r}")
+        nums: dict[str, float | None] = {}
+        for k in ("nodata", "min_drop_ft"):
+            v = t.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                                  or not math.isfinite(v) or (k == "min_drop_ft" and v < 0)):
+                want = "a finite number >= 0 (feet)" if k == "min_drop_ft" else "a number"
+                raise self.fail(f"elevation.{k}", f"must be {want}, not {v!r}")
+            nums[k] = None if v is None else float(v)
+        crs = self.crs(t["crs"], "elevation.crs") if "crs" in t else None
+        return ElevationSpec(raster=raster, units=units, band=band, nodata=nums["nodata"],
+                             min_drop_ft=nums["min_drop_ft"], crs=crs)
 
     def layer(self, role: str, t: dict[str, Any], tf: TownFile) -> LayerSpec:
         key = f"layers.{role}"

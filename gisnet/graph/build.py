@@ -15,7 +15,7 @@ from .assemble import assemble_graph
 from .direction import orient_edges, resolve_direction
 from .inputs import read_inputs
 from .outlets import find_outlets, terminal_outlets
-from .prepare import prepare_mains, prepare_structures
+from .prepare import ground_at_structures, prepare_mains, prepare_structures
 from .quality import isolated_structures, kind_findings, main_findings
 from .snapping import snap_ends
 from .splits import cut_edges, find_t_splits
@@ -88,13 +88,15 @@ def build_sewer_graph(
     fpu = inp.ft_per_unit
     report_dups = not inp.from_loader
     mains = prepare_mains(inp.mains, inp.eligible_kinds, report_dups)
-    structures = prepare_structures(inp.manholes, inp.plants, report_dups)
+    structures = ground_at_structures(prepare_structures(inp.manholes, inp.plants, report_dups),
+                                      inp.elevation, inp.crs)
     nodes = snap_ends(mains, structures, inp.tol, fpu)
     splits = find_t_splits(mains, structures, nodes, inp.tol, fpu)
     pieces = cut_edges(mains, nodes, splits, fpu)
     outlets = find_outlets(inp, structures, nodes, pieces)
     direction = resolve_direction(mains, nodes, structures, pieces, outlets.outlet, fpu,
-                                  inp.inverts)
+                                  inp.inverts, min_drop_ft=(None if inp.elevation is None
+                                                            else inp.elevation.min_drop_ft))
     edges = orient_edges(mains, pieces, direction)
     if outlets.terminal_mode:
         outlets = terminal_outlets(outlets, edges, nodes.node_xy)

@@ -3,7 +3,8 @@
 :func:`match_inverts` places upstream/downstream invert values (given without
 node ids) on the pipe's drawn ends by matching them to the values of the
 other pipes and the manhole at each end; :func:`elevation_clue` compares
-the structures' inverts (else rims) at a pipe's two ends;
+the structures' inverts (else rims) at a pipe's two ends; :func:`ground_clue`
+the ground an elevation raster gives them;
 :func:`outlet_distances` measures every node's network distance to its
 piece's outlet, in one multi-source shortest-path pass.
 """
@@ -145,6 +146,45 @@ def elevation_clue(start: np.ndarray, end: np.ndarray, node_invert: np.ndarray,
                     np.where(rim_ok, np.where(sr > er, 1, -1), 0)).astype(np.int64)
     which = np.where(inv_ok, "invert", np.where(rim_ok, "rim", "")).astype(object)
     return sign, which
+
+
+def ground_clue(start: np.ndarray, end: np.ndarray, node_rim: np.ndarray,
+                node_ground: np.ndarray, min_drop_ft: float) -> np.ndarray:
+    """The ground at a pipe's two ends, where an elevation raster gave one of
+    them: the lower end is downstream when the ground falls ``min_drop_ft`` at least.
+
+    Parameters
+    ----------
+    start, end
+        Node index of each pipe's drawn first and last vertex.
+    node_rim
+        Recorded rim (ft) per node (NaN where none): ground too.
+    node_ground
+        Ground (ft) read from the raster per node (NaN where none).
+    min_drop_ft
+        The least fall that tells (a flat raster tells nothing).
+
+    Returns
+    -------
+    numpy.ndarray
+        Per pipe ``+1`` (the start is higher: drawn in the flow direction), ``-1``
+        (drawn against it) or ``0`` (not told: no raster value at either end, a
+        value missing at one, or a fall under ``min_drop_ft``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> ground_clue(np.array([0, 1, 0]), np.array([1, 2, 2]), np.array([nan, nan, 90.0]),
+    ...             np.array([100.0, 94.0, nan]), 5.0).tolist()
+    [1, 0, 1]
+    """
+    g = np.where(np.isnan(node_rim), node_ground, node_rim)
+    from_raster = ~np.isnan(node_ground)
+    s, e = g[start], g[end]
+    ok = (from_raster[start] | from_raster[end]) & ~np.isnan(s) & ~np.isnan(e) \
+        & (np.abs(s - e) >= min_drop_ft)
+    return np.where(ok, np.where(s > e, 1, -1), 0).astype(np.int64)
 
 
 def outlet_distances(nn: int, u: np.ndarray, v: np.ndarray, length_ft: np.ndarray,

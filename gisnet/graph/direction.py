@@ -13,19 +13,28 @@ direction decides it, and its ``direction_source`` says which:
    of one pipe meets the upstream invert of the next at their shared node,
    and the manhole's invert there), never to the drawing
    (:func:`~gisnet.graph.clues.match_inverts`);
-4. ``elevations``: the structures at the two ends (manhole inverts, else
-   rims): the lower end is downstream;
-5. ``network``: the network's own shape: the pipe flows along the shortest
+4. ``pump_station``: a force main with one end at a pump (lift) station
+   flows away from it: the station pumps out of its wet well;
+5. ``elevations``: the structures at the two ends (manhole inverts, else
+   rims): the lower end is downstream (gravity mains only: a force main is
+   pumped, its lower end need not be downstream);
+6. ``dem_rim``: the ground at the two ends read from the town's elevation
+   raster (:func:`~gisnet.graph.prepare.ground_at_structures`, at manholes
+   with no recorded rim or invert; a recorded rim at the other end counts as
+   ground too), gravity mains only, and only where it falls at least
+   ``min_drop_ft`` (:data:`gisnet.rules.DEFAULT_DEM_MIN_DROP_FT` by default):
+   the ground is a weaker clue than anything recorded;
+7. ``network``: the network's own shape: the pipe flows along the shortest
    network path toward its piece's outlet (one multi-source shortest-path
    pass from every outlet at once; a pipe points from its farther end to its
    nearer end; pipes decided above are walked only against their flow);
-6. ``digitized``: the drawing, only where nothing else decides (a pipe whose
+8. ``digitized``: the drawing, only where nothing else decides (a pipe whose
    two ends lie equally far from the outlet, or a network without outlets).
 
 Every disagreement between clues is reported once per kind of disagreement
 (``direction_conflict``, grouped, naming all the mains); pipes the network
 shape or the drawing decided are reported once per source
-(``direction_assumed``); a pipe a trusted clue (1-4) turns against its
+(``direction_assumed``); a pipe a clue (1-6) turns against its
 drawing is a ``reversed_pipe``; ``node_id_mismatch`` names from/to ids that
 name other nodes than the pipe's ends.
 
@@ -46,10 +55,11 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from .. import rules
 from ..io.ids import unique_ids as unique_ids_shared
 from ..labels import DIRECTION_SOURCE_LABELS
 from ..report import Finding
-from .clues import elevation_clue, match_inverts, outlet_distances
+from .clues import elevation_clue, ground_clue, match_inverts, outlet_distances
 from .prepare import Mains, Structures
 from .snapping import Nodes
 from .splits import Edges, Pieces
@@ -57,7 +67,10 @@ from .splits import Edges, Pieces
 #: How a ``direction_source`` reads in a message (the one vocabulary's words).
 SOURCE_TEXT = DIRECTION_SOURCE_LABELS
 #: Direction sources in order of trust.
-SOURCES = ("node_ids", "inverts", "invert_match", "elevations", "network", "digitized")
+SOURCES = ("node_ids", "inverts", "invert_match", "pump_station", "elevations", "dem_rim",
+           "network", "digitized")
+#: Structure kinds a force main flows away from (the station pumps out of its wet well).
+PUMP_KINDS = ("pump_station",)
 #: Ids named in a grouped finding's message.
 IDS_NAMED = 10
 #: A pipe flows away from its outlet when its downstream end is this much
@@ -140,7 +153,8 @@ def node_elevations(structures: Structures, nodes: Nodes) -> tuple[np.ndarray, n
 
 def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces: Pieces,
                       outlet: np.ndarray, ft_per_unit: float,
-                      inverts: tuple[str, str] = ("start_end", "start_end")) -> Direction:
+                      inverts: tuple[str, str] = ("start_end", "start_end"),
+                      min_drop_ft: float | None = None) -> Direction:
     """Decide each main's direction of flow from every clue, in order of trust.
 
     Parameters
@@ -155,6 +169,9 @@ def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces
     inverts
         How the up/down and the start/end invert columns are read (see the
         module docstring and :func:`invert_pairs`).
+    min_drop_ft
+        Least fall of the ground (ft) from an elevation raster that decides a
+        pipe (``dem_rim``); None: :data:`gisnet.rules.DEFAULT_DEM_MIN_DROP_FT`.
     """
     start = nodes.end_node[0::2]
     end = nodes.end_node[1::2]
@@ -188,9 +205,28 @@ def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces
     node_inv, node_rim = node_elevations(structures, nodes)
     placed = match_inverts(start, end, a, b, by_flow & ~decided, known_s, known_e, node_inv)
     decide(placed != 0, "invert_match", placed < 0)
+    # a force main leaves the pump station at one of its ends
+    pumped = ~mains.gravity
+    station = np.zeros(len(nodes), dtype=bool)
+    for pk in PUMP_KINDS:
+        station[:structures.count] |= structures.kind == pk
+    if pumped.any():
+        decide(pumped & (station[start] != station[end]), "pump_station", station[end])
     elev, which = elevation_clue(start, end, node_inv, node_rim)
+    elev[pumped] = 0
+    which[pumped] = ""
     trusted = decided.copy()
     decide(elev != 0, "elevations", elev < 0)
+    # the ground from the elevation raster: gravity mains, a fall of min_drop_ft at least
+    by_ground = np.zeros(n, dtype=bool)
+    if len(structures.ground):  # the town has a raster
+        ground = np.full(len(nodes), np.nan)
+        ground[:structures.count] = structures.ground_ft
+        dem = ground_clue(start, end, node_rim, ground,
+                          rules.DEFAULT_DEM_MIN_DROP_FT if min_drop_ft is None else min_drop_ft)
+        by_ground = (dem != 0) & ~pumped & ~decided
+        decide(by_ground, "dem_rim", dem < 0)
+    clued = decided.copy()
     # the network's shape: toward the piece's outlet
     outs = np.flatnonzero(outlet)
     nn = len(nodes)
@@ -235,13 +271,13 @@ def resolve_direction(mains: Mains, nodes: Nodes, structures: Structures, pieces
     # decided pipes that flow away from their outlet by the network's shape
     up_n = np.where(flip, end, start)
     dn_n = np.where(flip, start, end)
-    away = (trusted | (source == "elevations")) & in_graph & np.isfinite(anyway[up_n]) \
+    away = clued & in_graph & np.isfinite(anyway[up_n]) \
         & np.isfinite(anyway[dn_n]) & (anyway[dn_n] > anyway[up_n] + AWAY_MARGIN_FT)
     found += grouped("away_from_outlet", "info",
-                     "{n} main(s) flow, by their node ids, inverts or elevations, away from "
-                     "the outlet the network's shortest path leads to (a loop, a pump, or a "
-                     "wrong clue): {ids}", mains, np.flatnonzero(away))
-    for k in np.flatnonzero(flip & (trusted | (source == "elevations"))).tolist():
+                     "{n} main(s) flow, by their node ids, inverts, pump stations or "
+                     "elevations, away from the outlet the network's shortest path leads to (a "
+                     "loop, a pump, or a wrong clue): {ids}", mains, np.flatnonzero(away))
+    for k in np.flatnonzero(flip & clued).tolist():
         found.append(Finding(
             "reversed_pipe", "info",
             f"main {mid[k]} is drawn against the flow given by {reason(k, source, a, b, which)}; "
@@ -286,6 +322,10 @@ def reason(k: int, source: np.ndarray, a: np.ndarray, b: np.ndarray, which: np.n
     if source[k] == "invert_match":
         return (f"its inverts (upstream {a[k]:g} ft, downstream {b[k]:g} ft) matched to the "
                 "pipes and manholes at its ends")
+    if source[k] == "pump_station":
+        return "the pump station it leaves"
+    if source[k] == "dem_rim":
+        return "the ground at its ends (the elevation raster)"
     return f"the {which[k]}s of the structures at its ends"
 
 

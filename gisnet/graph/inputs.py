@@ -11,6 +11,7 @@ from pyproj import CRS
 
 from .. import rules
 from ..errors import ConfigError, CRSError, LayerError
+from ..io.raster import ElevationRaster
 from ..town import Town
 from ..units import feet_per_unit
 
@@ -44,6 +45,9 @@ class GraphInputs:
         names unless the town file's ``[layers.mains] inverts`` says otherwise;
         plain layers as their ``attrs["gisnet_inverts"]`` says, else at the
         drawn ends (``start_end``, as before the loader named them).
+    elevation
+        The town file's elevation raster (``[elevation]``), checked when the town
+        was loaded, or None.
     """
 
     mains: gpd.GeoDataFrame
@@ -57,6 +61,7 @@ class GraphInputs:
     from_loader: bool
     eligible_kinds: tuple[str, ...]
     inverts: tuple[str, str] = ("upstream_downstream", "start_end")
+    elevation: ElevationRaster | None = None
 
     @property
     def tol(self) -> float:
@@ -90,6 +95,7 @@ def read_inputs(
         from_loader = True
         said = town.settings.extra.get("mains_inverts")
         inverts = (said, said) if said else ("upstream_downstream", "start_end")
+        elevation = town.settings.extra.get("elevation")
     else:
         layers = town_or_layers
         if "mains" not in layers or layers["mains"] is None:
@@ -104,6 +110,7 @@ def read_inputs(
         from_loader = False
         said = layers["mains"].attrs.get("gisnet_inverts")
         inverts = (said, said) if said else ("start_end", "start_end")
+        elevation = None
     if outlet_nodes is not None:
         outs = tuple(str(o) for o in outlet_nodes)
     if tol is None or not np.isfinite(tol) or tol < 0:
@@ -130,4 +137,5 @@ def read_inputs(
         from_loader=from_loader,
         eligible_kinds=eligible,
         inverts=inverts,
+        elevation=elevation,
     )

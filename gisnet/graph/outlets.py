@@ -14,7 +14,8 @@ Every piece of network gets an outlet, and the report says which are assumed:
   is *assumed*); a plant whose chosen piece has an outlet already, or that
   names a node no main reaches, is ``plant_not_connected``;
 - a piece still without an outlet drains to its lowest structure where
-  two or more of its structures have inverts (else rims), else to its end nearest the network
+  two or more of its structures have inverts (else rims, else the ground
+  the town's elevation raster gives), else to its end nearest the network
   that has an outlet: an ``outlet_assumed`` finding each, with the gap to the
   network.
 
@@ -218,7 +219,9 @@ def piece_outlets(inp: GraphInputs, structures: Structures, nodes: Nodes, lab: n
     node_xy = nodes.node_xy
     found: list[Finding] = []
     sc = structures.count
-    for col, what in ((structures.inv, "invert"), (structures.rim, "rim")):
+    ground = np.where(np.isnan(structures.rim), structures.ground_ft, structures.rim)
+    for col, what in ((structures.inv, "invert"), (structures.rim, "rim"),
+                      (ground, "ground (rim or elevation raster)")):
         elev = np.full(nn, np.nan)
         elev[:sc] = col
         at = np.flatnonzero(lost & ~np.isnan(elev) & ~has_out[lab])

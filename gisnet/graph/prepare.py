@@ -9,7 +9,7 @@ and plants, the nodes that exist before any pipe end is snapped.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import geopandas as gpd
@@ -19,6 +19,7 @@ import shapely
 
 from .. import rules
 from ..errors import LayerError
+from ..io.raster import ElevationRaster, sample_ground
 from ..report import Finding
 from .columns import as_floats, as_text, text_column, unique_ids
 
@@ -73,7 +74,10 @@ class Structures:
 
     ``source`` is ``manholes`` or ``plants``; a plant whose id is also a
     manhole id is keyed ``plant:<id>``. ``plant_named_node`` maps a plant's
-    structure index to the node id its ``node_id`` column names.
+    structure index to the node id its ``node_id`` column names. ``ground``
+    is the ground elevation (ft) an elevation raster gives a manhole with no
+    recorded rim or invert (:func:`ground_at_structures`), NaN elsewhere or
+    empty when the town has no raster.
     """
 
     ids: np.ndarray
@@ -88,10 +92,16 @@ class Structures:
     plant_id: np.ndarray
     plant_named_node: dict[int, str]
     findings: tuple[Finding, ...]
+    ground: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @property
     def count(self) -> int:
         return len(self.ids)
+
+    @property
+    def ground_ft(self) -> np.ndarray:
+        """``ground`` per structure (all NaN without a raster)."""
+        return self.ground if len(self.ground) == self.count else np.full(self.count, np.nan)
 
 
 def distinct_rows(df: pd.DataFrame, columns: Iterable[str]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -297,3 +307,34 @@ def prepare_structures(manholes: gpd.GeoDataFrame | None, plants: gpd.GeoDataFra
         plant_named_node=named_node,
         findings=tuple(found),
     )
+
+
+def ground_at_structures(structures: Structures, raster: ElevationRaster | None,
+                         crs: Any) -> Structures:
+    """The ground under every manhole-layer structure with no recorded rim or
+    invert, read from the town's elevation raster (reprojected to its CRS), with
+    one ``elevation_raster`` finding saying what was read and assumed.
+
+    Parameters
+    ----------
+    structures
+        The structures (their ``xy`` in ``crs``).
+    raster
+        The town file's checked raster, or None (the structures come back as given).
+    crs
+        The working CRS.
+    """
+    if raster is None:
+        return structures
+    todo = (structures.source == "manholes") & np.isnan(structures.rim) \
+        & np.isnan(structures.inv)
+    ground = np.full(structures.count, np.nan)
+    idx = np.flatnonzero(todo)
+    ground[idx] = sample_ground(raster, structures.xy[idx], crs)
+    got = int(np.isfinite(ground).sum())
+    text = (f"{raster.describe()}: {got:,} of {len(idx):,} manholes without a recorded rim or "
+            f"invert got a ground elevation")
+    if got < len(idx):
+        text += f" ({len(idx) - got:,} lie outside the raster or on nodata cells)"
+    found = Finding("elevation_raster", "info", text, "manholes", None, None)
+    return replace(structures, ground=ground, findings=(*structures.findings, found))

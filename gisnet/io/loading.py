@@ -41,6 +41,7 @@ from ..town import Town, TownSettings, resolve_profile
 from ..townfile import LayerSpec, TownFile, find_town_file, is_virtual_source, read_town_file
 from ..units import feet_per_unit
 from .postgis import redact
+from .raster import open_elevation
 from .reading import (
     CRS_ASSUMED_ATTR,
     ENGINES,
@@ -115,6 +116,8 @@ def load_town(
         raise ConfigError(f"snap tolerance must be a number of feet >= 0, not "
                           f"{snap_tolerance_ft!r}")
     tf = town_file_with_overrides(layers_dir, overrides)
+    # the elevation raster is checked first: a missing extra or a bad raster stops here
+    elevation = None if tf.elevation is None else open_elevation(tf.elevation, tf.path)
     report = Report()
     raw, infos = read_layers(tf, engine, report)
     layers, working = canonical_layers(raw, tf, infos, crs, report)
@@ -129,7 +132,8 @@ def load_town(
         tf, snap_tolerance_ft=snap_tolerance_ft,
         extra={"layer_info": infos, "town_file": tf.path, "plant_flows_file": tf.plant_flows,
                "output": tf.output, "output_lock_timeout_s": tf.output_lock_timeout_s,
-               "notice_template": tf.notice_template})
+               "notice_template": tf.notice_template,
+               "elevation": elevation})
     return Town(
         name=name,
         crs=working,

@@ -25,7 +25,8 @@ What becomes what
   back.
 - junctions, outfalls, storage units, dividers -> ``manholes`` (kind manhole,
   outfall, unknown, junction; rim = invert + max depth), outfalls also named
-  in ``outlet_nodes``.
+  in ``outlet_nodes``; a node a pump draws from (its wet well) is kind
+  ``pump_station``.
 - subcatchments -> ``parcels`` (``land_use`` ``swmm_subcatchment``, polygon
   from [POLYGONS], ``outlet_node``); they carry runoff, not sewage: no flow.
 - [DWF] inflows -> ``parcels`` (``parcel_id`` ``DWF <node>``, ``land_use``
@@ -181,8 +182,18 @@ def model_layers(model: SwmmModel, crs: CRS) -> ImportResult:
     notes.append(f"conduit roughness in the model: {', '.join(map(str, sorted(rough)[:8]))}; "
                  "gisnet's capacity uses the profile's Manning n (kept as column roughness)")
 
+    kind = nodes["swmm_type"].map(STRUCTURE_KIND)
+    if len(model.links):
+        # a pump draws from its wet well: the node is a pump station (force mains leave it)
+        wells = set(model.links.loc[model.links["swmm_type"] == "pump", "from_node"])
+        well = nodes["node_id"].isin(wells) & (nodes["swmm_type"] != "outfall")
+        kind = kind.where(~well, "pump_station")
+        if well.any():
+            notes.append("nodes pumps draw from imported as pump stations (kind pump_station: "
+                         "the pumps flow away from them): "
+                         + ", ".join(nodes.loc[well, "node_id"].head(10)))
     manholes = gpd.GeoDataFrame({
-        "node_id": nodes["node_id"], "kind": nodes["swmm_type"].map(STRUCTURE_KIND),
+        "node_id": nodes["node_id"], "kind": kind,
         "swmm_type": nodes["swmm_type"], "invert_ft": nodes["invert_ft"],
         "rim_ft": nodes["rim_ft"], "max_depth_ft": nodes["max_depth_ft"]},
         geometry=gpd.GeoSeries(shapely.points(nodes["x"], nodes["y"]), crs=crs), crs=crs)
