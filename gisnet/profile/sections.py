@@ -481,6 +481,11 @@ class Limits(ProfileTable):
         "Consecutive results further apart than this do not show one continuous discharge: "
         "a slug's run of results never spans a longer gap (default ``slug_minutes``).",
         "min", optional=True)
+    slug_flow: bool | None = key(
+        "The slug rule also measures the quantity of flow (Berlin definition no. 66: \"in "
+        "quantity of flow\"): a flow reading (parameter ``flow``) over ``slug_factor`` x the "
+        "same point's own average 24-hour flow during normal operation, for longer than "
+        "``slug_minutes``, is a slug (default: concentrations only).", optional=True)
     normal_bod_mg_l: float = key("Upper BOD of normal-strength (domestic) waste.", "mg/L")
     normal_ss_mg_l: float = key("Upper suspended solids of normal-strength waste.", "mg/L")
     normal_section: str = key("Section defining normal strength.")
