@@ -514,7 +514,8 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
                 what = (f"{factor:g} x its own 24-hour average {float(base[a]):.4g} {unit} "
                         f"during normal operation ({int(sel.sum())} result(s) "
                         f"{fmt_time(times[sel][0])}..{fmt_time(times[sel][-1])})")
-            msg = (f"slug{' in quantity of flow' if flow else ''}: {param} above {what} = {thr:.4g} {unit} for {minutes:g} min "
+            kind = "slug in quantity of flow" if flow else "slug"
+            msg = (f"{kind}: {param} above {what} = {thr:.4g} {unit} for {minutes:g} min "
                    f"(> {float(lim.slug_minutes):g} min; results no more than "
                    f"{ctx.max_gap / np.timedelta64(1, 'm'):g} min apart), peak "
                    f"{seg.max():g} {unit}")
