@@ -602,7 +602,8 @@ def test_state_from_a_town_serves_the_library_tables():
 
     town = _synthetic_town()
     st = TownState.from_town(town)
-    assert list(st.unavailable) == ["frontage"]  # Poughkeepsie: no frontage charge
+    # Poughkeepsie: no frontage charge; no plant-flow analyses for § 168-22.5D
+    assert list(st.unavailable) == ["frontage", "plant_increase"]
     want = compute_obligations(town)["obligations"]
     pid = str(want["parcel_id"].iloc[17])
     with TestClient(create_app(st)) as c:
