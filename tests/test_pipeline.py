@@ -152,8 +152,8 @@ def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
     layers = res.layers()
     assert list(layers) == ["graph_nodes", "graph_edges", "obligations", "obligation_evidence",
                             "connection_zone", "control_manholes", "control_paths",
-                            "sampling_plan", "pipes_capacity", "plants", "plant_increase", "quality",
-                            "worklist", "overdue"]
+                            "sampling_plan", "pipes_capacity", "plants", "plant_increase",
+                            "quality", "worklist", "overdue"]
     s = res.summary()
     assert s["obligations"] == res.obligations.totals
     assert s["control_manholes"]["connection_points"] == len(layers["control_manholes"])
