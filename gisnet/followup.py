@@ -34,7 +34,7 @@ LAYER_STEP: dict[str, str] = {
     "obligations": "obligations", "obligation_evidence": "obligations",
     "connection_zone": "obligations", "frontage": "obligations",
     "control_manholes": "control", "control_paths": "control", "sampling_plan": "control",
-    "pipes_capacity": "capacity", "plants": "capacity",
+    "pipes_capacity": "capacity", "plants": "capacity", "plant_increase": "capacity",
     "quality": "quality", "worklist": "quality",
 }
 

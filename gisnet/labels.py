@@ -137,7 +137,7 @@ LIST_COLUMNS = frozenset({"flags", "notice_ground"})
 #: Column-name suffix -> unit (the label's unit and the popup's).
 SUFFIX_UNITS: dict[str, str] = {
     "_ft": "ft", "_in": "in", "_gpd": "gpd", "_cfs": "cfs", "_fps": "fps", "_mgd": "MGD",
-    "_pct": "%", "_acres": "acres", "_days": "days",
+    "_pct": "%", "_acres": "acres", "_days": "days", "_mg_l": "mg/L",
 }
 #: Column -> label (without unit) where the words of its name are not enough.
 COLUMN_LABELS: dict[str, str] = {

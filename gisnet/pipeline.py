@@ -330,7 +330,7 @@ def analyse(
         ``obligations``, ``obligation_evidence``, ``connection_zone``,
         ``frontage``, ``control_manholes``, ``control_paths``,
         ``sampling_plan`` (when there are users), ``pipes_capacity``,
-        ``plants``, ``quality`` and ``worklist``.
+        ``plants``, ``plant_increase``, ``quality`` and ``worklist``.
     """
 
     todo = _steps(only)
@@ -409,6 +409,9 @@ def analyse(
             res.unavailable.append(Unavailable(
                 "plants", "the town has no plants layer: plant flows are not checked "
                           "against design flows"))
+        if res.capacity is not None and res.capacity.plant_increase_note:
+            res.unavailable.append(Unavailable("plant_increase",
+                                               res.capacity.plant_increase_note))
         done()
 
     if "quality" in todo:

@@ -14,6 +14,7 @@ A town's layers folder holds one ``gisnet.toml``::
 
     [plant_flows]                          # optional monthly plant flows
     path = "plant_flows.csv"               # CSV: plant_id, month (YYYY-MM), avg_flow_mgd
+                                           # (+ optional ss_mg_l, bod_mg_l, grease_mg_l)
 
     [output]                               # optional: where 'gisnet run' writes
     path = "postgresql://gis@db/town?schema=gisnet"   # or a folder (default maps/)

@@ -162,6 +162,21 @@ def verdicts(town: Town, findings: list[Finding]) -> list[Verdict]:
         limit.append("no plant layer: plant capacity cannot be checked")
     elif plants["design_flow_mgd"].isna().all():
         limit.append("no plant has a design flow")
+    if town.profile.monthly_increase is not None:
+        from .capacity.monthly_increase import monthly_increase_layer
+
+        inc, why = monthly_increase_layer(town)
+        if why is not None:
+            limit.append(why)
+        elif len(inc):
+            last = inc[inc["month"] == inc["month"].max()]
+            unsure = last[last["status"] == "cannot_say"]
+            if len(unsure):
+                limit.append(f"{inc['section'].iloc[0]}: cannot say for "
+                             f"{inc['month'].max()} (" + "; ".join(
+                                 f"plant {r.plant_id} {r.constituent}: months missing "
+                                 f"{r.missing_months}" for r in unsure.head(3).itertuples())
+                             + ")")
     out.append(Verdict("capacity", _answer(block, limit), block + limit))
     return out
 

@@ -333,7 +333,7 @@ def test_totals_and_layers(five):
     (plant,) = res.totals["plants"]
     assert plant["plant_id"] == "P1" and plant["basis"] == "accumulated"
     assert plant["ratio"] == pytest.approx(0.69) and plant["over_threshold"] is False
-    assert set(res.layers()) == {"pipes_capacity", "plants"}
+    assert set(res.layers()) == {"pipes_capacity", "plants", "plant_increase"}
     # no plants layer: no "plants" key, as gisnet run leaves it out
     bare = cap.compute_capacity(make_town(parcels=town.layers["parcels"]), G, points=pts)
     assert set(bare.totals) == {"pipes"}

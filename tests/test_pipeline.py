@@ -147,12 +147,13 @@ def test_analyse_returns_typed_results_whose_layers_and_summary_agree():
     res = analyse(_synthetic_town())
     assert isinstance(res.obligations, ObligationsResult)
     assert isinstance(res.control, ControlResult)
-    assert [u.analysis for u in res.unavailable] == ["frontage"]
+    # Poughkeepsie: no frontage charge; no plant-flow table, so § 168-22.5D is not checked
+    assert [u.analysis for u in res.unavailable] == ["frontage", "plant_increase"]
     layers = res.layers()
     assert list(layers) == ["graph_nodes", "graph_edges", "obligations", "obligation_evidence",
                             "connection_zone", "control_manholes", "control_paths",
-                            "sampling_plan", "pipes_capacity", "plants", "quality", "worklist",
-                            "overdue"]
+                            "sampling_plan", "pipes_capacity", "plants", "plant_increase",
+                            "quality", "worklist", "overdue"]
     s = res.summary()
     assert s["obligations"] == res.obligations.totals
     assert s["control_manholes"]["connection_points"] == len(layers["control_manholes"])
@@ -191,7 +192,8 @@ def test_analyse_says_what_it_could_not_answer():
     from gisnet.pipeline import analyse
 
     res = analyse(_synthetic_town(users=True, plants=True))
-    assert {u.analysis for u in res.unavailable} == {"sampling_plan", "plants", "frontage"}
+    assert {u.analysis for u in res.unavailable} == {"sampling_plan", "plants", "frontage",
+                                                     "plant_increase"}
     assert "sampling_plan" not in res.layers()
     assert "industrial_users" not in res.summary()
 
@@ -268,16 +270,19 @@ def test_run_publishes_a_manifest_of_every_file(run_out, sample_dir: Path):
 
 def test_run_says_once_what_it_did_not_compute(tmp_path: Path, capsys):
     """No silent defaults: the sample's ordinance (Poughkeepsie) has no frontage charge,
-    and the run's summary says so, in words and in --json."""
+    and the sample's plant flows carry no analyses for § 168-22.5D: the run's summary
+    says so, in words and in --json."""
     assert main(["run", "--sample", "--no-maps", "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if "not computed" in ln]
-    assert len(lines) == 1
+    assert len(lines) == 2
     assert lines[0].strip().startswith("not computed: frontage: profile poughkeepsie-fourth-ward "
                                        "has no frontage rule")
+    assert lines[1].strip().startswith("not computed: plant_increase: plant_flows has no "
+                                       "ss_mg_l, bod_mg_l, grease_mg_l column: § 168-22.5D")
     assert main(["run", "--sample", "--no-maps", "--json", "--out", str(tmp_path / "b")]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert list(summary["not_computed"]) == ["frontage"]
+    assert list(summary["not_computed"]) == ["frontage", "plant_increase"]
 
 
 def test_run_into_a_database_lists_the_database_as_written_text(monkeypatch):

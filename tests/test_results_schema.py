@@ -34,7 +34,7 @@ PKG = Path(__file__).resolve().parents[1] / "gisnet"
 LAYERS = {
     "quality", "graph_nodes", "graph_edges", "obligations", "obligation_evidence",
     "connection_zone", "frontage", "control_manholes", "control_paths", "sampling_plan",
-    "pipes_capacity", "plants", "swmm_comparison", "swmm_original_comparison",
+    "pipes_capacity", "plants", "plant_increase", "swmm_comparison", "swmm_original_comparison",
     "worklist", "changes", "overdue", "register",
 }
 #: Layers written by a command of their own, not by ``analyse`` (tests/test_swmm.py checks them).

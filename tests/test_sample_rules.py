@@ -254,6 +254,97 @@ def test_poughkeepsie_slug_is_five_times_normal_sewage(tmp_path):
     assert row["baseline"] == 300.0 and pd.isna(row["baseline_lines"])
 
 
+def _flows(slug: list[tuple[str, float]], parameter: str = "flow", unit: str = "gpm"
+           ) -> list[str]:
+    """U1's flow at B: twelve readings every 10 min 08:00-09:50, nine at 90 gpm and three
+    at 130 gpm (mean (9 x 90 + 3 x 130) / 12 = 100 gpm = 144,000 gpd, median 90), then
+    the readings ``slug`` (time after 10:00, gpm)."""
+    normal = [f"B,2026-05-01 {8 + i // 6:02d}:{i % 6 * 10:02d},{parameter},"
+              f"{130 if i % 4 == 3 else 90},{unit}" for i in range(12)]
+    return [*normal, *(f"B,2026-05-01 10:{t},{parameter},{v:g},{unit}" for t, v in slug)]
+
+
+def test_berlin_slug_in_quantity_of_flow(tmp_path):
+    """Berlin definition no. 66: "Slug shall mean any discharge of water, sewage, or
+    industrial waste in which concentration of any given constituent or in quantity of
+    flow exceeds for any period of duration longer than fifteen (15) minutes more than
+    five (5) times the average twenty-four-hour concentration of flows during normal
+    operation"."""
+    assert ("Slug shall mean any discharge of water, sewage, or industrial waste in which "
+            "concentration of any given constituent or in quantity of flow exceeds for any "
+            "period of duration longer than fifteen (15) minutes more than five (5) times the "
+            "average twenty-four-hour concentration of flows during normal operation"
+            ) in _ordinance(BERLIN)
+    assert load_profile(BERLIN).limits.slug_flow is True
+    # 501 gpm at 10:00, 10:08, 10:16: 501 x 1,440 = 721,440 gpd above 5 x 144,000 =
+    # 720,000 gpd for 16 min > 15 min. The three are above 5 x the median 90 gpm, so they
+    # are not "normal operation": the baseline is the twelve readings before them.
+    res = check(tmp_path, _flows([("00", 501), ("08", 501), ("16", 501)]), town(BERLIN))
+    slug = res[res["rule"] == "slug"]
+    assert len(slug) == 1
+    row = slug.iloc[0]
+    assert (row["kind"], row["basis"], row["parameter"], row["unit"]) == (
+        "exceedance", "own_24h_average", "flow", "gpd")
+    assert row["baseline"] == pytest.approx(144_000.0, rel=1e-12)
+    assert row["limit"] == pytest.approx(720_000.0, rel=1e-12)
+    assert row["value"] == pytest.approx(721_440.0, rel=1e-12)
+    assert row["duration_min"] == 16 and row["lines"] == "14,15,16"
+    assert row["baseline_n"] == 12 and row["baseline_lines"] == ",".join(
+        str(i) for i in range(2, 14))
+    assert row["section"] == "ch. 16 definitions, no. 66 (Slug)"
+    assert row["message"].startswith("slug in quantity of flow: flow above 5 x its own "
+                                     "24-hour average 1.44e+05 gpd during normal operation")
+    assert "U1" in row["suspect_user_ids"].split(",")
+    (note,) = res[res["rule"] == "no_limit"].itertuples()
+    assert note.message == ("the profile sets no limit for flow; 15 result(s) checked for "
+                            "slugs only (ch. 16 definitions, no. 66 (Slug))")
+    # the same in gpd, and named flow_gpm with the unit column blank
+    gpd_rows = [x.replace(",gpm", ",gpd") for x in _flows([("00", 501), ("08", 501),
+                                                          ("16", 501)])]
+    gpd_rows = [",".join([*r.split(",")[:3], f"{float(r.split(',')[3]) * 1440:g}", "gpd"])
+                for r in gpd_rows]
+    got = check(tmp_path, gpd_rows, town(BERLIN))
+    assert got[got["rule"] == "slug"]["limit"].tolist() == pytest.approx([720_000.0])
+    got = check(tmp_path, _flows([("00", 501), ("08", 501), ("16", 501)], "flow_gpm", ""),
+                town(BERLIN))
+    assert got[got["rule"] == "slug"]["value"].tolist() == pytest.approx([721_440.0])
+
+
+def test_flow_slug_longer_than_15_minutes_more_than_5_times(tmp_path):
+    def slugs(readings):
+        res = check(tmp_path, _flows(readings), town(BERLIN))
+        return res[res["rule"] == "slug"]
+
+    # exactly 15 minutes (10:00 to 10:15) is not "longer than fifteen (15) minutes"
+    assert slugs([("00", 501), ("08", 501), ("15", 501)]).empty
+    # 15 min 1 s is
+    (d,) = slugs([("00", 501), ("08", 501), ("15:01", 501)])["duration_min"]
+    assert d == pytest.approx(15 + 1 / 60)
+    # exactly 5 x 144,000 = 720,000 gpd (500 gpm) is not "more than five (5) times"
+    assert slugs([("00", 500), ("08", 500), ("16", 500)]).empty
+    # a reading 20 min after the last (more than slug_max_gap_min) does not continue it
+    assert slugs([("00", 501), ("20", 501)]).empty
+
+
+def test_flow_units_and_the_profiles_without_a_flow_slug(tmp_path):
+    # a reading whose parameter names one unit and whose unit column another: not guessed
+    res = check(tmp_path, _flows([("00", 501)], "flow_gpm", "gpd"), town(BERLIN))
+    (bad,) = res[res["rule"] == "unknown_unit"].itertuples()
+    assert bad.unit == "gpd (parameter 'flow_gpm' says gpm)" and bad.n_samples == 13
+    res = check(tmp_path, ["B,2026-05-01 10:00,flow,3,furlongs/fortnight"], town(BERLIN))
+    assert res["rule"].tolist() == ["no_limit", "unknown_unit"]
+    assert res.iloc[0]["message"] == "the profile sets no limit for flow; 1 result(s) not checked"
+    # Poughkeepsie's slug is a concentration only (§ 168-22.5C(15): "as measured by
+    # suspended solids and BOD"): flow readings are not checked, and it says so
+    assert "as measured by suspended solids and BOD" in _ordinance(POUGH)
+    assert not load_profile(POUGH).limits.slug_flow
+    res = check(tmp_path, _flows([("00", 501), ("08", 501), ("16", 501)]))
+    assert res["rule"].tolist() == ["no_limit"]
+    assert res.iloc[0]["message"] == (
+        "the profile sets no limit for flow; 15 result(s) not checked (the slug rule, "
+        "§ 168-22.5C(15); definition of SLUDGE, § 168-22.1A, measures concentrations only)")
+
+
 # --------------------------------------------------------------------------- normal strength
 
 

@@ -602,7 +602,8 @@ def test_state_from_a_town_serves_the_library_tables():
 
     town = _synthetic_town()
     st = TownState.from_town(town)
-    assert list(st.unavailable) == ["frontage"]  # Poughkeepsie: no frontage charge
+    # Poughkeepsie: no frontage charge; no plant-flow analyses for § 168-22.5D
+    assert list(st.unavailable) == ["frontage", "plant_increase"]
     want = compute_obligations(town)["obligations"]
     pid = str(want["parcel_id"].iloc[17])
     with TestClient(create_app(st)) as c:
@@ -647,3 +648,58 @@ def test_cors_only_for_configured_origins():
     with TestClient(create_app(_state())) as c:
         r = c.get("/health", headers={"Origin": origin})
         assert "access-control-allow-origin" not in r.headers
+
+
+def test_whatif_preliminary_treatment_and_cooling_water_equal_the_cli(sample_dir, capsys):
+    """§ 168-22.5G(4)(d): "Plans, specifications and any other pertinent information related
+    to the proposed preliminary treatment facilities shall be submitted for approval of the
+    Superintendent and the New York State Department of Environmental Conservation."
+    § 168-22.2E: "The discharge of industrial cooling water to the area's sewer system is
+    not permitted except by specific approval of the Town Board."
+
+    POST /whatif takes the two flags the command line has, and answers as it does."""
+    from gisnet.cli import main
+    from gisnet.io import load_town
+    from gisnet.profile import ordinance_text
+
+    text = " ".join(ordinance_text("poughkeepsie-fourth-ward").split())
+    for words in ("Plans, specifications and any other pertinent information related to the "
+                  "proposed preliminary treatment facilities shall be submitted for approval "
+                  "of the Superintendent and the New York State Department of Environmental "
+                  "Conservation.",
+                  "The discharge of industrial cooling water to the area's sewer system is "
+                  "not permitted except by specific approval of the Town Board."):
+        assert words in text
+    st = TownState.from_town(load_town(sample_dir))
+    pid = str(st.town.layers["parcels"]["parcel_id"].iloc[0])
+    body = {"parcel_id": pid, "flow_gpd": 12_000}
+    with TestClient(create_app(st)) as c:
+        plain = c.post("/whatif", json=body)
+        both = c.post("/whatif", json={**body, "preliminary_treatment": True,
+                                       "cooling_water": True})
+        cool = c.post("/whatif", json={**body, "cooling_water": True})
+        bad = c.post("/whatif", json={**body, "cooling_water": "yes"})
+    assert plain.status_code == both.status_code == cool.status_code == 200, both.text
+    assert bad.status_code == 422 and bad.json()["field"] == "cooling_water"
+    ids = [a["id"] for a in plain.json()["approvals"]]
+    assert ids == ["superintendent_review_10000_gpd"]  # 12,000 gpd > 10,000 gpd
+    got = both.json()
+    assert [a["id"] for a in got["approvals"]] == [
+        "superintendent_review_10000_gpd", "pretreatment_plans_nysdec",
+        "cooling_water_town_board"]
+    nysdec, board = got["approvals"][1:]
+    assert (nysdec["section"], nysdec["reason"]) == ("§ 168-22.5G(4)(d)",
+                                                      "preliminary treatment is required")
+    assert (board["authority"], board["section"]) == ("Town Board", "§ 168-22.2E")
+    assert [a["id"] for a in cool.json()["approvals"]] == [
+        "superintendent_review_10000_gpd", "cooling_water_town_board"]
+    # without the flag, the answer notes the NYSDEC review as conditional; with it, not
+    assert any("if preliminary treatment is required" in n for n in plain.json()["notes"])
+    assert not any("if preliminary treatment is required" in n for n in got["notes"])
+    capsys.readouterr()
+    assert main(["whatif", "--layers", str(sample_dir), "--parcel", pid, "--flow-gpd",
+                 "12000", "--preliminary-treatment", "--cooling-water", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    for k in ("flow_gpd", "industrial", "control_manhole", "crossings", "plant_crossings",
+              "approvals", "threshold", "notes"):
+        assert got[k] == cli[k], k

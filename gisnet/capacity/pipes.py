@@ -34,6 +34,7 @@ from ..tracing import DownstreamIndex, connection_points
 from ..units import CFS_TO_GPD
 from .diameters import ASSUME_LARGEST_UPSTREAM, assume_diameters
 from .formulas import min_slope_ft_per_ft, peaking_factor
+from .monthly_increase import monthly_increase_layer
 from .network import (
     Accumulation,
     Network,
@@ -97,6 +98,13 @@ class CapacityResult:
         The graph arrays and accumulated flows (:mod:`gisnet.capacity.network`).
     capacity_gpd
         Full-flow capacity of each edge of ``network``, gpd (NaN unknown).
+    plant_increase
+        Layer ``plant_increase``: the plant's monthly increase of each constituent
+        against the previous year (Poughkeepsie § 168-22.5D,
+        :func:`gisnet.capacity.monthly_increase.monthly_increase_layer`).
+    plant_increase_note
+        Why that rule was not checked (no such rule in the profile, no analyses in
+        the plant-flow table); None when it was.
     """
 
     pipes: gpd.GeoDataFrame
@@ -111,10 +119,15 @@ class CapacityResult:
     network: Network = field(repr=False)
     accumulation: Accumulation = field(repr=False)
     capacity_gpd: np.ndarray = field(repr=False)
+    plant_increase: gpd.GeoDataFrame | None = field(default=None, repr=False)
+    plant_increase_note: str | None = None
 
     def layers(self) -> dict[str, gpd.GeoDataFrame]:
         """The result layers for :func:`gisnet.io.write_results`."""
-        return {"pipes_capacity": self.pipes, "plants": self.plants}
+        out = {"pipes_capacity": self.pipes, "plants": self.plants}
+        if self.plant_increase is not None:
+            out["plant_increase"] = self.plant_increase
+        return out
 
     def __repr__(self) -> str:
         from ..results import rows_text, short_repr
@@ -503,9 +516,11 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     }, geometry=gpd.GeoSeries(net.geometry, crs=crs), crs=crs)
 
     plants = plant_layer(town, net, acc)
+    increase, increase_note = monthly_increase_layer(town)
     log.info("capacity: %d pipes, %d over %.2f, %d cycles, %d splits", m, int(over.sum()), thr,
              len(acc.cycles), len(acc.splits))
     return CapacityResult(pipes=pipes, plants=plants, splits=acc.splits, cycles=acc.cycles,
                           report=report, points=points, flows=flows, index=index,
                           profile=town.profile, network=net, accumulation=acc,
-                          capacity_gpd=cap_gpd)
+                          capacity_gpd=cap_gpd, plant_increase=increase,
+                          plant_increase_note=increase_note)

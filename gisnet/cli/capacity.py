@@ -13,7 +13,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="flows, full-flow capacity and the 80 %% threshold for every pipe and plant",
         description="Accumulate parcel and industrial flows down the sewer graph, compare "
         "each pipe's peak flow with its Manning full-flow capacity and each plant's "
-        "average flow with its design flow; write the pipes_capacity and plants layers.",
+        "average flow with its design flow; write the pipes_capacity, plants and "
+        "plant_increase layers (the plant's monthly increase of SS, BOD and grease where "
+        "the profile has such a rule).",
     )
     add_town_options(p, writes=True)
     p.add_argument("--top", type=int, default=10, metavar="N",
@@ -55,5 +57,16 @@ def run(args: argparse.Namespace) -> int:
         over = "OVER" if r.over_threshold else "below"
         say(args, f"plant {r.plant_id}: {r.avg_flow_mgd:.3f} of {r.design_flow_mgd:.3f} MGD = "
                   f"{pct(r.ratio)} by {r.basis}{window}, {over} {r.threshold:.0%}{gaps}")
-    say(args, f"wrote pipes_capacity, plants to {path}")
+    inc = res.plant_increase
+    if res.plant_increase_note:
+        say(args, f"plant monthly increase: {res.plant_increase_note}")
+    elif inc is not None and len(inc):
+        over, unsure = inc[inc["status"] == "over"], inc[inc["status"] == "cannot_say"]
+        say(args, f"plant monthly increase ({inc['section'].iloc[0]}, read as "
+                  f"{inc['reading'].iloc[0]}): {len(inc)} month(s) and constituent(s), "
+                  f"{len(over)} in excess of {inc['max_increase_pct'].iloc[0]:g} %, "
+                  f"{len(unsure)} cannot say (months missing)")
+        for r in over.itertuples():
+            say(args, f"  {r.message}")
+    say(args, f"wrote {', '.join(res.layers())} to {path}")
     return 0

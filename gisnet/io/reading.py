@@ -15,6 +15,7 @@ monthly plant-flow CSV. Input files are only ever read.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -394,7 +395,8 @@ def crs_label(crs: Any) -> str:
 
 
 def read_plant_flows(path: Path) -> pd.DataFrame:
-    """Monthly plant flows: CSV with ``plant_id``, ``month`` (YYYY-MM), ``avg_flow_mgd``.
+    """Monthly plant flows: CSV with ``plant_id``, ``month`` (YYYY-MM), ``avg_flow_mgd``,
+    and optional monthly average daily analyses ``<constituent>_mg_l`` (:func:`check_plant_flows`).
 
     Raises
     ------
@@ -417,7 +419,10 @@ def check_plant_flows(df: pd.DataFrame, path: Path | str) -> pd.DataFrame:
     Parameters
     ----------
     df
-        Columns ``plant_id``, ``month`` (``YYYY-MM``), ``avg_flow_mgd`` (any case).
+        Columns ``plant_id``, ``month`` (``YYYY-MM``), ``avg_flow_mgd`` (any case), and
+        optionally the month's average daily analyses at the plant, one column per
+        constituent named ``<constituent>_mg_l`` (``ss_mg_l``, ``bod_mg_l``,
+        ``grease_mg_l``): numbers >= 0 in mg/L, blank where not reported.
     path
         The CSV, or how the table is named, for messages (rows are counted as
         a CSV's lines: the header is line 1).
@@ -425,12 +430,21 @@ def check_plant_flows(df: pd.DataFrame, path: Path | str) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``plant_id`` (text), ``month`` (text), ``avg_flow_mgd`` (float, MGD).
+        ``plant_id`` (text), ``month`` (text), ``avg_flow_mgd`` (float, MGD), then each
+        ``*_mg_l`` column given (float, mg/L, NaN where blank).
 
     Raises
     ------
     LayerError
-        A missing column, a row with a bad month or flow, a month given twice.
+        A missing column, a row with a bad month or flow, a month given twice, an
+        analysis that is not a number >= 0 (naming the row and the column).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"plant_id": ["P"], "month": ["2025-01"], "avg_flow_mgd": [1.0],
+    ...                   "BOD_mg_L": ["180"]})
+    >>> check_plant_flows(t, "flows.csv").columns.tolist()
+    ['plant_id', 'month', 'avg_flow_mgd', 'bod_mg_l']
     """
     df = df.reset_index(drop=True)
     df.columns = [str(c).strip().lower() for c in df.columns]
@@ -450,6 +464,19 @@ def check_plant_flows(df: pd.DataFrame, path: Path | str) -> pd.DataFrame:
                          feature=df["plant_id"].iloc[i])
     out = pd.DataFrame({"plant_id": df["plant_id"].astype("str").str.strip(),
                         "month": month, "avg_flow_mgd": flow.astype(float)})
+    for col in [c for c in df.columns if re.fullmatch(r"[a-z][a-z0-9_]*_mg_l", c)]:
+        raw = df[col]
+        text = raw.astype("str").str.strip()
+        blank = raw.isna() | text.eq("")
+        val = pd.to_numeric(raw.where(~blank), errors="coerce")
+        wrong = (~blank & (val.isna() | ~np.isfinite(val))) | (val < 0)
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            raise LayerError(f"row {i + 2}, column {col}: {raw.iloc[i]!r} is not an average "
+                             "daily analysis in mg/L (a number >= 0, or blank when not "
+                             "reported)", path=path, layer="plant_flows",
+                             feature=df["plant_id"].iloc[i])
+        out[col] = val.astype(float)
     twice = out.duplicated(["plant_id", "month"], keep=False)
     if twice.any():
         i = int(np.flatnonzero(twice)[0])

@@ -44,7 +44,7 @@ __all__ = ["EDITABLE_LAYERS", "GROUPS", "POINT_MIN_SCALE", "PROJECT_FILE", "proj
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Obligations", ("obligations", "obligation_evidence", "frontage", "connection_zone")),
     ("Control manholes and sampling", ("sampling_plan", "control_manholes", "control_paths")),
-    ("Capacity", ("plants", "pipes_capacity")),
+    ("Capacity", ("plants", "plant_increase", "pipes_capacity")),
     ("Data quality", ("quality",)),
     ("Sewer graph", ("graph_nodes", "graph_edges")),
     ("Register", ("register",)),

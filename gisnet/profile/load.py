@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .sections import SECTIONS, Approval, Profile
+from .sections import OPTIONAL_SECTIONS, SECTIONS, Approval, Profile
 from .table import InvalidValue, qualified
 
 log = logging.getLogger(__name__)
@@ -115,11 +115,13 @@ def profile_from_dict(data: Mapping[str, Any], *, path: str | Path | None = None
             f"unknown key {unknown[0]!r} (top-level tables are {', '.join(SECTIONS)})", path=where
         )
     for name in SECTIONS:
-        if name not in data:
+        if name not in data and name not in OPTIONAL_SECTIONS:
             raise ConfigError(f"missing required table [{name}]", path=where)
 
     tables: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
+        if name not in data:
+            continue
         if cls is Approval:
             entries = data[name]
             if not isinstance(entries, list):

@@ -37,6 +37,7 @@ VERBATIM_KEYS: dict[str, tuple[str, ...]] = {
                    "septic_notice_quote", "compliance_quote", "penalty_quote",
                    "appeal_quote"),
     "limits.narrative": ("text",),
+    "monthly_increase": ("text",),
 }
 
 _SPACE = re.compile(r"\s+")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as dt
+import re
+import types
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -57,6 +59,13 @@ HOURLY_READINGS = ("listed_average", "measured_average")
 #: normal-strength numbers of the profile, or the discharger's own average
 #: 24-hour concentration during normal operation at the sampling point.
 SLUG_BASELINES = ("normal_strength", "own_24h_average")
+#: How Poughkeepsie § 168-22.5D's "a monthly increase in the average daily analysis of
+#: any of these constituents in excess of 2% of the annual daily average for the previous
+#: year" is read (``[monthly_increase] reading``): the month's average daily analysis
+#: over the previous calendar year's annual daily average (``over_annual_average``, the
+#: default), or the month's rise over the month before it, measured against 2 % of that
+#: annual daily average (``over_previous_month``). docs/readings.md gives both.
+MONTHLY_INCREASE_READINGS = ("over_annual_average", "over_previous_month")
 
 def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
     return f"must be one of {', '.join(allowed)}, not {value!r}"
@@ -481,6 +490,11 @@ class Limits(ProfileTable):
         "Consecutive results further apart than this do not show one continuous discharge: "
         "a slug's run of results never spans a longer gap (default ``slug_minutes``).",
         "min", optional=True)
+    slug_flow: bool | None = key(
+        "The slug rule also measures the quantity of flow (Berlin definition no. 66: \"in "
+        "quantity of flow\"): a flow reading (parameter ``flow``) over ``slug_factor`` x the "
+        "same point's own average 24-hour flow during normal operation, for longer than "
+        "``slug_minutes``, is a slug (default: concentrations only).", optional=True)
     normal_bod_mg_l: float = key("Upper BOD of normal-strength (domestic) waste.", "mg/L")
     normal_ss_mg_l: float = key("Upper suspended solids of normal-strength waste.", "mg/L")
     normal_section: str = key("Section defining normal strength.")
@@ -514,6 +528,45 @@ class Limits(ProfileTable):
             yield "slug_max_gap_min", "must be > 0"
 
 
+@documented
+@dataclass(frozen=True, kw_only=True)
+class MonthlyIncrease(ProfileTable):
+    """``[monthly_increase]`` (optional; absent, the rule is not checked): the plant's
+    monthly average daily analysis of a constituent may not rise by more than a share
+    of the previous calendar year's annual daily average (Poughkeepsie § 168-22.5D)."""
+
+    TABLE: ClassVar[str] = "monthly_increase"
+
+    max_increase_pct: float = key("An increase in excess of (``>``) this percentage of the "
+                                  "previous year's annual daily average is flagged.", "%")
+    constituents: tuple[str, ...] = key(
+        "Constituents the rule names, each read from the plant-flow table's column "
+        "``<name>_mg_l`` (``ss``, ``bod``, ``grease``).")
+    reading: str | None = key(
+        "What the \"monthly increase\" is: ``over_annual_average`` (the month's average "
+        "daily analysis less the previous year's annual daily average; the default) or "
+        "``over_previous_month`` (the month's less the month before's); see "
+        "MONTHLY_INCREASE_READINGS.", optional=True)
+    section: str = key("Section of the rule.")
+    text: str = key("The ordinance's words, verbatim.")
+
+    def problems(self) -> Iterator[tuple[str, str]]:
+        if not self.max_increase_pct > 0:
+            yield "max_increase_pct", "must be > 0"
+        if not self.constituents:
+            yield "constituents", "must name at least one constituent"
+        seen: set[str] = set()
+        for i, c in enumerate(self.constituents):
+            if not re.fullmatch(r"[a-z][a-z0-9_]*", c):
+                yield f"constituents[{i}]", (f"{c!r} is not a column name stem (lower-case "
+                                             "letters, digits, _)")
+            elif c in seen:
+                yield f"constituents[{i}]", f"repeats {c!r}"
+            seen.add(c)
+        if self.reading is not None and self.reading not in MONTHLY_INCREASE_READINGS:
+            yield "reading", _one_of(self.reading, MONTHLY_INCREASE_READINGS)
+
+
 @dataclass(frozen=True, kw_only=True, repr=False)
 class Profile:
     """A validated jurisdiction profile: its tables, read by attribute.
@@ -522,6 +575,9 @@ class Profile:
     ----------
     profile, connection, control_manhole, flow, capacity, pretreatment, limits
         The tables (:class:`ProfileInfo`, :class:`Connection` ...).
+    monthly_increase
+        The optional ``[monthly_increase]`` table (:class:`MonthlyIncrease`), None
+        when the ordinance has no such rule.
     approvals
         The ``[[approvals]]`` entries (:class:`Approval`), in file order.
     path
@@ -541,6 +597,7 @@ class Profile:
     approvals: tuple[Approval, ...]
     pretreatment: Pretreatment
     limits: Limits
+    monthly_increase: MonthlyIncrease | None = None
     path: Path | None = None
     parsed: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False,
                                                   compare=False)
@@ -587,14 +644,20 @@ class Profile:
 
 
 def _table_of(hint: Any) -> type[ProfileTable] | None:
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        hint = members[0] if len(members) == 1 else hint
     if typing.get_origin(hint) is tuple:
         hint = typing.get_args(hint)[0]
     return hint if isinstance(hint, type) and issubclass(hint, ProfileTable) else None
 
 
-#: The top-level tables of a profile file (all required) -> their table class
-#: (``approvals`` is an array of :class:`Approval` tables).
+#: The top-level tables of a profile file -> their table class (``approvals`` is an
+#: array of :class:`Approval` tables); all required but :data:`OPTIONAL_SECTIONS`.
 SECTIONS: dict[str, type[ProfileTable]] = {
     name: cls for name, hint in typing.get_type_hints(Profile).items()
     if (cls := _table_of(hint)) is not None
 }
+#: The top-level tables a profile may leave out (read as None).
+OPTIONAL_SECTIONS: frozenset[str] = frozenset(
+    f.name for f in dataclasses.fields(Profile) if f.name in SECTIONS and f.default is None)

@@ -10,7 +10,9 @@ normal-strength line (the basis of surcharge, not a prohibition), the hourly
 rule ("at no time shall the hourly concentration be three times the average
 concentration", the same point's 24-hour average) and the slug rule (more than
 ``slug_factor`` x the slug baseline in a continuous run lasting more than
-``slug_minutes``). Each finding lists the industrial users upstream of its
+``slug_minutes``; with ``slug_flow``, Berlin's slug "in quantity of flow" too: a
+flow reading over ``slug_factor`` x the point's own average 24-hour flow). Each
+finding lists the industrial users upstream of its
 manhole (:func:`gisnet.tracing.trace_upstream`), largest process flow first.
 Units are those of :mod:`.parameters`; rows are :mod:`.findings`.
 """
@@ -37,6 +39,7 @@ from .parameters import (
     CANONICAL_UNIT,
     canonical_parameter,
     entry_quantities,
+    named_unit,
     profile_limits,
     to_canonical,
 )
@@ -230,6 +233,7 @@ class _Context:
         self.normal = {"bod": lim.normal_bod_mg_l, "ss": lim.normal_ss_mg_l}
         gap = lim.slug_max_gap_min if lim.slug_max_gap_min is not None else lim.slug_minutes
         self.max_gap = np.timedelta64(round(float(gap) * 60), "s")
+        self.slug_flow = bool(lim.slug_flow)
 
     def at_plant(self, mh: Any) -> bool:
         """A sample taken at a plant's influent: the location is a plant (id or node)
@@ -272,12 +276,13 @@ class _Context:
         return self._up[mh]
 
     def slug_params(self, dim: dict[str, str]) -> set[str]:
-        """Parameters the slug rule measures."""
+        """Parameters the slug rule measures (``flow`` with ``slug_flow``)."""
+        flow = {"flow"} if self.slug_flow else set()
         if self.lim.slug_parameters is not None:
-            return set(self.lim.slug_parameters)
+            return set(self.lim.slug_parameters) | flow
         if self.slug_baseline == "normal_strength":
-            return {"bod", "ss"}
-        return {p for p, d in dim.items() if d == "concentration"}
+            return {"bod", "ss"} | flow
+        return {p for p, d in dim.items() if d == "concentration"} | flow
 
 
 def check_samples(
@@ -331,7 +336,10 @@ def check_samples(
       average over the 24-hour period during normal operation: the period's
       results without those above ``slug_factor`` x the period's median, so a
       slug never raises its own baseline). Results of a slug are reported once,
-      as the slug.
+      as the slug. With ``[limits] slug_flow`` (Berlin definition no. 66, a slug
+      "in quantity of flow"), flow readings (parameter ``flow``, in gpd) are
+      checked the same way against the point's own average 24-hour flow during
+      normal operation, whatever ``slug_baseline`` says.
 
     Problems are rows too: ``malformed`` (with the line), ``unknown_parameter``,
     ``unknown_unit`` (wrong dimension or unknown spelling), ``no_limit``
@@ -378,6 +386,7 @@ def check_samples(
         names = known | set(entries) | narrative
         df["param"] = [entries.get(c, c) if c is not None else None
                        for c in (canonical_parameter(p, names) for p in df["parameter"])]
+        df["unit"] = [named_unit(p, u) for p, u in zip(df["parameter"], df["unit"], strict=True)]
         conv = [to_canonical(v, u) for v, u in zip(df["value"], df["unit"], strict=True)]
         df["dim"] = [None if c is None else c[0] for c in conv]
         df["cvalue"] = [np.nan if c is None else c[1] for c in conv]
@@ -392,30 +401,38 @@ def check_samples(
     df = df[df["param"].notna()]
     lim_dim = {p: ls[0].dimension for p, ls in limits.items()}
     # known parameters without a limit: checked for slugs only where the slug rule
-    # measures any constituent, else not at all
+    # measures any constituent (or, with slug_flow, the quantity of flow), else not at all
     slug_any = ctx.lim.slug_parameters is None and ctx.slug_baseline == "own_24h_average"
+    slug_dims = {"concentration"} if slug_any else set()
+    if ctx.slug_flow:
+        slug_dims.add("flow")
     # limited in words only: reported as narrative (or not comparable), not judged
     rows.extend(narrative_rows(town.profile, df, f"; checked for slugs only "
                                f"({ctx.lim.slug_section})" if slug_any else ""))
     unlimited = ~df["param"].isin(known)
     for name, g in df[unlimited & ~df["param"].isin(narrative)].groupby("param", sort=True):
-        conc = g["dim"] == "concentration"
+        conc = g["dim"].isin(slug_dims)
         what = f"{len(g)} result(s) not checked"
-        if slug_any and conc.any():
+        if name == "flow" and not ctx.slug_flow:
+            what += f" (the slug rule, {ctx.lim.slug_section}, measures concentrations only)"
+        if conc.any():
             what = (f"{int(conc.sum())} result(s) checked for slugs only "
                     f"({ctx.lim.slug_section})" +
                     (f", {int((~conc).sum())} not checked" if (~conc).any() else ""))
         rows.append(row("problem", "no_limit", parameter=name, lines=lines(g),
                          n_samples=len(g),
                          message=f"the profile sets no limit for {name}; {what}"))
-    if slug_any:
-        for name in df.loc[unlimited & (df["dim"] == "concentration"), "param"].unique():
-            lim_dim[name] = "concentration"
+    for name, d in df.loc[unlimited & df["dim"].isin(slug_dims), ["param", "dim"]
+                          ].drop_duplicates().itertuples(index=False):
+        lim_dim[name] = d
+    if ctx.slug_flow:
+        lim_dim.setdefault("flow", "flow")  # a flow reading in a unit not known: a problem
     df = df[df["param"].isin(set(lim_dim))].copy()
     # unit of the wrong dimension or unknown
     wrong = df["dim"].isna() | (df["dim"] != df["param"].map(lim_dim))
-    for (name, unit), g in df[wrong & df["param"].isin(known)].groupby(["param", "unit"],
-                                                                       sort=True):
+    told = known | ({"flow"} if ctx.slug_flow else set())
+    for (name, unit), g in df[wrong & df["param"].isin(told)].groupby(["param", "unit"],
+                                                                      sort=True):
         rows.append(row("problem", "unknown_unit", parameter=name, unit=unit,
                          lines=lines(g), n_samples=len(g),
                          message=f"unit {unit!r} cannot be converted exactly to "
@@ -469,11 +486,13 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
         return "screening_exceedance" if where == "plant_influent" and not at_plant \
             else "exceedance"
 
-    # slug
+    # slug: of a concentration, or (slug_flow) of the quantity of flow
     in_slug = np.zeros(len(g), bool)
+    flow = dim == "flow"
+    baseline = "own_24h_average" if flow else ctx.slug_baseline
     if slug and lim.slug_factor:
         factor = float(lim.slug_factor)
-        base, base_sel = _slug_baselines(ctx, param, vals, period, factor)
+        base, base_sel = _slug_baselines(ctx, param, vals, period, factor, baseline)
         with np.errstate(invalid="ignore"):
             over = np.asarray(exceeds(vals, factor * base), bool) & np.isfinite(base)
         for a, b in _runs(over, times, ctx.max_gap):
@@ -488,14 +507,15 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
             normal_too = [x for x in limits if x.max is not None
                           and x.basis == "normal_strength" and (seg > x.max).any()]
             sec = "; ".join([str(lim.slug_section)] + [x.section for x in also])
-            if ctx.slug_baseline == "normal_strength":
+            if baseline == "normal_strength":
                 what = f"{factor:g} x normal strength {float(base[a]):g} {unit}"
             else:
                 sel = base_sel[period[a]]
                 what = (f"{factor:g} x its own 24-hour average {float(base[a]):.4g} {unit} "
                         f"during normal operation ({int(sel.sum())} result(s) "
                         f"{fmt_time(times[sel][0])}..{fmt_time(times[sel][-1])})")
-            msg = (f"slug: {param} above {what} = {thr:.4g} {unit} for {minutes:g} min "
+            kind = "slug in quantity of flow" if flow else "slug"
+            msg = (f"{kind}: {param} above {what} = {thr:.4g} {unit} for {minutes:g} min "
                    f"(> {float(lim.slug_minutes):g} min; results no more than "
                    f"{ctx.max_gap / np.timedelta64(1, 'm'):g} min apart), peak "
                    f"{seg.max():g} {unit}")
@@ -507,8 +527,8 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
                     f"{x.max:g} {x.unit} ({x.section}, the basis of surcharge)"
                     for x in normal_too)
             ev = event("exceedance", "slug", g.iloc[a:b + 1], seg.max(), unit, thr, unit, sec,
-                        msg, times[a], times[b], basis=ctx.slug_baseline, **common)
-            if ctx.slug_baseline == "own_24h_average":
+                        msg, times[a], times[b], basis=baseline, **common)
+            if baseline == "own_24h_average":
                 name_baseline(ev, g[base_sel[period[a]]], float(base[a]))
             else:
                 ev["baseline"] = float(base[a])
@@ -552,9 +572,9 @@ def _check_group(ctx: _Context, mh: Any, param: str, g: pd.DataFrame, dim: str, 
 
 
 def _slug_baselines(ctx: _Context, param: str, vals: np.ndarray, period: np.ndarray,
-                    factor: float) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+                    factor: float, baseline: str) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """The slug baseline of each result, and the results that formed each period's one."""
-    if ctx.slug_baseline == "normal_strength":
+    if baseline == "normal_strength":
         n = ctx.normal.get(param)
         return np.full(len(vals), float(n) if n else np.nan), {}
     base = np.full(len(vals), np.nan)

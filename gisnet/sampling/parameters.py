@@ -2,8 +2,10 @@
 
 Units: concentrations in mg/L (ppm is taken as equal to mg/L, as the ordinances
 use it for dilute wastewater), µg/L and ppb as 0.001 mg/L, pH in standard
-units, temperature in °F (°C converted exactly). No other conversion is
-guessed: an unknown unit or parameter is reported as such.
+units, temperature in °F (°C converted exactly), a flow rate (parameter
+``flow``, or ``flow_gpm`` ... naming its unit) in gallons per day (gpm, gph,
+mgd, cfs, L/s, m³/d converted exactly: a US gallon is 231 in³ = 3.785411784 L).
+No other conversion is guessed: an unknown unit or parameter is reported as such.
 """
 
 from __future__ import annotations
@@ -43,7 +45,15 @@ PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
                    "fats oils and grease", "fats, oils and grease", "total oil and grease",
                    "grease", "hem", "n hexane extractable material"),
     "phenols": ("phenols", "phenol", "total phenols", "phenolics", "total phenolics"),
+    # a flow rate (Berlin definition no. 66: a slug "in quantity of flow")
+    "flow": ("flow", "flow rate", "flowrate", "discharge flow", "flow gpm", "flow gpd",
+             "flow gph", "flow mgd", "flow cfs", "flow l/s", "flow lps", "flow m3/d"),
 }
+
+#: Gallons per day in one cubic foot per second: 1728/231 gal per ft³, 86,400 s a day.
+GPD_PER_CFS = 1728.0 / 231.0 * 86_400.0
+#: Gallons per day in one litre per second (a US gallon is 3.785411784 L exactly).
+GPD_PER_L_S = 86_400.0 / 3.785411784
 
 #: Unit spelling -> (dimension, factor to the canonical unit). Canonical units:
 #: concentration mg/L, pH standard units, temperature °F (handled apart).
@@ -70,8 +80,22 @@ UNITS: dict[str, tuple[str, float]] = {
     "c": ("temperature_c", 1.0),
     "deg c": ("temperature_c", 1.0),
     "celsius": ("temperature_c", 1.0),
+    "gpd": ("flow", 1.0),
+    "gal/d": ("flow", 1.0),
+    "gal/day": ("flow", 1.0),
+    "gpm": ("flow", 1440.0),
+    "gal/min": ("flow", 1440.0),
+    "gph": ("flow", 24.0),
+    "gal/h": ("flow", 24.0),
+    "mgd": ("flow", 1e6),
+    "cfs": ("flow", GPD_PER_CFS),
+    "ft3/s": ("flow", GPD_PER_CFS),
+    "l/s": ("flow", GPD_PER_L_S),
+    "lps": ("flow", GPD_PER_L_S),
+    "m3/d": ("flow", 1000.0 / 3.785411784),
+    "m³/d": ("flow", 1000.0 / 3.785411784),
 }
-CANONICAL_UNIT = {"concentration": "mg/L", "ph": "pH", "temperature": "degF"}
+CANONICAL_UNIT = {"concentration": "mg/L", "ph": "pH", "temperature": "degF", "flow": "gpd"}
 
 
 def _norm(text: str) -> str:
@@ -98,7 +122,10 @@ def canonical_parameter(name: str, known: set[str] | None = None) -> str | None:
 def to_canonical(value: float, unit: str) -> tuple[str, float] | None:
     """``(dimension, value in canonical unit)``; None if the unit is unknown.
 
-    Dimensions: ``concentration`` (mg/L), ``ph``, ``temperature`` (°F).
+    Dimensions: ``concentration`` (mg/L), ``ph``, ``temperature`` (°F), ``flow`` (gpd).
+
+    >>> to_canonical(2.5, "gpm")
+    ('flow', 3600.0)
     """
     u = UNITS.get(str(unit).strip().lower().replace("º", "°"))
     if u is None:
@@ -111,6 +138,34 @@ def to_canonical(value: float, unit: str) -> tuple[str, float] | None:
     if dim == "temperature_f":
         return "temperature", value
     return dim, value * factor
+
+
+def named_unit(parameter: str, unit: str) -> str:
+    """The unit of a result whose parameter names one (``flow_gpm``): the name's unit
+    when the unit column is blank, the column's when the two agree; when they differ,
+    a text naming both, which no unit table converts (an ``unknown_unit`` problem).
+
+    >>> named_unit("flow_gpm", "")
+    'gpm'
+    >>> named_unit("flow_gpm", "GPM")
+    'GPM'
+    >>> named_unit("flow_gpm", "gpd")
+    "gpd (parameter 'flow_gpm' says gpm)"
+    >>> named_unit("BOD", "mg/L")
+    'mg/L'
+    """
+    n = _norm(parameter)
+    if not n.startswith("flow ") or _ALIAS.get(n) != "flow":
+        return unit
+    named = n.split(" ", 1)[1]
+    if named not in UNITS:
+        return unit
+    if not str(unit).strip():
+        return named
+    given = to_canonical(1.0, unit)
+    if given is not None and given == to_canonical(1.0, named):
+        return unit
+    return f"{unit} (parameter {parameter!r} says {named})"
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,14 @@ class WhatIfRequest(_Body):
                                         "(at most 1e9)")
     industrial: bool = Field(False, strict=True,
                              description="industrial wastewater (Berlin: state approval)")
+    preliminary_treatment: bool = Field(
+        False, strict=True,
+        description="preliminary treatment is required (Poughkeepsie § 168-22.5G(4)(d): "
+                    "NYSDEC review of the plans)")
+    cooling_water: bool = Field(
+        False, strict=True,
+        description="the discharge includes industrial cooling water (Poughkeepsie "
+                    "§ 168-22.2E: Town Board approval)")
 
 
 # ---------------------------------------------------------------------------

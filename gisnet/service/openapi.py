@@ -264,7 +264,19 @@ def _body_schemas(state: TownState, names: list[str],
                        "(GeoJSON buildings) in `crs` (default EPSG:4326)"}
     flow = {"flow_gpd": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_FLOW_GPD,
                          "description": "proposed average daily flow, gallons per day"},
-            "industrial": {"type": "boolean", "default": False}}
+            "industrial": {"type": "boolean", "default": False,
+                           "description": "industrial wastewater (the approvals of the "
+                                          "profile's `industrial` trigger)"},
+            "preliminary_treatment": {
+                "type": "boolean", "default": False,
+                "description": "preliminary treatment is required (the approvals of the "
+                               "profile's `preliminary_treatment` trigger: Poughkeepsie "
+                               "§ 168-22.5G(4)(d), NYSDEC review of the plans)"},
+            "cooling_water": {
+                "type": "boolean", "default": False,
+                "description": "the discharge includes industrial cooling water (the "
+                               "approvals of the profile's `cooling_water` trigger: "
+                               "Poughkeepsie § 168-22.2E, Town Board approval)"}}
     whatif_alts: list[dict[str, Any]] = [
         {"type": "object", "required": ["parcel_id", "flow_gpd"], "additionalProperties": False,
          "properties": {"parcel_id": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
@@ -285,7 +297,8 @@ def _body_schemas(state: TownState, names: list[str],
               "description": "`parcel_id`, or `point` ([x, y] or a GeoJSON Point in the "
                              "town: the mains' extent and half a mile around it) in `crs` "
                              "(default EPSG:4326); "
-                             "`flow_gpd` and `industrial`"}
+                             "`flow_gpd`, and the flags `industrial`, "
+                             "`preliminary_treatment` and `cooling_water`"}
     return {"ObligationsRequest": obligations, "ControlManholesRequest": control,
             "WhatIfRequest": whatif}
 

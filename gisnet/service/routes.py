@@ -292,7 +292,9 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
             raise RequestError("parcel_id", "give either 'parcel_id' or 'point'")
         from ..capacity import whatif as _whatif
 
-        kwargs: dict[str, Any] = {"flow_gpd": body.flow_gpd, "industrial": body.industrial}
+        kwargs: dict[str, Any] = {"flow_gpd": body.flow_gpd, "industrial": body.industrial,
+                                  "preliminary_treatment": body.preliminary_treatment,
+                                  "cooling_water": body.cooling_water}
         if body.parcel_id is not None:
             pid = str(body.parcel_id)
             if not state.parcel_known(pid):
