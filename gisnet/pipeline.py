@@ -35,6 +35,7 @@ from .followup import FollowUps
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
+from .memory import release
 from .obligations import analyse_obligations, frontage_reason
 from .output import write_tables
 from .progress import ProgressLike, as_reporter
@@ -364,6 +365,7 @@ def analyse(
     G = res.graph
 
     def done() -> None:
+        release()  # the step's temporaries, back to the system
         if on_layers is not None:
             on_layers(res.layers())
 

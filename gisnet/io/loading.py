@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import schema
 from ..errors import ConfigError, LayerError
+from ..memory import release
 from ..report import Report
 from ..threads import default_threads
 from ..town import Town, TownSettings, resolve_profile
@@ -121,6 +122,8 @@ def load_town(
     report = Report()
     raw, infos = read_layers(tf, engine, report)
     layers, working = canonical_layers(raw, tf, infos, crs, report)
+    del raw
+    release()  # the read's Arrow buffers and raw frames, back to the system
     plant_flows = read_plant_flows(tf.plant_flows) if tf.plant_flows is not None else None
     check_plant_ids(plant_flows, layers, report)
     first = next(iter(tf.layers.values())).path

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import geopandas as gpd
 
 from ..errors import ConfigError
+from ..memory import release
 from ..threads import default_threads
 from .common import MapLayer, Page
 from .search_index import SearchLayer, write_search_index
@@ -148,7 +149,10 @@ class Tiler:
         n = max(1, min(n, len(order))) if total >= PARALLEL_MIN_FEATURES else 1
 
         def cut(t: str) -> tuple[TileStats, dict[str, Any]]:
-            return self._cut(t, *jobs[t], out_dir)
+            try:
+                return self._cut(t, *jobs[t], out_dir)
+            finally:
+                release()  # the job's working arrays, before the next job's
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
             results = dict(zip(order, ex.map(cut, order), strict=True))

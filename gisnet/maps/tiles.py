@@ -487,9 +487,10 @@ def strongest_per_tile(tile: np.ndarray, rank: np.ndarray, length: np.ndarray,
 def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *,
                 style_keys: tuple[str, ...] = (), rank_key: str | None = None,
                 max_lines: int | None = None, min_zoom: int = OVERVIEW_MIN_ZOOM,
-                detail_zoom: int = DETAIL_ZOOM) -> tuple[dict[tuple[int, int, int], bytes],
-                                                         dict[str, Any]]:
-    """Tiles of one layer: ``{(z, x, y): uncompressed MVT bytes}`` and facts about them.
+                detail_zoom: int = DETAIL_ZOOM,
+                gzip_level: int | None = None) -> tuple[dict[tuple[int, int, int], bytes],
+                                                        dict[str, Any]]:
+    """Tiles of one layer: ``{(z, x, y): MVT bytes}`` and facts about them.
 
     Parameters
     ----------
@@ -512,6 +513,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
         seconds). Every line is in the detail tiles.
     min_zoom, detail_zoom
         Overview zooms are ``min_zoom .. detail_zoom - 1``.
+    gzip_level
+        None: the tiles' bytes uncompressed. A level: each tile gzip-compressed as
+        it is made (an archive's tiles are then held compressed, a fifth of the
+        memory or less).
     """
     max_lines = MAX_OVERVIEW_LINES if max_lines is None else max_lines
 
@@ -545,7 +550,8 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     def emit(z: int, name: str, tile: np.ndarray, *layer: Any) -> None:
         mask = (1 << z) - 1  # tile ids are x * 2**z + y
         for key, data in encode_tiles(name, tile, *layer):
-            out[(z, key >> z, key & mask)] = data
+            out[(z, key >> z, key & mask)] = data if gzip_level is None else \
+                gzip.compress(data, compresslevel=gzip_level, mtime=0)
 
     # detail: every feature with its properties
     fi, tx, ty, pieces = assign_tiles(g, detail_zoom)
@@ -634,22 +640,22 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     return out, info
 
 
+#: gzip level of the tiles in an archive.
+GZIP_LEVEL = 5
+
+
 def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, int], bytes],
-                  metadata: Mapping[str, Any]) -> int:
-    """Write ``tiles`` (uncompressed MVT) as a PMTiles v3 archive, gzip tiles; returns bytes.
+                  metadata: Mapping[str, Any], *, compressed: bool = False) -> int:
+    """Write ``tiles`` (MVT; gzip-compressed already when ``compressed``, else
+    compressed here) as a PMTiles v3 archive, gzip tiles; returns its size in bytes.
 
-    The archive is written atomically (a reader never sees half of it).
+    The archive is written atomically (a reader never sees half of it), straight
+    into its temporary file.
     """
-    import io
-
     from pmtiles.tile import Compression, TileType, zxy_to_tileid
     from pmtiles.writer import Writer
 
-    buf = io.BytesIO()
-    w = Writer(buf)
     ids = sorted((zxy_to_tileid(z, x, y), (z, x, y)) for z, x, y in tiles)
-    for tid, key in ids:
-        w.write_tile(tid, gzip.compress(tiles[key], compresslevel=5, mtime=0))
     b = metadata.get("bounds") or [[-85, -180], [85, 180]]
     zooms = [z for z, _, _ in tiles] or [0]
     header = {
@@ -661,11 +667,16 @@ def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, i
         "center_lon_e7": int((b[0][1] + b[1][1]) / 2 * 1e7),
         "center_lat_e7": int((b[0][0] + b[1][0]) / 2 * 1e7),
     }
-    w.finalize(header, dict(metadata))
-    data = buf.getvalue()
     with atomic_path(Path(path), "tile archive") as tmp:
-        tmp.write_bytes(data)
-    return len(data)
+        with open(tmp, "wb") as f:
+            w = Writer(f)
+            for tid, key in ids:
+                data = tiles[key]
+                w.write_tile(tid, data if compressed else
+                             gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0))
+            w.finalize(header, dict(metadata))
+        size = tmp.stat().st_size
+    return size
 
 
 def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
@@ -676,7 +687,8 @@ def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
     import time
 
     t0 = time.perf_counter()
-    tiles, info = layer_tiles(gdf, props, style_keys=style_keys, rank_key=rank_key)
+    tiles, info = layer_tiles(gdf, props, style_keys=style_keys, rank_key=rank_key,
+                              gzip_level=GZIP_LEVEL)
     meta = {"name": name, "format": "pbf", "generator": "gisnet",
             "bounds": info["bounds"],
             "vector_layers": [{"id": "features", "minzoom": DETAIL_ZOOM,
@@ -686,7 +698,7 @@ def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
             "gisnet": {"family": info["family"], "formats": info["formats"],
                        "constants": info["constants"], "overview_max": info["overview_max"],
                        "overview_lines_left_out": info.get("overview_lines_left_out", {})}}
-    size = write_archive(path, tiles, meta)
+    size = write_archive(path, tiles, meta, compressed=True)
     return TileStats(Path(path), info["features"], len(tiles), size,
                      time.perf_counter() - t0, info["family"], info["formats"],
                      info["constants"], info["bounds"] or [], info["overview_max"])

@@ -36,6 +36,7 @@ import pandas as pd
 import shapely
 
 from ..errors import ConfigError
+from ..memory import release
 from .writing import file_form, gpkg_ready
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class ChildWriter:
                 try:
                     send(self._to_child, str(self.path), name, arrow)
                     del arrow
+                    release()
                     status, value = pickle.load(self._from_child)
                 except (OSError, EOFError, pickle.UnpicklingError) as exc:
                     raise self._gone() from exc
