@@ -809,3 +809,48 @@ def test_whatif_on_a_parcel_whose_building_sewer_is_unresolved_names_the_reason(
     with pytest.raises(NotFoundError,
                        match=r"no connection point: lateral LAT000757 ends 25\.0 ft"):
         whatif(town, res.graph, res.capacity, parcel_id=pid, flow_gpd=1000.0)
+
+
+def test_flow_naming_its_node_enters_there_not_on_the_arriving_pipe():
+    # The split node S of the test above: p (10,000 gpd) taps IN; q (6,000 gpd, 60
+    # persons) names S as its outlet_node (a SWMM [DWF] at S) and its connection point
+    # also lies on IN. SWMM adds a node's inflow at the node: IN carries p's 10,000 only,
+    # and S8 and S12 share 10,000 + 6,000 = 16,000 by capacity (0.74659 to S12, as above).
+    # r (2,000 gpd) names a node the graph does not have: its flow stays at its point.
+    nodes = {"A": (0, 0, "manhole"), "S": (100, 0, "manhole"), "X": (200, 50, "manhole"),
+             "Y": (200, -50, "manhole")}
+    G = make_graph(nodes, [("IN", "A", "S", 15, {}), ("S8", "S", "X", 8, {}),
+                           ("S12", "S", "Y", 12, {})])
+    parcels = metered_parcels({"p": 10_000, "q": 6_000, "r": 2_000})
+    parcels["outlet_node"] = [None, "S", "NOWHERE"]
+    town = make_town(parcels=parcels)
+    pts = points_for([("p", None, "IN"), ("q", None, "IN"), ("r", None, "IN")])
+    res = cap.compute_capacity(town, G, points=pts)
+    p = res.pipes.set_index("main_id")
+    share = 1.5 ** (8 / 3) / (1 + 1.5 ** (8 / 3))
+    assert p.loc["IN", "avg_flow_gpd"] == pytest.approx(12_000)
+    assert p.loc["IN", "population"] == pytest.approx(120)
+    assert p.loc["S12", "avg_flow_gpd"] == pytest.approx(18_000 * share)
+    assert p.loc["S8", "avg_flow_gpd"] == pytest.approx(18_000 * (1 - share))
+    assert p.loc["S12", "population"] + p.loc["S8", "population"] == pytest.approx(180)
+    (said,) = res.report.of_kind("flow_at_node")
+    assert said.feature_id == "q" and "6,000 gpd" in said.message
+    (unknown,) = res.report.of_kind("outlet_node_unknown")
+    assert unknown.feature_id == "r" and "r (NOWHERE)" in unknown.message
+    # the points given are kept as they are (the parcel's own point is still its point)
+    assert len(res.points) == 3
+
+
+def test_flow_naming_the_plant_node_reaches_the_plant_only(five):
+    # p5 (55,000 gpd) enters at the plant's node P1: no pipe carries it, the plant
+    # receives 345,000 + 55,000 = 400,000 gpd = 0.4 MGD (80 % of its 0.5 MGD).
+    town, G, pts = five
+    parcels = metered_parcels({"p1": 20_000, "p2": 16_000, "p3": 64_000, "p4": 225_000,
+                               "p5": 55_000})
+    parcels["outlet_node"] = [None, None, None, None, "P1"]
+    town = make_town(parcels=parcels, users=town.layers["users"], plants=town.layers["plants"])
+    res = cap.compute_capacity(town, G, points=pts)
+    p = res.pipes.set_index("main_id")
+    assert p["avg_flow_gpd"].to_dict() == pytest.approx(
+        {"M1": 36_000, "M2": 64_000, "M3": 100_000, "M4": 245_000, "M5": 345_000})
+    assert res.plants.set_index("plant_id").loc["P1", "avg_flow_mgd"] == pytest.approx(0.4)

@@ -5,7 +5,11 @@ Three stages, each a function returning a small dataclass or frame:
 1. :func:`graph_arrays` -- one pass over the graph into parallel arrays
    (:class:`Network`: edge ``i`` runs from node ``u[i]`` to node ``v[i]``).
 2. :func:`edge_inflows` -- the domestic flow, industrial flow and population
-   tapped into each edge by the parcels and users connected to it.
+   tapped into each edge by the parcels and users connected to it;
+   :func:`node_inflows` -- those of the parcels whose ``outlet_node`` names a
+   node of the graph, which enter the network at that node (a SWMM model's
+   [DWF] inflow: SWMM adds it at the node, so the pipes arriving there do
+   not carry it and the links leaving it do).
 3. :func:`accumulate` -- one topological pass, level by level in numpy,
    carrying domestic flow, industrial flow and population down the graph
    (:class:`Accumulation`). At a node with several outgoing pipes the flow is
@@ -32,8 +36,11 @@ import pandas as pd
 from ..flows import parcel_flows
 from ..rules import carries_sanitary_flow
 
-__all__ = ["Accumulation", "Network", "accumulate", "edge_inflows", "graph_arrays",
-           "sanitary_flow_edges"]
+__all__ = ["NODE_COLUMN", "Accumulation", "Network", "accumulate", "edge_inflows",
+           "graph_arrays", "node_inflows", "parcels_at_nodes", "sanitary_flow_edges"]
+
+#: The parcels' column naming the node where a parcel's flow enters the network.
+NODE_COLUMN = "outlet_node"
 
 
 # --------------------------------------------------------------------------- graph arrays
@@ -257,6 +264,53 @@ def edge_inflows(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None = N
                         columns=["dom_gpd", "ind_gpd", "population"])
 
 
+def parcels_at_nodes(parcels: pd.DataFrame | None, nodes: Any) -> pd.DataFrame:
+    """Parcels whose flow enters the network at a node: ``parcel_id, node_id`` of
+    each parcel whose ``outlet_node`` (:data:`NODE_COLUMN`) is given, and
+    ``known``: whether that node is one of ``nodes`` (the graph's node ids, as
+    str). A SWMM model's [DWF] inflows are such parcels (:mod:`gisnet.swmm`).
+
+    >>> p = pd.DataFrame({"parcel_id": ["a", "b", "c"], "outlet_node": ["N1", None, "N9"]})
+    >>> parcels_at_nodes(p, ["N1", "N2"]).to_dict("list")
+    {'parcel_id': ['a', 'c'], 'node_id': ['N1', 'N9'], 'known': [True, False]}
+    """
+    cols = ["parcel_id", "node_id", "known"]
+    if parcels is None or NODE_COLUMN not in parcels or "parcel_id" not in parcels:
+        return pd.DataFrame(columns=cols)
+    node = _ids(parcels[NODE_COLUMN])
+    given = pd.notna(node)
+    if given.any():
+        stripped = np.array([str(x).strip() for x in node[given]], dtype=object)
+        given[np.flatnonzero(given)[stripped == ""]] = False
+    pid = _ids(parcels["parcel_id"])[given]
+    node = np.array([str(x).strip() for x in node[given]], dtype=object)
+    known = pd.Index(node, dtype=object).isin(pd.Index([str(x) for x in nodes], dtype=object))
+    return pd.DataFrame({"parcel_id": pid, "node_id": node, "known": known}, columns=cols)
+
+
+def node_inflows(at_nodes: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
+    """Flow entering the network at each node by the parcels of :func:`parcels_at_nodes`
+    (``known`` ones only): their sewered design flow, domestic, with its population.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by node id: ``dom_gpd, ind_gpd, population`` (gpd, gpd, persons;
+        ``ind_gpd`` is 0: a user's process flow enters at its connection point).
+    """
+    cols = ["dom_gpd", "ind_gpd", "population"]
+    at = at_nodes[at_nodes["known"].to_numpy(dtype=bool)] if len(at_nodes) else at_nodes
+    fl = flows[flows["sewered"].to_numpy(dtype=bool)].drop_duplicates("parcel_id")
+    fl = fl.set_index(pd.Index(_ids(fl["parcel_id"]), dtype=object))
+    pid = pd.Index(_ids(at["parcel_id"]) if len(at) else [], dtype=object)
+    q = fl["avg_flow_gpd"].reindex(pid).fillna(0.0).to_numpy(dtype="float64")
+    p = fl["population"].reindex(pid).fillna(0.0).to_numpy(dtype="float64")
+    out = pd.DataFrame({"dom_gpd": q, "ind_gpd": np.zeros(len(q)), "population": p},
+                       index=pd.Index(at["node_id"].to_numpy(dtype=object) if len(at) else [],
+                                      dtype=object, name="node_id"))
+    return out.groupby(level=0, sort=True)[cols].sum()
+
+
 # --------------------------------------------------------------------------- levels
 
 
@@ -317,8 +371,8 @@ class Accumulation:
         (m, 3) domestic gpd, industrial gpd and population leaving each edge
         at its downstream end (NaN where not computed).
     node_flow
-        (n, 3) the same arriving at each node (for a contracted cycle, at its
-        representative node).
+        (n, 3) the same arriving at each node, its own node inflow included
+        (for a contracted cycle, at its representative node).
     computed
         Edges whose flow was accumulated (flow-carrying and not in a cycle).
     in_cycle
@@ -438,8 +492,8 @@ def _split_table(net: Network, frac: np.ndarray, basis: dict[int, str], out_orde
 
 
 def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity: np.ndarray,
-               rule: Callable[[int, np.ndarray, float], tuple[np.ndarray, str]] | None = None
-               ) -> Accumulation:
+               rule: Callable[[int, np.ndarray, float], tuple[np.ndarray, str]] | None = None,
+               node_local: np.ndarray | None = None) -> Accumulation:
     """Carry flows and population down the graph in one topological pass.
 
     Parameters
@@ -457,6 +511,11 @@ def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity:
         Decides the shares at a split once the flow arriving there is known:
         ``rule(node, out_edges, avg_gpd) -> (shares, basis)``
         (:class:`gisnet.capacity.splits.SplitRule`); None: by full-flow capacity.
+    node_local
+        (n, 3) the same entering the network at each node (:func:`node_inflows`):
+        added to the flow arriving there before it is shared among the links
+        leaving the node, as SWMM adds a node's inflow; the pipes arriving at
+        the node do not carry it. None: no node inflow.
 
     Returns
     -------
@@ -474,8 +533,11 @@ def accumulate(net: Network, local: np.ndarray, flow_edge: np.ndarray, capacity:
     frac, splits = _split_fractions(net, ru, dag, capacity, out_order, out_off)
     basis: dict[int, str] = {}
 
-    # Local inflow of cycle edges arrives at the cycle's representative node.
+    # Local inflow of cycle edges arrives at the cycle's representative node, a node's
+    # own inflow at the node (its representative).
     node_flow = np.zeros((n, 3))
+    if node_local is not None:
+        np.add.at(node_flow, rep, node_local)
     cyc = np.flatnonzero(in_cycle)
     if cyc.size:
         np.add.at(node_flow, ru[cyc], local[cyc])

@@ -5,7 +5,9 @@ The stages, in order:
 1. slope (from inverts, else stored) and Manning full-flow capacity
    (:mod:`.formulas`);
 2. parcel flows (:func:`gisnet.flows.parcel_flows`) attached at the connection
-   points (:func:`.network.edge_inflows`);
+   points (:func:`.network.edge_inflows`), or at the node a parcel's
+   ``outlet_node`` names (:func:`.network.node_inflows`: an imported SWMM
+   [DWF] inflow enters at its node, as in SWMM);
 3. accumulation down the graph (:func:`.network.accumulate`);
 4. peak flow (the profile's peaking on the domestic part), utilization, the
    threshold flags (:func:`gisnet.rules.exceeds`) and the per-pipe flags;
@@ -41,6 +43,8 @@ from .network import (
     accumulate,
     edge_inflows,
     graph_arrays,
+    node_inflows,
+    parcels_at_nodes,
     sanitary_flow_edges,
 )
 from .plants import plant_layer
@@ -245,6 +249,47 @@ def _local_inflow(report: Report, town: Any, net: Network, points: pd.DataFrame,
     return local
 
 
+def _node_inflow(report: Report, town: Any, net: Network, points: pd.DataFrame,
+                 flows: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Parcels whose ``outlet_node`` names a node of the graph enter the network there:
+    the connection points left to tap the pipes (those parcels' own taken out; a
+    user's process flow stays at its point) and the (n, 3) inflow at each node.
+    Said once (finding ``flow_at_node``); an ``outlet_node`` naming no node of the
+    graph leaves the parcel at its connection point (finding ``outlet_node_unknown``)."""
+    node_local = np.zeros((len(net.nodes), 3))
+    at = parcels_at_nodes(town.layers.get("parcels"), net.nodes)
+    if not len(at):
+        return points, node_local
+    known = at["known"].to_numpy(dtype=bool)
+    if (~known).any():
+        ids = at.loc[~known, "parcel_id"].astype(str).tolist()
+        report.add("outlet_node_unknown", "warning",
+                   f"{len(ids)} parcel(s) name an outlet_node that is no node of the sewer "
+                   "graph; their flow enters at their connection point: "
+                   + ", ".join(f"{i} ({n})" for i, n in zip(
+                       ids[:10], at.loc[~known, "node_id"].astype(str), strict=False)),
+                   layer="parcels", feature_id=",".join(ids[:200]))
+    if not known.any():
+        return points, node_local
+    inflow = node_inflows(at, flows)
+    by_name = {str(k): i for i, k in enumerate(net.nodes)}  # node ids as the parcels name them
+    idx = np.array([by_name[str(x)] for x in inflow.index], dtype=np.int64)
+    node_local[idx] = inflow.to_numpy()
+    ids = at.loc[known, "parcel_id"].astype(str).tolist()
+    report.add("flow_at_node", "info",
+               f"{len(ids)} parcel(s) name the node where their flow enters the network "
+               f"(outlet_node; {inflow['dom_gpd'].sum():,.0f} gpd in all): it is added at "
+               "that node, so the pipes arriving there do not carry it and the links leaving "
+               "it share it; their connection points tap no pipe", layer="parcels",
+               feature_id=",".join(ids[:200]))
+    if "parcel_id" in points:
+        own = points["parcel_id"].astype("string").isin(set(ids)).fillna(False).to_numpy(bool)
+        if "user_id" in points:
+            own = own & points["user_id"].isna().to_numpy(bool)
+        points = points[~own]
+    return points, node_local
+
+
 def _report_accumulation(report: Report, acc: Accumulation) -> None:
     """Findings ``cycle_not_computed`` and ``flow_split``."""
     for ids in acc.cycles:
@@ -428,7 +473,8 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     # Flows.
     flows = parcel_flows(town)
     _report_flows(report, town, flows)
-    local = _local_inflow(report, town, net, points, flows)
+    taps, node_local = _node_inflow(report, town, net, points, flows)
+    local = _local_inflow(report, town, net, taps, flows)
     stray = (local.sum(axis=1) > 0) & ~flow_edge
     if stray.any():
         report.add("flow_on_excluded_main", "warning",
@@ -436,7 +482,7 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
                    "have connections; their flow is not carried",
                    layer="mains", feature_id=",".join(net.main_id[stray][:50]))
     rule = split_rule(town, net, cap_cfs, slope, n_arr, sections)
-    acc = accumulate(net, local, flow_edge, cap_gpd, rule)
+    acc = accumulate(net, local, flow_edge, cap_gpd, rule, node_local)
     _report_accumulation(report, acc)
 
     dom, ind, pop = acc.edge_flow[:, 0], acc.edge_flow[:, 1], acc.edge_flow[:, 2]

@@ -143,10 +143,6 @@ def _explain(G: nx.MultiDiGraph, pipes: pd.DataFrame, ex: SwmmExport, diff: np.n
             out[i] = f"downstream of a loop through node {cycle[u[i]]}"
         elif u[i] in pump:
             out[i] = "downstream of a non-gravity link (ideal pump in SWMM)"
-        elif str(pipes["to_node"].iat[i]) in ex.dwf_moved:
-            out[i] = (f"the model's [DWF] at its downstream node {pipes['to_node'].iat[i]} "
-                      "(a pump, weir, orifice or outlet leaves it): gisnet taps it on this "
-                      "conduit, SWMM at the node")
         else:
             out[i] = "not explained by a loop, split or pump: SWMM not yet steady, or storage"
     return out

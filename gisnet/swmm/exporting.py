@@ -25,7 +25,9 @@ the connection points) into SWMM tables; :func:`inp_text` writes them.
 - each connection point's average flow (gisnet's parcel and user flows) ->
   a constant [DWF] at the **upstream** node of the tapped pipe: gisnet counts a
   tap's flow in the whole tapped pipe, and SWMM counts a node's inflow in the
-  pipe leaving it, so the two carry the same flow in every pipe of a tree.
+  pipe leaving it, so the two carry the same flow in every pipe of a tree; a
+  parcel whose ``outlet_node`` names a node (an imported [DWF] inflow), which
+  gisnet adds at that node, -> a [DWF] at that node.
 - options: constant dry-weather flow, no rain, kinematic wave routing when no
   node has two outflowing links and no conduit an adverse slope (steady flow
   is then the exact sum of the inflows; SWMM's kinematic wave refuses both),
@@ -41,7 +43,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from ..capacity.network import edge_inflows
+from ..capacity.network import edge_inflows, node_inflows, parcels_at_nodes
 from ..capacity.sections import edge_sections
 from ..errors import ConfigError
 from ..units import CFS_TO_GPD
@@ -98,29 +100,26 @@ def regulator_table(mains: pd.DataFrame | None, main_id: np.ndarray) -> pd.DataF
     return out
 
 
-def _dwf_at_nodes(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None,
-                  nodes: set[str]) -> pd.DataFrame:
-    """[DWF] inflows an import made parcels of (land use ``swmm_dwf``, ``outlet_node``)
-    whose node is in the export and which are tapped: ``node, flow_gpd`` by parcel id.
-    Written at that node, the round trip gives SWMM each inflow where the model had it
-    (gisnet taps a node left by a regulator or pump on a conduit arriving there)."""
-    parcels = town.layer("parcels")
-    empty = pd.DataFrame(columns=["node", "flow_gpd"])
-    if (parcels is None or not len(parcels) or flows is None or "outlet_node" not in parcels
-            or "land_use" not in parcels or "parcel_id" not in points):
-        return empty
-    dwf = parcels[(parcels["land_use"].astype(str) == "swmm_dwf")
-                  & parcels["outlet_node"].astype(str).isin(nodes)]
-    tapped = set(points["parcel_id"].astype(str))
-    dwf = dwf[dwf["parcel_id"].astype(str).isin(tapped)]
-    if not len(dwf):
-        return empty
-    fl = flows[flows["sewered"].to_numpy(dtype=bool)].drop_duplicates("parcel_id")
-    q = fl.set_index(fl["parcel_id"].astype(str))["avg_flow_gpd"]
-    ids = dwf["parcel_id"].astype(str)
-    return pd.DataFrame({"node": dwf["outlet_node"].astype(str).to_numpy(),
-                         "flow_gpd": q.reindex(ids).fillna(0.0).to_numpy(float)},
-                        index=ids.to_numpy())
+def _inflows_at_nodes(town: Any, G: nx.MultiDiGraph, points: pd.DataFrame,
+                      flows: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.Series]:
+    """Parcels that enter the network at a node (``outlet_node``: an imported [DWF]
+    inflow), as capacity takes them (:func:`gisnet.capacity.network.parcels_at_nodes`):
+    the connection points left to tap the pipes, and each node's inflow (gpd). Written
+    at that node, SWMM and gisnet add it at the same place, and the round trip gives
+    SWMM each inflow where the model had it."""
+    at = parcels_at_nodes(town.layer("parcels"), G.nodes) if flows is not None \
+        else pd.DataFrame(columns=["parcel_id", "node_id", "known"])
+    if not len(at) or not at["known"].any() or flows is None:
+        return points, pd.Series(dtype=float)
+    inflow = node_inflows(at, flows)
+    ids = set(at.loc[at["known"].to_numpy(bool), "parcel_id"].astype(str))
+    if "parcel_id" in points:
+        own = points["parcel_id"].astype("string").isin(ids).fillna(False).to_numpy(bool)
+        if "user_id" in points:
+            own = own & points["user_id"].isna().to_numpy(bool)
+        points = points[~own]
+    q = inflow["dom_gpd"] + inflow["ind_gpd"]
+    return points, q.set_axis([str(x) for x in q.index])
 
 
 def _regulators(links: pd.DataFrame, regs: pd.DataFrame, up: np.ndarray,
@@ -158,9 +157,6 @@ class SwmmExport:
         Weirs, orifices and outlets with their SWMM parameters
         (:data:`REGULATOR_COLUMNS`; ``height_ft`` above the exported inlet
         node's invert, coefficients in CFS and feet).
-    dwf_moved
-        Nodes whose imported [DWF] gisnet taps on a conduit arriving there (a
-        pump or regulator leaves them) and the export writes at the node.
     dwf
         ``node, flow_gpd``.
     routing
@@ -179,7 +175,6 @@ class SwmmExport:
     notes: list[str] = field(default_factory=list)
     regulators: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=REGULATOR_COLUMNS))
-    dwf_moved: set[str] = field(default_factory=set)
 
 
 def _name(s: Any, what: str) -> str:
@@ -417,12 +412,9 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
         notes.append(f"{len(pumps)} non-gravity link(s) written as ideal pumps: "
                      + ", ".join(pumps["name"].head(10)))
 
-    # Flows: each tapped edge's local inflow at its upstream node; a [DWF] imported from
-    # a SWMM model (a parcel of land use swmm_dwf) at the node the model put it on.
-    points = capacity.points
-    at_node = _dwf_at_nodes(town, points, capacity.flows, set(map(str, nodes_used)))
-    if len(at_node) and "parcel_id" in points:
-        points = points[~points["parcel_id"].astype(str).isin(at_node.index)]
+    # Flows: each tapped edge's local inflow at its upstream node; a parcel entering at
+    # a node (an imported [DWF] inflow) at that node, where gisnet adds it too.
+    points, at_node = _inflows_at_nodes(town, G, capacity.points, capacity.flows)
     inflow = edge_inflows(town, points, capacity.flows)
     local = inflow["dom_gpd"] + inflow["ind_gpd"]
     by_key = p.set_index("edge_key")["from_node"]
@@ -431,16 +423,15 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     if lost > 0:
         notes.append(f"{lost:,.0f} gpd tapped on pipes left out of the model is not carried")
     node_flow = local[known].groupby(by_key.reindex(local.index[known]).to_numpy()).sum()
-    moved: set[str] = set()
     if len(at_node):
-        tapped = capacity.points[capacity.points["parcel_id"].astype(str).isin(at_node.index)]
-        tap_from = by_key.reindex(tapped["edge_key"].astype(str)).astype(str).to_numpy()
-        moved = {str(n) for n, f in zip(at_node.reindex(tapped["parcel_id"].astype(str))
-                                         ["node"], tap_from, strict=True) if n != f}
-        extra = at_node.groupby(at_node["node"])["flow_gpd"].sum()
-        node_flow = node_flow.add(extra, fill_value=0.0)
-        notes.append(f"{len(at_node)} [DWF] inflow(s) imported from the SWMM model written at "
-                     "the node the model gives them")
+        node_flow.index = [str(n) for n in node_flow.index]
+        used = at_node.index.isin([str(n) for n in nodes_used])
+        if (~used).any() and float(at_node[~used].sum()) > 0:
+            notes.append(f"{float(at_node[~used].sum()):,.0f} gpd entering at node(s) left out "
+                         "of the model is not carried: " + ", ".join(at_node.index[~used][:10]))
+        node_flow = node_flow.add(at_node[used], fill_value=0.0)
+        notes.append(f"{int((at_node[used] > 0).sum())} inflow(s) entering at a node "
+                     "(outlet_node: a [DWF] imported from a SWMM model) written at that node")
     dwf = pd.DataFrame({"node": [str(n) for n in node_flow.index],
                         "flow_gpd": node_flow.to_numpy(float)})
     dwf = dwf[dwf["flow_gpd"] > 0].reset_index(drop=True)
@@ -459,7 +450,7 @@ def export_model(town: Any, G: nx.MultiDiGraph, capacity: Any, *,
     notes.append(f"{routing} routing of constant dry-weather flow for {SIM_HOURS} h")
     title = f"{town.name}: gisnet network, average dry-weather flows"
     return SwmmExport(junctions, outfalls, conduits, pumps, dwf, routing, title, notes,
-                      regulators, moved)
+                      regulators)
 
 
 def _f(x: float) -> str:

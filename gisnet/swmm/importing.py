@@ -28,11 +28,15 @@ What becomes what
   in ``outlet_nodes``; a node a pump draws from (its wet well) is kind
   ``pump_station``.
 - subcatchments -> ``parcels`` (``land_use`` ``swmm_subcatchment``, polygon
-  from [POLYGONS], ``outlet_node``); they carry runoff, not sewage: no flow.
+  from [POLYGONS], ``swmm_outlet``: the node or subcatchment their runoff goes
+  to, not ``outlet_node``); they carry runoff, not sewage: no flow.
 - [DWF] inflows -> ``parcels`` (``parcel_id`` ``DWF <node>``, ``land_use``
-  ``swmm_dwf``, metered ``flow_gpd`` = the inflow's average) drawn as a small
-  square on the first conduit leaving the node: gisnet counts a tap's flow in
-  the tapped pipe, as SWMM counts a node's inflow in the pipe leaving it.
+  ``swmm_dwf``, metered ``flow_gpd`` = the inflow's average, ``outlet_node`` =
+  the node): gisnet's capacity adds the flow at that node, as SWMM does
+  (:func:`gisnet.capacity.network.node_inflows`), so the conduits arriving there
+  do not carry it and the links leaving it share it. The parcel is drawn as a
+  small square at the node's end of the conduit leaving it with the lowest
+  inlet (else of a conduit arriving there), where its connection point falls.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from ..units import feet_per_unit
 from .model import LINK_COLUMNS, SwmmModel
 
 __all__ = ["GPKG_NAME", "SCALE_RTOL", "ImportResult", "model_crs", "model_layers",
-           "tap_upstream_nodes", "write_town"]
+           "write_town"]
 
 GPKG_NAME = "swmm.gpkg"
 #: Relative difference of drawn length and Length under which a model counts as drawn to scale.
@@ -227,7 +231,7 @@ def _parcels(model: SwmmModel, crs: CRS, fpu: float, mains: gpd.GeoDataFrame,
             continue
         poly = shapely.make_valid(shapely.Polygon(ring))
         rows.append({"parcel_id": r.parcel_id, "land_use": "swmm_subcatchment",
-                     "outlet_node": r.outlet, "flow_gpd": np.nan, "area_model": r.area})
+                     "swmm_outlet": r.outlet, "flow_gpd": np.nan, "area_model": r.area})
         geoms.append(poly)
     if missing:
         notes.append(f"{len(missing)} subcatchment(s) have no [POLYGONS] outline and are left "
@@ -235,60 +239,40 @@ def _parcels(model: SwmmModel, crs: CRS, fpu: float, mains: gpd.GeoDataFrame,
     if len(subs) > len(missing):
         notes.append(f"{len(subs) - len(missing)} subcatchment(s) imported as parcels (land use "
                      "swmm_subcatchment, no sanitary flow: SWMM subcatchments make runoff)")
-    # DWF: a small square on the conduit leaving the node whose inlet is lowest (the one
-    # dry-weather flow continues in; the first in file order among equals); at a node a
-    # pump, weir, orifice or outlet leaves, on the end of a conduit arriving there, so that
-    # the flow reaches the node and is shared there as the node's own
+    # DWF: the flow enters at its node (outlet_node), as in SWMM. The parcel is a small
+    # square at the node's end of the conduit leaving it whose inlet is lowest (the first
+    # in file order among equals), else of a conduit arriving there, else at the node.
     grav = mains[mains["swmm_type"] == "conduit"]
     inlet = model.conduits["up_invert_ft"].to_numpy(float)
     order = np.argsort(inlet, kind="stable")
     first_out = grav.iloc[order].drop_duplicates("from_node").set_index("from_node").geometry
     last_in = grav.drop_duplicates("to_node").set_index("to_node").geometry
-    upstream = tap_upstream_nodes(model)
     nodes = model.nodes.set_index("node_id")
-    no_out = []
     for d in model.dwf.itertuples():
-        if d.node_id in upstream and d.node_id in last_in.index:
-            line = last_in.loc[d.node_id]
-            along = min(0.05 * line.length, 1.0 / fpu)
-            p = shapely.line_interpolate_point(line, line.length - along)
-            h = max(along * 0.1, 1e-3 / fpu)
-        elif d.node_id in first_out.index:
+        if d.node_id in first_out.index:
             line = first_out.loc[d.node_id]
             along = min(0.05 * line.length, 1.0 / fpu)
             p = shapely.line_interpolate_point(line, along)
             h = max(along * 0.1, 1e-3 / fpu)
+        elif d.node_id in last_in.index:
+            line = last_in.loc[d.node_id]
+            along = min(0.05 * line.length, 1.0 / fpu)
+            p = shapely.line_interpolate_point(line, line.length - along)
+            h = max(along * 0.1, 1e-3 / fpu)
         else:
-            no_out.append(d.node_id)
             p = shapely.Point(nodes.loc[d.node_id, "x"], nodes.loc[d.node_id, "y"])
             h = 0.05 / fpu
         rows.append({"parcel_id": DWF_PREFIX + d.node_id, "land_use": "swmm_dwf",
                      "outlet_node": d.node_id, "flow_gpd": d.avg_flow_gpd, "area_model": np.nan})
         geoms.append(_square(p, h))
-    moved = sorted(set(model.dwf["node_id"]) & upstream)
-    if moved:
-        notes.append(f"{len(moved)} [DWF] node(s) are left by a pump, weir, orifice or outlet, "
-                     "or by no conduit, and the flow is tapped on the end of a conduit "
-                     f"arriving there ({', '.join(moved[:10])}): that conduit carries it in "
-                     "gisnet, not in SWMM")
-    if no_out:
-        notes.append(f"{len(no_out)} [DWF] node(s) have no conduit leaving them "
-                     f"({', '.join(no_out[:10])}): gisnet taps their flow on the nearest "
-                     "conduit, which SWMM does not route it through")
     if len(model.dwf):
         notes.append(f"{len(model.dwf)} [DWF] inflow(s), {model.dwf['avg_flow_gpd'].sum():,.0f} "
-                     "gpd in all, imported as parcels with a metered flow_gpd (land use swmm_dwf)")
-    cols = ["parcel_id", "land_use", "outlet_node", "flow_gpd", "area_model"]
+                     "gpd in all, imported as parcels with a metered flow_gpd (land use "
+                     "swmm_dwf) and their node (outlet_node), where gisnet adds the flow as "
+                     "SWMM does")
+    cols = ["parcel_id", "land_use", "outlet_node", "swmm_outlet", "flow_gpd", "area_model"]
     return gpd.GeoDataFrame(pd.DataFrame(rows, columns=cols),
                             geometry=gpd.GeoSeries(geoms, crs=crs), crs=crs)
-
-
-def tap_upstream_nodes(model: SwmmModel) -> set[str]:
-    """[DWF] nodes whose flow gisnet taps on a conduit arriving there: nodes a pump,
-    weir, orifice or outlet leaves, or no conduit leaves."""
-    dwf = set(model.dwf["node_id"])
-    other = set(model.links["from_node"]) if len(model.links) else set()
-    return {n for n in dwf if n in other or n not in set(model.conduits["from_node"])}
 
 
 def _toml_str(s: str) -> str:

@@ -263,7 +263,7 @@ class Agreement:
         return "\n".join(lines)
 
 
-def _reasons(G, pipes: pd.DataFrame, diff: np.ndarray, dwf_nodes: set[str]) -> np.ndarray:
+def _reasons(G, pipes: pd.DataFrame, diff: np.ndarray) -> np.ndarray:
     from .compare import below
 
     flags = pipes["flags"].astype(str).to_numpy()
@@ -292,9 +292,6 @@ def _reasons(G, pipes: pd.DataFrame, diff: np.ndarray, dwf_nodes: set[str]) -> n
         elif u[i] in under_pump:
             out[i] = ("downstream of a pump: SWMM runs it by its curve and controls, gisnet "
                       "carries what reaches the wet well")
-        elif str(pipes["to_node"].iat[i]) in dwf_nodes:
-            out[i] = ("a [DWF] inflow at its downstream node, which a pump or regulator "
-                      "(or no conduit) leaves: gisnet taps it on this link, SWMM at the node")
         else:
             out[i] = ("not explained by a split, loop or pump: storage, a monthly or daily "
                       "pattern gisnet averages, or SWMM not settled")
@@ -320,10 +317,7 @@ def original_comparison(G, pipes: pd.DataFrame, run: OriginalRun, model: SwmmMod
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.where(big > DRY_GPD, (q - g) / big, 0.0)
     diff = (np.abs(rel) > ORIGINAL_RTOL) & (big > DRY_GPD)
-    from .importing import tap_upstream_nodes
-
-    no_out = tap_upstream_nodes(model)
-    expl = _reasons(G, p, diff, no_out)
+    expl = _reasons(G, p, diff)
     layer = gpd.GeoDataFrame({
         "main_id": p["main_id"], "edge_key": p["edge_key"],
         "swmm_type": sw["swmm_type"].reindex(p["edge_key"].astype(str)).to_numpy(object),
