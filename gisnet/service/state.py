@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from pyproj import CRS
 
+from ..output.town_record import public_source, without_paths
 from ..pipeline import analyse, quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
@@ -38,40 +39,6 @@ LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligati
                   "control_manholes": "control", "control_paths": "control",
                   "sampling_plan": "control", "pipes_capacity": "capacity",
                   "plants": "capacity"}
-
-
-def public_source(source: str | None, town_dir: Path | None) -> str | None:
-    """A layer's source as a client may see it: a URL or connection string as the
-    loader left it (credentials already removed), a file relative to the town's
-    folder, or by its name alone when outside it; never the server's absolute path."""
-    if source is None:
-        return None
-    s = str(source)
-    if "://" in s or (":" in s and not s.startswith("/") and s.split(":", 1)[0].isupper()):
-        return s
-    p = Path(s)
-    if not p.is_absolute():
-        return s
-    if town_dir is not None:
-        try:
-            return p.resolve().relative_to(town_dir).as_posix()
-        except ValueError:
-            pass
-    return p.name
-
-
-def without_paths(text: str, town: Town) -> str:
-    """``text`` with the town's folder and the working folder, as absolute paths, cut
-    out (``/srv/towns/x/mains.shp`` -> ``mains.shp``)."""
-    tf = town.settings.extra.get("town_file") if town.settings else None
-    roots = [Path.cwd()]
-    if tf is not None:
-        roots.insert(0, Path(tf).resolve().parent)
-    for root in roots:
-        for form in {str(root), str(root.resolve())}:
-            if len(form) > 1:
-                text = text.replace(form + "/", "").replace(form, ".")
-    return text
 
 
 @dataclass
@@ -99,6 +66,13 @@ class TownState:
         Folder of generated maps served by ``GET /maps/{name}``.
     timings_s
         Seconds spent on each startup step.
+    input_layers
+        Role -> ``{"features", "source"}`` of the town's input layers when the
+        town's layers are not held (a state from a run's results,
+        :meth:`from_results`); None: read from ``town.layers``.
+    run
+        The run served (``run_id``, ``created_utc``, ``town``, ``gisnet_version``,
+        ``profile_id``), for a state from a run's results; else None.
     """
 
     town: Town
@@ -110,6 +84,8 @@ class TownState:
     unavailable: dict[str, str] = field(default_factory=dict)
     out_dir: Path | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
+    input_layers: dict[str, dict[str, Any]] | None = None
+    run: dict[str, Any] | None = None
     _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
         default=None, repr=False)
     _summary: dict[str, Any] | None = field(default=None, repr=False)
@@ -140,6 +116,16 @@ class TownState:
         state = cls.from_town(town, out_dir=out_dir)
         state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
                            **state.timings_s}
+        return state
+
+    @classmethod
+    def from_results(cls, results_dir: str | Path, *,
+                     out_dir: str | Path | None = None) -> TownState:
+        """The state of a finished run's folder, read and not recomputed
+        (:func:`gisnet.service.stored.state_from_results`)."""
+        from .stored import state_from_results
+
+        state: TownState = state_from_results(results_dir, out_dir=out_dir)
         return state
 
     @classmethod
@@ -296,9 +282,12 @@ class TownState:
             "crs": crs_name(CRS.from_user_input(town.crs)),
             "ft_per_unit": town.ft_per_unit,
             "profile": {"id": info.id, "name": info.name, "jurisdiction": info.jurisdiction},
-            "layers": {role: {"features": len(gdf),
-                              "source": public_source(town.sources.get(role), self._town_dir())}
-                       for role, gdf in town.layers.items()},
+            "layers": ({role: dict(v) for role, v in self.input_layers.items()}
+                       if self.input_layers is not None else
+                       {role: {"features": len(gdf),
+                               "source": public_source(town.sources.get(role),
+                                                       self._town_dir())}
+                        for role, gdf in town.layers.items()}),
             "graph": {"nodes": self.G.number_of_nodes(), "edges": self.G.number_of_edges(),
                       "outlets": len(self.G.graph.get("outlets", []) or [])},
             "results": {name: len(t) for name, t in self.tables.items() if name != "parcels"},
