@@ -314,7 +314,7 @@ def town_box(town: Any, crs: CRS) -> tuple[float, float, float, float]:
                                                                          1e15)
     m = TOWN_MARGIN_FT / town.ft_per_unit
     x0, y0, x1, y1 = (shapely.total_bounds(np.asarray(mains.geometry.array, dtype=object))
-                      if mains is not None and len(mains) else (float(v) for v in held))
+                      if mains is not None and len(mains) else (float(v) for v in held or ()))
     box = shapely.segmentize(shapely.box(x0 - m, y0 - m, x1 + m, y1 + m),
                              max(x1 - x0, y1 - y0) / 16 + m)
     xy = shapely.get_coordinates(box)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from ..output.town_record import public_source, without_paths
 from ..pipeline import analyse, quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable, group_positions
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -89,6 +90,7 @@ class TownState:
     _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
         default=None, repr=False)
     _summary: dict[str, Any] | None = field(default=None, repr=False)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- construction -------------------------------------------------------
 
@@ -201,8 +203,26 @@ class TownState:
             their ``control_paths`` rows.
         """
         if self._parcel_traces is None:
-            self._parcel_traces = self._build_parcel_traces()
+            self.warm_traces()
+        assert self._parcel_traces is not None
         return self._parcel_traces.get(parcel_id)
+
+    def warm_traces(self) -> None:
+        """Build the parcels' precomputed downstream answers, once (thread-safe)."""
+        with self._warm_lock:
+            if self._parcel_traces is None:
+                self._parcel_traces = self._build_parcel_traces()
+
+    def warm(self) -> float:
+        """Serialize the tables the hot routes answer from and the parcels' traces
+        now (what :meth:`from_town` does before serving); seconds taken."""
+        t = time.perf_counter()
+        for name in SERVED_EAGERLY:
+            if name in self.tables:
+                self.tables[name].serialize()
+        if "control_manholes" in self.tables and "control_paths" in self.tables:
+            self.warm_traces()
+        return time.perf_counter() - t
 
     def _build_parcel_traces(self) -> dict[str, tuple[bytes, np.ndarray, np.ndarray]]:
         cm = self.table("control_manholes")
@@ -212,8 +232,7 @@ class TownState:
                 else np.ones(len(g), dtype=bool))
         keep = keep & g["parcel_id"].notna().to_numpy()
         rows = np.flatnonzero(keep)
-        ids = g["parcel_id"].to_numpy(dtype=object)[rows].astype(str)
-        groups = pd.Series(rows).groupby(ids, sort=False).indices
+        groups = group_positions(g["parcel_id"].to_numpy(dtype=object)[rows])
         # control_paths is row-aligned with control_manholes (same points, same order)
         aligned = len(paths.gdf) == len(g)
         mh = g["control_manhole_id"].to_numpy(dtype=object)

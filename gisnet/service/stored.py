@@ -39,7 +39,7 @@ from ..output.publish import MANIFEST_FILE, sha256_file
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+from .tables import TABLE_KEYS, ResultTable
 
 log = logging.getLogger("gisnet.service")
 
@@ -145,6 +145,11 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
 
     if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name != "geometry":
         gdf = gdf.rename_geometry("geometry")
+    for c in gdf.columns:  # Arrow-backed text as Python objects: the id indexes are
+        s = gdf[c]         # built element by element
+        if c != "geometry" and pd.api.types.is_string_dtype(s.dtype) \
+                and not pd.api.types.is_object_dtype(s.dtype):
+            gdf[c] = s.astype(object).where(s.notna(), None)
     doc = layer_docs().get(name)
     if doc is None:
         return gdf
@@ -302,6 +307,10 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
         The ``--out`` folder of ``gisnet run`` (manifest checked first).
     out_dir
         Folder of maps to serve at ``/maps/NAME`` (default ``results_dir``).
+
+    The hot tables are not serialized here: :meth:`TownState.warm` does it (``gisnet
+    serve --results`` on a thread once it listens; a request meanwhile waits for
+    the table it needs).
     """
     from ..tracing import DownstreamIndex
     from .state import TownState
@@ -320,7 +329,7 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
     for name in ("graph_nodes", "graph_edges"):
         if name not in layers:
             raise ConfigError(f"the results have no {name} layer", path=folder / RESULTS_FILE)
-    G = stored_graph(layers["graph_nodes"], layers["graph_edges"],  # type: ignore[arg-type]
+    G = stored_graph(layers["graph_nodes"], layers["graph_edges"],
                      town.settings.snap_tolerance_ft)
     timings["graph"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -328,14 +337,14 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
     index = points = capacity = None
     if "control_manholes" in layers:
         index = DownstreamIndex(G)
-        points = stored_points(layers["control_manholes"], index)  # type: ignore[arg-type]
+        points = stored_points(layers["control_manholes"], index)
     parcels = _parcels(layers.get("obligations"))
     if index is not None and "pipes_capacity" in layers and "plants" in layers \
             and "capacity" not in unavailable:
         ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
                else np.empty(0, dtype=object))
-        capacity = stored_capacity(G, index, layers["pipes_capacity"],  # type: ignore[arg-type]
-                                   layers["plants"], points, ids,  # type: ignore[arg-type]
+        capacity = stored_capacity(G, index, layers["pipes_capacity"],
+                                   layers["plants"], points, ids,
                                    town.profile)
     timings["index"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -346,9 +355,8 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
     state = TownState(town=town, G=G, index=index, points=points, capacity=capacity,
                       unavailable=unavailable,
                       out_dir=folder if out_dir is None else Path(out_dir))
-    for name, gdf in layers.items():
-        state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()),
-                                         eager=name in SERVED_EAGERLY)
+    for name, gdf in layers.items():  # serialized by TownState.warm, after the start
+        state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()), eager=False)
     if parcels is not None:
         state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",), eager=False)
     state.input_layers = {str(e["role"]): {"features": int(e["features"]),
@@ -357,9 +365,7 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
     state.run = {"run_id": man.get("run_id"), "created_utc": man.get("created_utc"),
                  "town": man.get("town"), "gisnet_version": man.get("gisnet_version"),
                  "profile_id": man.get("profile_id")}
-    if "control_manholes" in state.tables and "control_paths" in state.tables:
-        state._parcel_traces = state._build_parcel_traces()
-    timings["serialize"] = time.perf_counter() - t
+    timings["tables"] = time.perf_counter() - t
     state.timings_s = timings
     log.info("service state from run %s ready: %s", man.get("run_id"),
              ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
