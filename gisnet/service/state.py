@@ -124,10 +124,20 @@ class TownState:
     def from_results(cls, results_dir: str | Path, *,
                      out_dir: str | Path | None = None) -> TownState:
         """The state of a finished run's folder, read and not recomputed
-        (:func:`gisnet.service.stored.state_from_results`)."""
-        from .stored import state_from_results
+        (:func:`gisnet.service.stored.read_results`); ``out_dir`` (maps served)
+        defaults to that folder. The hot tables are serialized by :meth:`warm`."""
+        from .stored import read_results
 
-        state: TownState = state_from_results(results_dir, out_dir=out_dir)
+        got = read_results(results_dir)
+        layers, parcels = got.pop("layers"), got.pop("parcels")
+        state = cls(**got, out_dir=Path(results_dir) if out_dir is None else Path(out_dir))
+        t = time.perf_counter()
+        for name, gdf in layers.items():  # serialized by warm(), after the start
+            state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()), eager=False)
+        if parcels is not None:
+            state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",),
+                                                  eager=False)
+        state.timings_s["tables"] = time.perf_counter() - t
         return state
 
     @classmethod

@@ -39,7 +39,6 @@ from ..output.publish import MANIFEST_FILE, sha256_file
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
-from .tables import TABLE_KEYS, ResultTable
 
 log = logging.getLogger("gisnet.service")
 
@@ -298,22 +297,18 @@ def stored_town(man: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------
 
 
-def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = None) -> Any:
-    """The :class:`~gisnet.service.state.TownState` of a finished run's folder.
+def read_results(results_dir: str | Path) -> dict[str, Any]:
+    """What :meth:`gisnet.service.state.TownState.from_results` builds the state of a
+    finished run's folder from: the keyword arguments of ``TownState`` (``town``,
+    ``G``, ``index``, ``points``, ``capacity``, ``unavailable``, ``input_layers``,
+    ``run``, ``timings_s``) and ``layers`` (name -> table, :data:`SERVED_LAYERS`
+    order), ``parcels`` (the parcels' ids and shapes, or None).
 
-    Parameters
-    ----------
-    results_dir
-        The ``--out`` folder of ``gisnet run`` (manifest checked first).
-    out_dir
-        Folder of maps to serve at ``/maps/NAME`` (default ``results_dir``).
-
-    The hot tables are not serialized here: :meth:`TownState.warm` does it (``gisnet
+    The hot tables are not serialized here: ``TownState.warm`` does it (``gisnet
     serve --results`` on a thread once it listens; a request meanwhile waits for
     the table it needs).
     """
     from ..tracing import DownstreamIndex
-    from .state import TownState
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -347,26 +342,20 @@ def state_from_results(results_dir: str | Path, *, out_dir: str | Path | None = 
                                    layers["plants"], points, ids,
                                    town.profile)
     timings["index"] = time.perf_counter() - t
-    t = time.perf_counter()
     for entry in info.get("layers") or []:
         unavailable["input_" + str(entry["role"])] = (
             f"the town's {entry['role']} layer as gisnet read it; " + _NO_INPUT)
     unavailable.update(NOT_FROM_RESULTS)
-    state = TownState(town=town, G=G, index=index, points=points, capacity=capacity,
-                      unavailable=unavailable,
-                      out_dir=folder if out_dir is None else Path(out_dir))
-    for name, gdf in layers.items():  # serialized by TownState.warm, after the start
-        state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()), eager=False)
-    if parcels is not None:
-        state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",), eager=False)
-    state.input_layers = {str(e["role"]): {"features": int(e["features"]),
-                                           "source": e.get("source")}
-                          for e in info.get("layers") or []}
-    state.run = {"run_id": man.get("run_id"), "created_utc": man.get("created_utc"),
-                 "town": man.get("town"), "gisnet_version": man.get("gisnet_version"),
-                 "profile_id": man.get("profile_id")}
-    timings["tables"] = time.perf_counter() - t
-    state.timings_s = timings
-    log.info("service state from run %s ready: %s", man.get("run_id"),
+    log.info("results of run %s read: %s", man.get("run_id"),
              ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
-    return state
+    return {
+        "town": town, "G": G, "index": index, "points": points, "capacity": capacity,
+        "unavailable": unavailable, "layers": layers, "parcels": parcels,
+        "input_layers": {str(e["role"]): {"features": int(e["features"]),
+                                          "source": e.get("source")}
+                         for e in info.get("layers") or []},
+        "run": {"run_id": man.get("run_id"), "created_utc": man.get("created_utc"),
+                "town": man.get("town"), "gisnet_version": man.get("gisnet_version"),
+                "profile_id": man.get("profile_id")},
+        "timings_s": timings,
+    }
