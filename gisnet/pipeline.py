@@ -578,7 +578,10 @@ def run(
                     res.timings_s["maps"] = time.perf_counter() - t
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
-                                         manifest_of(stage, run_id=run_id, town=town), town))
+                                         manifest_of(stage, run_id=run_id, town=town,
+                                                     unavailable={u.analysis: u.reason for u
+                                                                  in res.unavailable}),
+                                         town))
                 from .register import ensure_register
 
                 ensure_register(out)  # the staff register beside the results, once

@@ -66,8 +66,9 @@ def _fake_town(folder: Path, *sources: Path) -> SimpleNamespace:
     return SimpleNamespace(
         name="fake", sources={f"r{i}": str(s) for i, s in enumerate(sources)},
         settings=SimpleNamespace(extra={"town_file": folder / "gisnet.toml",
-                                        "plant_flows_file": None}),
-        profile=SimpleNamespace(profile=SimpleNamespace(id="test-profile")))
+                                        "plant_flows_file": None}, snap_tolerance_ft=1.0),
+        profile=SimpleNamespace(profile=SimpleNamespace(id="test-profile"), raw={}, path=None),
+        layers={}, crs="EPSG:2260", ft_per_unit=1.0)
 
 
 # --------------------------------------------------------------------------- inputs

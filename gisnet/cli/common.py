@@ -86,6 +86,8 @@ def resolve_town_source(args: argparse.Namespace) -> None:
         return  # a command without town options, or settled already
     if getattr(args, "maps", None) is not None:
         return  # gisnet serve --maps DIR: pages and tiles only, no town
+    if getattr(args, "results", None) is not None:
+        return  # gisnet serve --results DIR: a finished run's results, no town loaded
     args.town_source_resolved = True
     if getattr(args, "sample", False):
         if args.layers is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="serve only the map pages and vector tiles of DIR (written by "
                         "`gisnet run`/`gisnet map`, tiled or not) without loading a town: "
                         "starts at once whatever the town's size; open the printed URL")
+    p.add_argument("--results", type=Path, default=None, metavar="DIR",
+                   help="serve the results `gisnet run --out DIR` wrote, read and not "
+                        "recomputed: starts in seconds whatever the town's size. The run's "
+                        "manifest is checked first (every file's hash, the gisnet version); "
+                        "what the results cannot answer (upstream traces, obligations and "
+                        "control manholes of request geometry, the input layers) answers "
+                        "503, listed at start; maps in DIR are served at /maps/NAME",
+                   )
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: 8000)")
@@ -73,15 +82,34 @@ def run(args: argparse.Namespace) -> int:
         if not value > 0 or value == float("inf"):  # NaN is not > 0
             raise ConfigError(f"--{opt.replace('_', '-')} {value} must be a positive number")
     if args.maps is not None:
+        if args.results is not None:
+            raise ConfigError("give --maps DIR or --results DIR, not both")
         return _serve_maps(args)
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError("the maps folder to serve is an existing file, not a folder",
                           path=args.out)
     t0 = time.perf_counter()
-    town = load_town(args)
-    state = TownState.from_town(town, out_dir=args.out)
-    state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
-                       **state.timings_s}
+    if args.results is not None:
+        given = [f"--{o}" for o in ("layers", "sample", "profile", "crs")
+                 if getattr(args, o, None)]
+        if given:
+            raise ConfigError(f"--results serves a finished run as it was computed: "
+                              f"{', '.join(given)} cannot change it (leave "
+                              f"{'it' if len(given) == 1 else 'them'} out, or serve the "
+                              "town with --layers)")
+        state = TownState.from_results(args.results)
+        town = state.town
+        run = state.run or {}
+        say(args, f"gisnet: run {run.get('run_id')} of {run.get('created_utc')}: "
+                  f"{run.get('town')}, profile {run.get('profile_id')}, written by gisnet "
+                  f"{run.get('gisnet_version')} (from {args.results})")
+        parcels = len(state.tables["parcels"]) if "parcels" in state.tables else 0
+    else:
+        town = load_town(args)
+        state = TownState.from_town(town, out_dir=args.out)
+        state.timings_s = {"load_town": time.perf_counter() - t0
+                           - sum(state.timings_s.values()), **state.timings_s}
+        parcels = len(town.layers["parcels"])
     limits = ServiceLimits(max_body_bytes=int(args.max_body_mb * 1024 * 1024),
                            max_batch=args.max_batch, max_vertices=args.max_vertices,
                            header_timeout_s=args.header_timeout,
@@ -90,14 +118,21 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(state, limits, base_url=listening_url(args))
     for name, why in state.unavailable.items():
         say(args, f"gisnet: {name} not available: {why}")
-    say(args, f"gisnet: serving {town.name} ({len(town.layers['parcels'])} parcels) at "
+    say(args, f"gisnet: serving {town.name} ({parcels} parcels) at "
               f"http://{args.host}:{args.port} (loaded in {time.perf_counter() - t0:.1f} s)")
-    if (args.out / "index.html").is_file():  # the pages (tiled or not) a planner opens
+    # the pages (tiled or not) a planner opens
+    if state.out_dir is not None and (state.out_dir / "index.html").is_file():
         say(args, f"gisnet: maps at http://{args.host}:{args.port}/maps/index.html")
     # the loaded state lives as long as the process: keep it out of the cyclic
     # garbage collector's full passes, which otherwise show as latency spikes
     gc.collect()
     gc.freeze()
+    if args.results is not None:  # the hot tables serialized while the server listens
+        def warm() -> None:
+            say(args, f"gisnet: hot tables and parcel traces serialized in "
+                      f"{state.warm():.1f} s")
+
+        threading.Thread(target=warm, name="gisnet-warm", daemon=True).start()
     # uvicorn with read deadlines for slow clients (gisnet.service.server)
     make_server(app, host=args.host, port=args.port, limits=limits,
                 access_log=args.access_log,

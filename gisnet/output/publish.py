@@ -273,9 +273,13 @@ def staged_files(stage: Path) -> list[str]:
                   if p.is_file() and not p.name.startswith("."))
 
 
-def make_manifest(stage: Path, *, run_id: str, town: Any) -> dict[str, Any]:
-    """The manifest of the files in ``stage`` for a run on ``town``."""
+def make_manifest(stage: Path, *, run_id: str, town: Any,
+                  unavailable: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The manifest of the files in ``stage`` for a run on ``town``; its ``town_info``
+    (:func:`~gisnet.output.town_record.town_record`) is what ``gisnet serve
+    --results`` needs of the town, ``unavailable`` the analyses not computed."""
     from .. import __version__
+    from .town_record import town_record
 
     town_file = town.settings.extra.get("town_file")
     town_file = Path(town_file) if town_file is not None else None
@@ -291,6 +295,7 @@ def make_manifest(stage: Path, *, run_id: str, town: Any) -> dict[str, Any]:
         "town_file_sha256": (sha256_file(town_file) if town_file is not None
                              and town_file.is_file() else None),
         "profile_id": str(town.profile.profile.id),
+        "town_info": town_record(town, unavailable),
         "files": files,
     }
 

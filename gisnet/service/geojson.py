@@ -303,13 +303,18 @@ def town_box(town: Any, crs: CRS) -> tuple[float, float, float, float]:
     """Where request coordinates in ``crs`` (x, y order) may lie: the bounding box of
     the mains grown by :data:`TOWN_MARGIN_FT`, drawn in ``crs`` (densified, so its
     bounding box there holds the whole grown box); the whole range of longitude and
-    latitude for a town without mains."""
+    latitude for a town without mains. A town without its layers (served from a run's
+    results) gives the extent in ``town.settings.extra["mains_bounds"]``."""
     mains = town.layers.get("mains")
-    if mains is None or not len(mains):
+    # a town served from a run's results holds the mains' extent, not the mains
+    held = (town.settings.extra.get("mains_bounds") if getattr(town, "settings", None)
+            else None)
+    if (mains is None or not len(mains)) and not held:
         return (-180.0, -90.0, 180.0, 90.0) if crs.is_geographic else (-1e15, -1e15, 1e15,
                                                                          1e15)
     m = TOWN_MARGIN_FT / town.ft_per_unit
-    x0, y0, x1, y1 = shapely.total_bounds(np.asarray(mains.geometry.array, dtype=object))
+    x0, y0, x1, y1 = (shapely.total_bounds(np.asarray(mains.geometry.array, dtype=object))
+                      if mains is not None and len(mains) else (float(v) for v in held or ()))
     box = shapely.segmentize(shapely.box(x0 - m, y0 - m, x1 + m, y1 + m),
                              max(x1 - x0, y1 - y0) / 16 + m)
     xy = shapely.get_coordinates(box)

@@ -403,6 +403,8 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
 
     def get(cid: str) -> Collection:
         c = colls.get(cid)
+        if c is None and cid.startswith(INPUT_PREFIX) and cid in state.unavailable:
+            state.require(cid)  # an input layer the state does not hold: 503, the reason
         if c is None:
             raise UnknownIdError("collectionId", f"no collection {cid!r} (see /collections)",
                                  layer=cid)

@@ -123,6 +123,7 @@ def add_obligation_routes(app: FastAPI, state: TownState, limits: ServiceLimits)
             pos, missing = tab.lookup_many("parcel_id", ids)
             return geo(tab.collection(pos, out_crs, {"not_found": missing}))
         state.require("obligations")
+        state.require("obligations_of_geometry")  # 503 when the town's layers are not held
         geoms, ids, _props = input_points(town, body.features, body.crs, limits)
         from ..obligations import compute_obligations
 
@@ -209,6 +210,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
     def manhole_upstream(manhole_id: str, crs: str | None = CRS_QUERY) -> Response:
         out_crs = parse_crs(crs)
         state.require("control")
+        state.require("upstream_trace")  # 503 when the town's layers are not held
         if manhole_id not in state.G:
             raise UnknownIdError("manhole_id", f"manhole {manhole_id!r} not found",
                                  layer="manholes", feature=manhole_id)
@@ -236,6 +238,7 @@ def add_tracing_routes(app: FastAPI, state: TownState, limits: ServiceLimits) ->
             tab = state.table("control_manholes")
             pos, missing = tab.lookup_many(key[:-1], ids)
             return geo(tab.collection(pos, out_crs, {"not_found": missing}))
+        state.require("control_manholes_of_geometry")  # 503 without the town's layers
         geoms, ids, _props = input_points(town, value, body.crs, limits)
         sub = sub_town(town, buildings=as_buildings(town, geoms, ids))
         pts = tracing.connection_points(sub, state.G, index=state.index)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +21,11 @@ import numpy as np
 import pandas as pd
 from pyproj import CRS
 
+from ..output.town_record import public_source, without_paths
 from ..pipeline import analyse, quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable, group_positions
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -38,40 +40,6 @@ LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligati
                   "control_manholes": "control", "control_paths": "control",
                   "sampling_plan": "control", "pipes_capacity": "capacity",
                   "plants": "capacity"}
-
-
-def public_source(source: str | None, town_dir: Path | None) -> str | None:
-    """A layer's source as a client may see it: a URL or connection string as the
-    loader left it (credentials already removed), a file relative to the town's
-    folder, or by its name alone when outside it; never the server's absolute path."""
-    if source is None:
-        return None
-    s = str(source)
-    if "://" in s or (":" in s and not s.startswith("/") and s.split(":", 1)[0].isupper()):
-        return s
-    p = Path(s)
-    if not p.is_absolute():
-        return s
-    if town_dir is not None:
-        try:
-            return p.resolve().relative_to(town_dir).as_posix()
-        except ValueError:
-            pass
-    return p.name
-
-
-def without_paths(text: str, town: Town) -> str:
-    """``text`` with the town's folder and the working folder, as absolute paths, cut
-    out (``/srv/towns/x/mains.shp`` -> ``mains.shp``)."""
-    tf = town.settings.extra.get("town_file") if town.settings else None
-    roots = [Path.cwd()]
-    if tf is not None:
-        roots.insert(0, Path(tf).resolve().parent)
-    for root in roots:
-        for form in {str(root), str(root.resolve())}:
-            if len(form) > 1:
-                text = text.replace(form + "/", "").replace(form, ".")
-    return text
 
 
 @dataclass
@@ -99,6 +67,13 @@ class TownState:
         Folder of generated maps served by ``GET /maps/{name}``.
     timings_s
         Seconds spent on each startup step.
+    input_layers
+        Role -> ``{"features", "source"}`` of the town's input layers when the
+        town's layers are not held (a state from a run's results,
+        :meth:`from_results`); None: read from ``town.layers``.
+    run
+        The run served (``run_id``, ``created_utc``, ``town``, ``gisnet_version``,
+        ``profile_id``), for a state from a run's results; else None.
     """
 
     town: Town
@@ -110,9 +85,12 @@ class TownState:
     unavailable: dict[str, str] = field(default_factory=dict)
     out_dir: Path | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
+    input_layers: dict[str, dict[str, Any]] | None = None
+    run: dict[str, Any] | None = None
     _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
         default=None, repr=False)
     _summary: dict[str, Any] | None = field(default=None, repr=False)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- construction -------------------------------------------------------
 
@@ -140,6 +118,26 @@ class TownState:
         state = cls.from_town(town, out_dir=out_dir)
         state.timings_s = {"load_town": time.perf_counter() - t0 - sum(state.timings_s.values()),
                            **state.timings_s}
+        return state
+
+    @classmethod
+    def from_results(cls, results_dir: str | Path, *,
+                     out_dir: str | Path | None = None) -> TownState:
+        """The state of a finished run's folder, read and not recomputed
+        (:func:`gisnet.service.stored.read_results`); ``out_dir`` (maps served)
+        defaults to that folder. The hot tables are serialized by :meth:`warm`."""
+        from .stored import read_results
+
+        got = read_results(results_dir)
+        layers, parcels = got.pop("layers"), got.pop("parcels")
+        state = cls(**got, out_dir=Path(results_dir) if out_dir is None else Path(out_dir))
+        t = time.perf_counter()
+        for name, gdf in layers.items():  # serialized by warm(), after the start
+            state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()), eager=False)
+        if parcels is not None:
+            state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",),
+                                                  eager=False)
+        state.timings_s["tables"] = time.perf_counter() - t
         return state
 
     @classmethod
@@ -215,8 +213,26 @@ class TownState:
             their ``control_paths`` rows.
         """
         if self._parcel_traces is None:
-            self._parcel_traces = self._build_parcel_traces()
+            self.warm_traces()
+        assert self._parcel_traces is not None
         return self._parcel_traces.get(parcel_id)
+
+    def warm_traces(self) -> None:
+        """Build the parcels' precomputed downstream answers, once (thread-safe)."""
+        with self._warm_lock:
+            if self._parcel_traces is None:
+                self._parcel_traces = self._build_parcel_traces()
+
+    def warm(self) -> float:
+        """Serialize the tables the hot routes answer from and the parcels' traces
+        now (what :meth:`from_town` does before serving); seconds taken."""
+        t = time.perf_counter()
+        for name in SERVED_EAGERLY:
+            if name in self.tables:
+                self.tables[name].serialize()
+        if "control_manholes" in self.tables and "control_paths" in self.tables:
+            self.warm_traces()
+        return time.perf_counter() - t
 
     def _build_parcel_traces(self) -> dict[str, tuple[bytes, np.ndarray, np.ndarray]]:
         cm = self.table("control_manholes")
@@ -226,8 +242,7 @@ class TownState:
                 else np.ones(len(g), dtype=bool))
         keep = keep & g["parcel_id"].notna().to_numpy()
         rows = np.flatnonzero(keep)
-        ids = g["parcel_id"].to_numpy(dtype=object)[rows].astype(str)
-        groups = pd.Series(rows).groupby(ids, sort=False).indices
+        groups = group_positions(g["parcel_id"].to_numpy(dtype=object)[rows])
         # control_paths is row-aligned with control_manholes (same points, same order)
         aligned = len(paths.gdf) == len(g)
         mh = g["control_manhole_id"].to_numpy(dtype=object)
@@ -296,9 +311,12 @@ class TownState:
             "crs": crs_name(CRS.from_user_input(town.crs)),
             "ft_per_unit": town.ft_per_unit,
             "profile": {"id": info.id, "name": info.name, "jurisdiction": info.jurisdiction},
-            "layers": {role: {"features": len(gdf),
-                              "source": public_source(town.sources.get(role), self._town_dir())}
-                       for role, gdf in town.layers.items()},
+            "layers": ({role: dict(v) for role, v in self.input_layers.items()}
+                       if self.input_layers is not None else
+                       {role: {"features": len(gdf),
+                               "source": public_source(town.sources.get(role),
+                                                       self._town_dir())}
+                        for role, gdf in town.layers.items()}),
             "graph": {"nodes": self.G.number_of_nodes(), "edges": self.G.number_of_edges(),
                       "outlets": len(self.G.graph.get("outlets", []) or [])},
             "results": {name: len(t) for name, t in self.tables.items() if name != "parcels"},

@@ -15,6 +15,18 @@ from ..serialize import WGS84, feature_collection, feature_fragments
 from .errors import ServiceUnavailable
 
 
+def group_positions(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Positions of each distinct value (as text), in order of first appearance, each
+    group's positions ascending; what ``Series.groupby(values, sort=False).indices``
+    gives, without pandas' per-element access to text backed by Arrow."""
+    codes, uniques = pd.factorize(np.array([v if isinstance(v, str) else str(v)
+                                            for v in values], dtype=object))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    names = np.asarray(uniques, dtype=object)
+    return {str(names[i]): order[bounds[i]:bounds[i + 1]] for i in range(len(names))}
+
+
 class ResultTable:
     """One result layer, indexed by its id columns and pre-serialized.
 
@@ -49,14 +61,16 @@ class ResultTable:
                 col = self.gdf[k]
                 ok = col.notna().to_numpy()
                 pos = np.flatnonzero(ok)
-                ids = col[ok].astype(str).to_numpy()
-                # .indices gives positions into `pos`; map them back to row numbers
-                groups = pd.Series(pos).groupby(ids, sort=False).indices
-                self.index[k] = {str(i): pos[p] for i, p in groups.items()}
+                ids = col[ok].astype(object).to_numpy()
+                self.index[k] = {i: pos[p] for i, p in group_positions(ids).items()}
         self._wgs84: list[bytes] | None = None
         self._lock = threading.Lock()
         if eager:
             self._serialized()
+
+    def serialize(self) -> None:
+        """Serialize every row now, if not done yet (thread-safe)."""
+        self._serialized()
 
     def _serialized(self) -> list[bytes]:
         """Every row as a GeoJSON feature in EPSG:4326 (built once)."""

@@ -199,7 +199,8 @@ def control_manholes(
     -------
     dict
         ``control_manholes``: ``building_id, parcel_id, user_id, main_id,
-        tap_distance_ft, control_manhole_id, plant_id, path_length_ft`` (tap to
+        tap_distance_ft, edge_key`` (the graph edge tapped), ``tap_source`` (the
+        connection point's own ``source``), ``control_manhole_id, plant_id, path_length_ft`` (tap to
         control manhole along the pipes, private and public, ft),
         ``plant_path_length_ft`` (tap to the outlet, ft), ``source`` (one of
         :data:`CONTROL_SOURCES`), ``entry_node_id`` (where the private mains
@@ -251,6 +252,8 @@ def control_manholes(
             "user_id": points["user_id"].to_numpy(dtype=object),
             "main_id": points["main_id"].to_numpy(dtype=object),
             "tap_distance_ft": tap_ft,
+            "edge_key": points["edge_key"].to_numpy(dtype=object),
+            "tap_source": points["source"].to_numpy(dtype=object),
             "control_manhole_id": mh_id,
             "plant_id": plant,
             "path_length_ft": mh_ft,

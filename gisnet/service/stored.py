@@ -1,0 +1,361 @@
+"""The service's state from a finished run (``gisnet serve --results DIR``), not recomputed.
+
+:func:`state_from_results` checks the run's manifest (every file's hash, the
+gisnet version that wrote it, the ``town_info`` record), reads the result layers
+of ``gisnet-results.gpkg`` (pyogrio, Arrow) as the service's tables, rebuilds the
+directed sewer graph from ``graph_nodes`` / ``graph_edges``
+(:func:`gisnet.graph.graph_from_gdfs`) and from it, in linear passes, the
+tracing index, the connection points (``control_manholes``: its ``edge_key``
+and ``tap_source``) and the capacity result the what-if needs (the stored
+accumulated flows, split shares and capacities on the rebuilt graph's arrays).
+No analysis runs over the parcels.
+
+What the results cannot answer (they hold no input layer of the town: an
+upstream trace lists the parcels', buildings' and users' own rows; obligations
+and control manholes of request geometry need the streets, buildings, laterals
+and owner manholes) is in ``TownState.unavailable``: those routes answer 503
+with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pyogrio
+from pyproj import CRS
+
+from .. import __version__
+from ..errors import ConfigError
+from ..output.publish import MANIFEST_FILE, sha256_file
+from ..output.town_record import TOWN_INFO_FORMAT
+from ..output.writing import RESULTS_FILE
+from ..report import Report
+
+log = logging.getLogger("gisnet.service")
+
+#: The result layers the service holds, in the order ``gisnet serve`` holds them
+#: (``Results.layers()``); ``changes`` (written by ``gisnet run`` only) is not served.
+SERVED_LAYERS = ("graph_nodes", "graph_edges", "obligations", "obligation_evidence",
+                 "connection_zone", "frontage", "control_manholes", "control_paths",
+                 "sampling_plan", "pipes_capacity", "plants", "quality", "worklist",
+                 "overdue")
+
+_NO_INPUT = ("the results of a run hold no input layer of the town; serve the town "
+             "itself (gisnet serve --layers DIR) for this")
+
+#: What ``serve --results`` cannot answer, and why (keys of ``TownState.unavailable``).
+NOT_FROM_RESULTS = {
+    "upstream_trace": "an upstream trace lists the rows of the town's parcels, buildings "
+                      "and users layers and each parcel's design flow; " + _NO_INPUT,
+    "obligations_of_geometry": "obligations of request geometry are measured against the "
+                               "town's mains, streets, buildings and district; " + _NO_INPUT,
+    "control_manholes_of_geometry": "control manholes of request geometry need the town's "
+                                    "laterals and owner-installed manholes; " + _NO_INPUT,
+}
+
+
+# ---------------------------------------------------------------------------
+# the manifest
+# ---------------------------------------------------------------------------
+
+
+def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
+    """The manifest of a folder ``gisnet run`` wrote, checked; else a ConfigError.
+
+    Checked: the manifest is there and reads; it was written by this gisnet version
+    and has a ``town_info`` record; every file it lists is there with its hash;
+    the results GeoPackage is one of them. The folder is only read (an interrupted
+    publish is not completed here: ``gisnet run`` does that).
+    """
+    folder = Path(results_dir)
+    if not folder.is_dir():
+        raise ConfigError("the results to serve are not a folder (give the --out folder "
+                          "of `gisnet run`)", path=folder)
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        raise ConfigError(f"no run manifest ({MANIFEST_FILE}): not a folder written by a "
+                          "whole `gisnet run`", path=path)
+    try:
+        man = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the run manifest cannot be read ({exc})", path=path) from None
+    if not isinstance(man, dict) or not isinstance(man.get("files"), dict):
+        raise ConfigError("the run manifest has no 'files' table", path=path)
+    run = man.get("run_id")
+    version = man.get("gisnet_version")
+    if version != __version__:
+        raise ConfigError(f"run {run} was written by gisnet {version}, this is gisnet "
+                          f"{__version__}: run `gisnet run` again with this version",
+                          path=path)
+    info = man.get("town_info")
+    if not isinstance(info, dict) or info.get("format") != TOWN_INFO_FORMAT:
+        raise ConfigError(f"the run manifest has no town_info record of format "
+                          f"{TOWN_INFO_FORMAT} (what serving the results needs of the town); "
+                          "run `gisnet run` again", path=path)
+    if RESULTS_FILE not in man["files"]:
+        raise ConfigError(f"run {run} wrote no {RESULTS_FILE}", path=path)
+    for rel, rec in sorted(man["files"].items()):
+        p = folder / rel
+        if not p.is_file():
+            raise ConfigError(f"missing: run {run} wrote it (its manifest lists it)", path=p)
+        if not isinstance(rec, dict) or sha256_file(p) != rec.get("sha256"):
+            raise ConfigError(f"changed since run {run} wrote it (its SHA-256 is not the "
+                              f"one in {MANIFEST_FILE}); run `gisnet run` again",
+                              path=p)
+    return man
+
+
+# ---------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------
+
+
+def read_layers(gpkg: Path) -> dict[str, pd.DataFrame]:
+    """The served result layers of a results GeoPackage, in :data:`SERVED_LAYERS` order."""
+    present = {str(name) for name, _ in pyogrio.list_layers(gpkg)}
+    out: dict[str, pd.DataFrame] = {}
+    for name in SERVED_LAYERS:
+        if name not in present:
+            continue
+        try:
+            gdf = pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True)
+        except Exception as exc:  # GDAL's word on a damaged layer
+            raise ConfigError(f"layer {name} cannot be read ({exc})", path=gpkg) from None
+        out[name] = _restore(name, gdf)
+    return out
+
+
+def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
+    """A layer as read back, in the types the run held it in (docs/results.md, through
+    the package's results schema): the geometry column named ``geometry``; booleans
+    and integers nullable (``boolean``, ``Int64``) where a null was stored; the
+    columns of the files only (``quality``/``worklist``'s ``geometry_wkt``: the
+    whole shape, of any type, of a row stored as a point) back as the geometry."""
+    from ..output.metadata import layer_docs
+
+    if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name != "geometry":
+        gdf = gdf.rename_geometry("geometry")
+    for c in gdf.columns:  # Arrow-backed text as Python objects: the id indexes are
+        s = gdf[c]         # built element by element
+        if c != "geometry" and pd.api.types.is_string_dtype(s.dtype) \
+                and not pd.api.types.is_object_dtype(s.dtype):
+            gdf[c] = s.astype(object).where(s.notna(), None)
+    doc = layer_docs().get(name)
+    if doc is None:
+        return gdf
+    for col in doc.columns:
+        c = col.name
+        if c not in gdf.columns or c == "geometry":
+            continue
+        s = gdf[c]
+        if col.file_only:
+            if c == "geometry_wkt" and isinstance(gdf, gpd.GeoDataFrame):
+                shapes = gpd.GeoSeries.from_wkt(s.astype(object).where(s.notna(), None),
+                                                crs=gdf.crs)
+                gdf = gdf.set_geometry(shapes.to_numpy()).drop(columns=[c])
+            else:
+                gdf = gdf.drop(columns=[c])
+        elif col.type == "boolean" and not pd.api.types.is_bool_dtype(s.dtype):
+            gdf[c] = s.astype("boolean")
+        elif col.type == "integer" and not pd.api.types.is_integer_dtype(s.dtype):
+            gdf[c] = pd.to_numeric(s, errors="coerce").astype("Int64")
+    return gdf
+
+
+def stored_graph(nodes: gpd.GeoDataFrame, edges: gpd.GeoDataFrame,
+                 snap_tolerance_ft: float | None) -> nx.MultiDiGraph:
+    """The directed sewer graph rebuilt from ``graph_nodes`` / ``graph_edges``."""
+    from ..graph import graph_from_gdfs
+
+    return graph_from_gdfs(nodes, edges, report=Report(), snap_tolerance_ft=snap_tolerance_ft)
+
+
+def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
+    """The connection points (:func:`gisnet.tracing.connection_points`' columns but
+    ``offset_ft``) from the ``control_manholes`` layer: its tap, ``edge_key`` and
+    ``tap_source``, the edge's ends from the rebuilt graph."""
+    for col in ("edge_key", "tap_source"):
+        if col not in cm.columns:
+            raise ConfigError(f"layer control_manholes has no {col!r} column (written by "
+                              "gisnet run since serving results was added); run `gisnet run` "
+                              "again", layer="control_manholes")
+    keys = cm["edge_key"].to_numpy(dtype=object)
+    pos = pd.Index(index.edges.key).get_indexer(keys) if len(index.edges.key) \
+        else np.full(len(keys), -1)
+    ends = np.full((len(keys), 2), None, dtype=object)
+    hit = pos >= 0
+    ends[hit, 0] = index.nodes[index.edges.u[pos[hit]]]
+    ends[hit, 1] = index.nodes[index.edges.v[pos[hit]]]
+    u, v = ends[:, 0], ends[:, 1]
+    source = cm["tap_source"].to_numpy(dtype=object)
+    reason = np.where(source == "unresolved", cm["reason"].to_numpy(dtype=object), None)
+    return gpd.GeoDataFrame({
+        "building_id": cm["building_id"].to_numpy(dtype=object),
+        "parcel_id": cm["parcel_id"].to_numpy(dtype=object),
+        "user_id": cm["user_id"].to_numpy(dtype=object),
+        "main_id": cm["main_id"].to_numpy(dtype=object),
+        "edge_u": u, "edge_v": v, "edge_key": keys,
+        "tap_distance_ft": pd.to_numeric(cm["tap_distance_ft"]).to_numpy(dtype=float),
+        "source": source, "reason": reason,
+    }, geometry=cm.geometry.to_numpy(), crs=cm.crs)
+
+
+def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
+                    plants: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
+                    parcel_ids: np.ndarray, profile: Any) -> Any:
+    """The :class:`~gisnet.capacity.pipes.CapacityResult` the what-if reuses, from the
+    stored ``pipes_capacity`` / ``plants`` layers on the rebuilt graph.
+
+    The network arrays come from the graph (:func:`gisnet.capacity.network.graph_arrays`);
+    the accumulation's shape (cycles contracted, levels, out-edges) from one
+    :func:`~gisnet.capacity.network.accumulate` pass that takes the stored split
+    shares at every split; its flows are the stored ones (domestic = ``avg_flow_gpd``
+    less ``industrial_flow_gpd``, ``population``), its capacities ``capacity_gpd``.
+    """
+    from ..capacity.network import accumulate, graph_arrays, sanitary_flow_edges
+    from ..capacity.pipes import CapacityResult
+
+    net = graph_arrays(G)
+    m = len(net.keys)
+    row = pd.Series(np.arange(len(pipes)), index=pipes["edge_key"].astype(object).to_numpy())
+    if not row.index.is_unique:
+        raise ConfigError("layer pipes_capacity names an edge twice", layer="pipes_capacity")
+    at = row.reindex(pd.Index(net.keys, dtype=object)).to_numpy()
+    if m and np.isnan(at.astype(float)).any():
+        miss = net.keys[np.isnan(at.astype(float))][0]
+        raise ConfigError("layer pipes_capacity has no row of a graph edge",
+                          layer="pipes_capacity", feature=str(miss))
+    at = at.astype(np.int64) if m else np.empty(0, np.int64)
+    p = pipes.iloc[at].reset_index(drop=True)
+
+    def num(col: str) -> np.ndarray:
+        return pd.to_numeric(p[col], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+    cap_gpd = num("capacity_gpd")
+    share = num("split_share")
+    basis = p["split_rule"].astype(object).to_numpy() if "split_rule" in p else \
+        np.full(m, "", dtype=object)
+
+    def stored_rule(x: int, outs: np.ndarray, _avg: float) -> tuple[np.ndarray, str]:
+        return share[outs], str(basis[outs[0]] or "")
+
+    acc = accumulate(net, np.zeros((m, 3)), sanitary_flow_edges(net), cap_gpd, stored_rule)
+    stored_computed = p["computed"].astype(bool).to_numpy() if m else np.zeros(0, bool)
+    if not np.array_equal(stored_computed, acc.computed):
+        raise ConfigError("the pipes whose flows layer pipes_capacity holds are not those "
+                          "the graph layers carry flow on", layer="pipes_capacity")
+    avg, ind, pop = num("avg_flow_gpd"), num("industrial_flow_gpd"), num("population")
+    flow = np.column_stack([avg - ind, ind, pop])
+    acc.edge_flow = np.where(acc.computed[:, None], flow, np.nan)
+    node_flow = np.zeros((len(net.nodes), 3))
+    done = np.flatnonzero(acc.computed)
+    np.add.at(node_flow, acc.rep[net.v[done]], acc.edge_flow[done])
+    acc.node_flow = node_flow  # what the pipes deliver (the cycles' own inflow not held)
+    return CapacityResult(
+        pipes=pipes, plants=plants, splits=acc.splits, cycles=acc.cycles, report=Report(),
+        points=points, flows=pd.DataFrame({"parcel_id": parcel_ids}), index=index,
+        profile=profile, network=net, accumulation=acc, capacity_gpd=cap_gpd)
+
+
+def _parcels(obligations: pd.DataFrame | None) -> gpd.GeoDataFrame | None:
+    """The parcels (id and shape, in layer order) from the obligations layer."""
+    if obligations is None or "parcel_id" not in obligations:
+        return None
+    first = ~obligations["parcel_id"].astype(object).duplicated().to_numpy()
+    return obligations.loc[first, ["parcel_id", "geometry"]].reset_index(drop=True)
+
+
+def stored_town(man: Mapping[str, Any]) -> Any:
+    """A :class:`~gisnet.town.Town` with no input layer: name, CRS, feet per unit,
+    profile (the run's, from its parsed TOML), snap tolerance and the mains' extent."""
+    from ..profile.load import profile_from_dict
+    from ..town import Town, TownSettings
+
+    info = man["town_info"]
+    try:
+        profile = profile_from_dict(info["profile"], path=info.get("profile_path"))
+        crs = CRS.from_wkt(info["crs"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ConfigError(f"the run manifest's town_info cannot be used ({exc})") from None
+    settings = TownSettings(snap_tolerance_ft=float(info.get("snap_tolerance_ft") or 0.0),
+                            extra={"mains_bounds": info.get("mains_bounds")})
+    return Town(name=str(man.get("town")), crs=crs, ft_per_unit=float(info["ft_per_unit"]),
+                layers={}, profile=profile, settings=settings)
+
+
+# ---------------------------------------------------------------------------
+# the state
+# ---------------------------------------------------------------------------
+
+
+def read_results(results_dir: str | Path) -> dict[str, Any]:
+    """What :meth:`gisnet.service.state.TownState.from_results` builds the state of a
+    finished run's folder from: the keyword arguments of ``TownState`` (``town``,
+    ``G``, ``index``, ``points``, ``capacity``, ``unavailable``, ``input_layers``,
+    ``run``, ``timings_s``) and ``layers`` (name -> table, :data:`SERVED_LAYERS`
+    order), ``parcels`` (the parcels' ids and shapes, or None).
+
+    The hot tables are not serialized here: ``TownState.warm`` does it (``gisnet
+    serve --results`` on a thread once it listens; a request meanwhile waits for
+    the table it needs).
+    """
+    from ..tracing import DownstreamIndex
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    folder = Path(results_dir)
+    man = check_results_folder(folder)
+    timings["check"] = time.perf_counter() - t
+    t = time.perf_counter()
+    layers = read_layers(folder / RESULTS_FILE)
+    town = stored_town(man)
+    timings["read"] = time.perf_counter() - t
+    t = time.perf_counter()
+    info = man["town_info"]
+    for name in ("graph_nodes", "graph_edges"):
+        if name not in layers:
+            raise ConfigError(f"the results have no {name} layer", path=folder / RESULTS_FILE)
+    G = stored_graph(layers["graph_nodes"], layers["graph_edges"],
+                     town.settings.snap_tolerance_ft)
+    timings["graph"] = time.perf_counter() - t
+    t = time.perf_counter()
+    unavailable = {str(k): str(v) for k, v in dict(info.get("unavailable") or {}).items()}
+    index = points = capacity = None
+    if "control_manholes" in layers:
+        index = DownstreamIndex(G)
+        points = stored_points(layers["control_manholes"], index)
+    parcels = _parcels(layers.get("obligations"))
+    if index is not None and "pipes_capacity" in layers and "plants" in layers \
+            and "capacity" not in unavailable:
+        ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
+               else np.empty(0, dtype=object))
+        capacity = stored_capacity(G, index, layers["pipes_capacity"],
+                                   layers["plants"], points, ids,
+                                   town.profile)
+    timings["index"] = time.perf_counter() - t
+    for entry in info.get("layers") or []:
+        unavailable["input_" + str(entry["role"])] = (
+            f"the town's {entry['role']} layer as gisnet read it; " + _NO_INPUT)
+    unavailable.update(NOT_FROM_RESULTS)
+    log.info("results of run %s read: %s", man.get("run_id"),
+             ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
+    return {
+        "town": town, "G": G, "index": index, "points": points, "capacity": capacity,
+        "unavailable": unavailable, "layers": layers, "parcels": parcels,
+        "input_layers": {str(e["role"]): {"features": int(e["features"]),
+                                          "source": e.get("source")}
+                         for e in info.get("layers") or []},
+        "run": {"run_id": man.get("run_id"), "created_utc": man.get("created_utc"),
+                "town": man.get("town"), "gisnet_version": man.get("gisnet_version"),
+                "profile_id": man.get("profile_id")},
+        "timings_s": timings,
+    }

@@ -1,0 +1,291 @@
+"""``gisnet serve --results DIR``: the service built from a finished run's folder
+answers as the service built from the town (every GET route family and what-if),
+refuses a folder whose files changed, and serves a run with maps and one without.
+
+Numbers come from the GeoPackage, which keeps feet to 0.1 ft and flows to whole
+gallons (gisnet.output.writing.ROUND_SUFFIX); a column's value moves by at
+most half its last decimal (``ROUNDED``), and the fields worked from such values
+(traces, what-if) are listed in ``MOVES`` with how far. Everything else is equal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gisnet.errors import ConfigError
+from gisnet.io import load_town
+from gisnet.pipeline import run as run_town
+from gisnet.service import ServiceLimits, TownState, create_app
+from gisnet.service.stored import NOT_FROM_RESULTS
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=".*httpx2.*")
+    from fastapi.testclient import TestClient
+
+pytestmark = pytest.mark.slow
+
+#: Fields whose value is read from the GeoPackage's rounded columns (or worked from
+#: them), and the most they move: a length of one row 0.05 ft, a sum of rounded
+#: lengths along a path 0.05 ft a pipe; flows 0.5 gpd a row, a pipe's utilization
+#: worked from them a relative 1e-5, a plant's ratio 0.0005 (its flow kept to
+#: 0.001 MGD, over a design flow of at least 1 MGD).
+MOVES = {
+    "tap_distance_ft": (0.051, 0.0), "control_length_ft": (0.051, 0.0),
+    "length_ft": (0.051 * 200, 0.0), "cum_length_ft": (0.051 * 200, 0.0),
+    "path_length_ft": (0.051, 0.0), "plant_path_length_ft": (0.051, 0.0),
+    "avg_flow_gpd_before": (0.51, 0.0), "avg_flow_gpd_after": (0.51, 0.0),
+    "peak_flow_gpd_before": (2.0, 0.0), "peak_flow_gpd_after": (2.0, 0.0),
+    "capacity_gpd": (0.51, 0.0), "utilization_before": (0.0, 1e-5),
+    "utilization_after": (0.0, 1e-5), "ratio_before": (0.0005, 0.0),
+    "ratio_after": (0.0005, 0.0), "avg_flow_mgd_before": (0.0006, 0.0),
+    "avg_flow_mgd_after": (0.0006, 0.0),
+}
+
+
+#: The rounding of the GeoPackage's columns by name (docs/results.md): half a unit
+#: of the last decimal kept, the most a stored value is off the computed one.
+ROUNDED = {"rim_ft": 0.005, "invert_ft": 0.005, "_ft": 0.05, "_gpd": 0.5, "_mgd": 0.0005}
+
+
+#: The shapes of ``quality`` and ``worklist`` rows (points, lines, several at once)
+#: are kept in the files as WKT to 0.001 ft; their coordinates, the point OGC serves
+#: each at (a point on the shape) and the extent of those points may move with it.
+#: Under these keys of those layers only the kind of value is compared.
+SHAPES_AS_WKT = {"coordinates", "bbox", "shape_wkt"}
+
+
+def _loose(where: str) -> bool:
+    return any(name in where for name in ("quality", "worklist", "/collections?",
+                                          "/collections "))
+
+
+def _compare(a, b, where: str, moved: set[str], key: str = "") -> None:
+    """``a`` (from the results) against ``b`` (from the town): equal, or a float of
+    :data:`MOVES` within its bound (its key added to ``moved``)."""
+    if key in SHAPES_AS_WKT and _loose(where):
+        assert type(a) is type(b), (where, key, a, b)
+        if a != b:
+            moved.add(key)
+        return
+    if isinstance(b, dict):
+        assert isinstance(a, dict) and list(a) == list(b), (where, key, list(a), list(b))
+        for k in b:
+            _compare(a[k], b[k], where, moved, k)
+    elif isinstance(b, list):
+        assert isinstance(a, list) and len(a) == len(b), (where, key)
+        for x, y in zip(a, b, strict=True):
+            _compare(x, y, where, moved, key)
+    elif isinstance(b, float) and isinstance(a, int | float) and not isinstance(a, bool) \
+            and a != b:
+        bound = MOVES.get(key) or next(((half * 1.001, 0.0) for sfx, half in ROUNDED.items()
+                                         if key.endswith(sfx)), None)
+        assert bound is not None, (where, key, a, b)
+        abs_tol, rel_tol = bound
+        assert math.isclose(a, b, abs_tol=abs_tol, rel_tol=rel_tol), (where, key, a, b)
+        moved.add(key)
+    else:
+        assert a == b, (where, key, a, b)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, sample_dir):
+    """The sample town run once without maps and once with; a client of the state
+    from each folder and one of the state analysed from the town."""
+    base = tmp_path_factory.mktemp("serve-results")
+    plain, with_maps = base / "run", base / "run-maps"
+    run_town(load_town(sample_dir), plain, maps=False)
+    run_town(load_town(sample_dir), with_maps, maps=True, tiles="never")
+    live = TownState.from_town(load_town(sample_dir))
+    stored = TownState.from_results(plain)
+    limits = ServiceLimits()
+    return {"live": TestClient(create_app(live, limits)),
+            "stored": TestClient(create_app(stored, limits)),
+            "maps": TestClient(create_app(TownState.from_results(with_maps), limits)),
+            "live_state": live, "stored_state": stored, "plain": plain,
+            "with_maps": with_maps}
+
+
+def _same_answer(served, method: str, path: str, moved: set[str], **kw) -> dict:
+    a = getattr(served["stored"], method)(path, **kw)
+    b = getattr(served["live"], method)(path, **kw)
+    assert (a.status_code, path) == (b.status_code, path), (a.text[:300], b.text[:300])
+    _compare(a.json(), b.json(), path, moved)
+    return b.json()
+
+
+def _ids(served, layer: str, col: str, n: int, where=None) -> list[str]:
+    g = served["live_state"].tables[layer].gdf
+    if where is not None:
+        g = g[where(g)]
+    ids = g[col].dropna().astype(str).drop_duplicates().tolist()
+    return ids[:: max(1, len(ids) // n)][:n]
+
+
+def test_result_layers_parcels_pipes_plants_are_the_same(served):
+    moved: set[str] = set()
+    for path in ("/health", "/parcels", "/results", "/pipes", "/pipes?min_utilization=0.5",
+                 "/plants", "/labels", "/conformance"):
+        _same_answer(served, "get", path, moved)
+    for name in served["live_state"].tables:
+        if name != "parcels":
+            _same_answer(served, "get", f"/results/{name}", moved)
+            _same_answer(served, "get", f"/results/{name}?limit=7&offset=3&crs=EPSG:2260",
+                         moved)
+    # the GeoPackage holds what the run computed: only its rounded columns move
+    assert moved and all(k.endswith(tuple(ROUNDED)) for k in moved - SHAPES_AS_WKT)
+
+
+def test_town_summary_is_the_same_but_what_results_cannot_answer(served):
+    a = served["stored"].get("/town").json()
+    b = served["live"].get("/town").json()
+    for d in (a, b):
+        d.pop("startup_s")
+    extra = {k: v for k, v in a["unavailable"].items() if k not in b["unavailable"]}
+    inputs = {f"input_{role}" for role in b["layers"]}
+    assert set(extra) == set(NOT_FROM_RESULTS) | inputs
+    a["unavailable"] = {k: v for k, v in a["unavailable"].items() if k not in extra}
+    assert a == b
+
+
+def test_parcel_lookups_and_downstream_traces_are_the_same(served):
+    moved: set[str] = set()
+    pids = _ids(served, "obligations", "parcel_id", 40)
+    for pid in pids:
+        _same_answer(served, "get", f"/parcels/{pid}/obligation", moved)
+        _same_answer(served, "get", f"/trace/downstream?parcel={pid}", moved)
+    _same_answer(served, "post", "/obligations", moved, json={"parcel_ids": [*pids, "nope"]})
+    # points: each a few feet off a tap, in the working CRS and in longitude/latitude
+    cm = served["live_state"].tables["control_manholes"].gdf.dropna(subset=["geometry"])
+    for g in cm.geometry.iloc[:: max(1, len(cm) // 15)]:
+        _same_answer(served, "get", f"/trace/downstream?x={g.x + 7}&y={g.y - 4}"
+                                    "&crs=EPSG:2260", moved)
+    ll = cm.to_crs(4326).geometry.iloc[5]
+    _same_answer(served, "get", f"/trace/downstream?x={ll.x}&y={ll.y}", moved)
+    _same_answer(served, "get", "/trace/downstream?x=0&y=0&crs=EPSG:2260", moved)  # 422
+    assert all(k.endswith(tuple(ROUNDED)) for k in moved)
+
+
+def test_control_manholes_by_id_are_the_same(served):
+    moved: set[str] = set()
+    for key, layer, where in (("parcel_ids", "parcel_id", None),
+                              ("building_ids", "building_id", None),
+                              ("user_ids", "user_id", None)):
+        ids = _ids(served, "control_manholes", layer, 30, where)
+        assert ids
+        _same_answer(served, "post", "/control-manholes", moved, json={key: [*ids, "x?"]})
+    assert all(k.endswith(tuple(ROUNDED)) for k in moved)
+
+
+def test_whatif_is_the_same(served):
+    moved: set[str] = set()
+    pids = _ids(served, "obligations", "parcel_id", 25,
+                lambda g: g["status"] != "not_required")
+    for i, pid in enumerate(pids):
+        _same_answer(served, "post", "/whatif", moved,
+                     json={"parcel_id": pid, "flow_gpd": 400.0 * (i + 1),
+                           "industrial": i % 3 == 0})
+    cm = served["live_state"].tables["control_manholes"].gdf.dropna(subset=["geometry"])
+    for g in cm.geometry.iloc[:: max(1, len(cm) // 10)]:
+        _same_answer(served, "post", "/whatif", moved,
+                     json={"point": [g.x + 3, g.y + 3], "crs": "EPSG:2260",
+                           "flow_gpd": 25_000})
+    _same_answer(served, "post", "/whatif", moved, json={"parcel_id": "no such parcel",
+                                                          "flow_gpd": 10})
+    # the flows and capacities the what-if starts from are the GeoPackage's
+    assert moved and moved <= set(MOVES)
+
+
+def test_ogc_collections_are_the_same_but_the_input_layers(served):
+    moved: set[str] = set()
+    a = served["stored"].get("/collections").json()
+    b = served["live"].get("/collections").json()
+    b["collections"] = [c for c in b["collections"] if not c["id"].startswith("input_")]
+    _compare(a, b, "/collections ", moved)
+    for c in b["collections"]:
+        cid = c["id"]
+        _same_answer(served, "get", f"/collections/{cid}", moved)
+        items = _same_answer(served, "get", f"/collections/{cid}/items?limit=5", moved)
+        for f in items["features"][:2]:
+            _same_answer(served, "get", f"/collections/{cid}/items/{f['id']}", moved)
+    r = served["stored"].get("/collections/input_parcels")
+    assert r.status_code == 503 and "input layer" in r.text
+
+
+def test_what_results_cannot_answer_is_503_with_the_reason(served):
+    mh = served["live_state"].tables["control_manholes"].gdf["control_manhole_id"].dropna()
+    path = f"/manholes/{mh.iloc[0]}/upstream"
+    assert served["live"].get(path).status_code == 200
+    r = served["stored"].get(path)
+    assert r.status_code == 503 and "parcels, buildings and users" in r.text
+    feat = {"type": "Feature", "properties": {"id": "new"},
+            "geometry": {"type": "Point", "coordinates": [656000.0, 1033800.0]}}
+    for route in ("/obligations", "/control-manholes"):
+        body = {"features": {"type": "FeatureCollection", "features": [feat]},
+                "crs": "EPSG:2260"}
+        r = served["stored"].post(route, json=body)
+        assert r.status_code == 503, (route, r.text)
+        assert served["live"].post(route, json=body).status_code == 200
+
+
+def test_a_run_with_maps_serves_them(served):
+    maps = served["maps"].get("/maps").json()["maps"]
+    assert "index.html" in maps
+    assert served["maps"].get("/maps/index.html").status_code == 200
+    assert "index.html" not in served["stored"].get("/maps").json()["maps"]
+    moved: set[str] = set()
+    a = served["maps"].get("/results/obligations").json()
+    _compare(a, served["live"].get("/results/obligations").json(), "maps", moved)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_changed_file_or_manifest_is_refused_naming_it(served, tmp_path):
+    gp = _copy(served["plain"], tmp_path / "gpkg")
+    with open(gp / "gisnet-results.gpkg", "r+b") as fh:  # one byte of the file
+        fh.seek(5000)
+        b = fh.read(1)
+        fh.seek(5000)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    with pytest.raises(ConfigError, match="changed since run") as e:
+        TownState.from_results(gp)
+    assert "gisnet-results.gpkg" in str(e.value)
+
+    bad = _copy(served["plain"], tmp_path / "manifest")
+    (bad / "gisnet-manifest.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigError, match="cannot be read") as e:
+        TownState.from_results(bad)
+    assert "gisnet-manifest.json" in str(e.value)
+
+    old = _copy(served["plain"], tmp_path / "version")
+    man = json.loads((old / "gisnet-manifest.json").read_text(encoding="utf-8"))
+    man["gisnet_version"] = "0.0.1"
+    (old / "gisnet-manifest.json").write_text(json.dumps(man), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"gisnet 0\.0\.1"):
+        TownState.from_results(old)
+
+    none = tmp_path / "empty"
+    none.mkdir()
+    with pytest.raises(ConfigError, match="no run manifest"):
+        TownState.from_results(none)
+
+    # the command: exit 2, the file named, no traceback
+    r = subprocess.run([sys.executable, "-m", "gisnet", "serve", "--results", str(gp),
+                        "--port", "0"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.returncode == 2, r.stderr
+    assert "gisnet-results.gpkg" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "gisnet", "serve", "--results", str(gp),
+                        "--sample"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--sample" in r.stderr and "Traceback" not in r.stderr
