@@ -225,7 +225,7 @@ def _as_multi(geoms: np.ndarray) -> np.ndarray:
                          (3, shapely.multipolygons)):
         at = np.flatnonzero(kind == single)
         if len(at):
-            out[at] = make(np.atleast_2d(geoms[at]), axis=0)
+            out[at] = make(geoms[at], indices=np.arange(len(at)))  # one part each
     return out
 
 
