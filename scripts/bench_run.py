@@ -23,7 +23,10 @@ For each town folder (holding a ``gisnet.toml``) this runs, in child processes:
   (``rss_at_step_end_gb``);
 * the yardsticks, in one more fresh process: reading the town's layer files alone
   with ``pyogrio.read_dataframe`` (no gisnet), and a bare
-  ``geopandas.sjoin_nearest(parcels, mains)`` with a distance column.
+  ``geopandas.sjoin_nearest(parcels, mains)`` with a distance column;
+* the run's wall time as a multiple of the yardsticks' sum (``ratio_to_yardstick``;
+  the goals: at most 5 with maps, 3 without) and whether the peak PSS of the run
+  with its children stays within 4 GB (``goals``).
 
 Prints one JSON line per town and a Markdown table at the end.
 """
@@ -42,6 +45,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: The goals of a county run, as multiples of the yardstick measured in the same
+#: invocation (reading the layer files + a bare sjoin_nearest): with maps, without
+#: maps; and the peak of the run and its child processes together.
+GOAL_RATIO_MAPS = 5.0
+GOAL_RATIO = 3.0
+GOAL_PEAK_GB = 4.0
 
 YARDSTICK = r"""
 import json, sys, time, tomllib
@@ -199,6 +209,15 @@ def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
             raise SystemExit(f"{folder}: yardstick failed:\n{y['stderr']}")
         row["yardsticks"] = json.loads(y["stdout"])
         row["yardsticks"]["peak_rss_gb"] = y["peak_rss_gb"]
+        ys = row["yardsticks"]["read_layers_s"] + row["yardsticks"]["sjoin_nearest_s"]
+        row["yardstick_s"] = round(ys, 2)
+        row["ratio_to_yardstick"] = round(m["wall_s"] / ys, 2) if ys > 0 else None
+        row["cpu_ratio_to_yardstick"] = round(m["cpu_s"] / ys, 2) if ys > 0 else None
+    goal = GOAL_RATIO_MAPS if maps else GOAL_RATIO
+    row["goals"] = {
+        "ratio": goal, "ratio_met": None if "ratio_to_yardstick" not in row
+        else row["ratio_to_yardstick"] <= goal,
+        "peak_gb": GOAL_PEAK_GB, "peak_met": m["sampled_peak_tree_pss_gb"] <= GOAL_PEAK_GB}
     return row
 
 
@@ -224,6 +243,13 @@ def table(rows: list[dict]) -> str:
             f"{r['yardsticks']['read_layers_s']:.1f} s" for r in rows) + " |")
         lines.append("| yardstick: bare sjoin_nearest(parcels, mains) | " + " | ".join(
             f"{r['yardsticks']['sjoin_nearest_s']:.1f} s" for r in rows) + " |")
+        lines.append("| **whole run / yardstick** (goal) | " + " | ".join(
+            f"**{r['ratio_to_yardstick']:.2f}** (<= {r['goals']['ratio']:g}: "
+            f"{'met' if r['goals']['ratio_met'] else 'not met'})" for r in rows) + " |")
+        lines.append("| CPU time of the run / yardstick | " + " | ".join(
+            f"{r['cpu_ratio_to_yardstick']:.2f}" for r in rows) + " |")
+    lines.append("| peak PSS goal (run + children <= 4 GB) | " + " | ".join(
+        "met" if r["goals"]["peak_met"] else "not met" for r in rows) + " |")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ import geopandas as gpd
 import pandas as pd
 
 from ..errors import ConfigError, LayerError, NotFoundError
+from ..memory import release
 from ..output import recover
 from ..output._testhooks import kill_point
 from .capacity import capacity_layers
@@ -178,6 +179,7 @@ def write_maps(
     out = Path(out_dir)
     tiler = Tiler() if wants_tiles(town, tiles) else None
     pages = build_pages(town, results, names, tiler=tiler)
+    release()  # what building the pages made and dropped, before the tiles are cut
     if before_tiles is not None:
         before_tiles()
     if tiler is not None:

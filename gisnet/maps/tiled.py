@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
+import numpy as np
 
 from ..errors import ConfigError
 from ..memory import release
 from ..threads import default_threads
 from .common import MapLayer, Page
+from .encoding import TextCodes
 from .search_index import SearchLayer, write_search_index
 from .tiles import DETAIL_ZOOM, OVERVIEW_MIN_ZOOM, TileStats, write_layer_tiles
 
@@ -107,7 +109,10 @@ class Tiler:
         token = f"src{len(self.sources)}"
         # only the geometry is kept (the page's frame with every column can go)
         geom = gpd.GeoDataFrame(geometry=gdf.geometry.reset_index(drop=True), crs=gdf.crs)
-        self.sources[token] = _Source(geom, dict(props or {}), n)
+        # text columns as codes: they wait here while every page is built
+        kept = {k: (TextCodes.of(v) or v) if isinstance(v, list | np.ndarray) else v
+                for k, v in (props or {}).items()}
+        self.sources[token] = _Source(geom, kept, n)
         return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
 
     def write(self, pages: Iterable[Page], out_dir: Path, *,
@@ -140,7 +145,7 @@ class Tiler:
                     jobs[token] = (lyr.key, lyr.name, style_keys, lyr.width_key)
                 src = self.sources[token]
                 cols = {k: src.props[k] for k in lyr.search
-                        if isinstance(src.props.get(k), list)}
+                        if isinstance(src.props.get(k), list | TextCodes)}
                 if cols and token not in searched:
                     searched[token] = SearchLayer(lyr.key, src.gdf, cols)
         order = sorted(jobs, key=lambda t: -self.sources[t].n)

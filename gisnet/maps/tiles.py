@@ -45,7 +45,7 @@ import pandas as pd
 import shapely
 
 from ..output import atomic_path
-from .encoding import Prop, blank_texts, is_missing
+from .encoding import Prop, TextCodes, blank_texts, is_missing
 from .mvt import (
     EXTENT,
     ValueTable,
@@ -373,6 +373,15 @@ class _Columns:
     constants: dict[str, Any] = field(default_factory=dict)
 
 
+def _without_blanks(codes: np.ndarray, uniques: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Text values' codes with the blank values (empty or spaces) made missing (-1)."""
+    blank = blank_texts(uniques)
+    if not blank.any():
+        return codes, uniques
+    new = np.where(blank, -1, np.cumsum(~blank) - 1)
+    return np.where(codes >= 0, new[np.maximum(codes, 0)], -1), uniques[~blank]
+
+
 def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
     """Columns of ``props`` (rows ``rows``) as value ids; one-valued columns apart.
 
@@ -391,32 +400,37 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
     constants: dict[str, Any] = {}
     for name, col in props.items():
         fmt = col.fmt if isinstance(col, Prop) else None
-        if isinstance(col, Prop):
-            arr = col.floats()[rows]
-            kind = "floating"
+        numeric = False
+        if isinstance(col, TextCodes):
+            # the codes of these rows renumbered in order of first appearance: the
+            # codes and values pd.factorize gives for the texts themselves
+            sub = col.codes[rows]
+            present = sub >= 0
+            seen, first = pd.factorize(sub[present])
+            codes = np.full(len(sub), -1, dtype=np.int64)
+            codes[present] = seen
+            codes, uniques = _without_blanks(codes,
+                                             col.uniques[np.asarray(first, dtype=np.int64)])
         else:
-            arr = np.asarray(list(col), dtype=object)[rows]
-            kind = pd.api.types.infer_dtype(arr, skipna=True)
-        numeric = fmt is not None or kind in ("floating", "integer", "mixed-integer-float",
-                                              "decimal")
-        if numeric:  # numbers stay numbers (a Prop's display format goes to the page)
-            if arr.dtype.kind != "f":
-                arr = pd.to_numeric(pd.Series(arr, dtype=object),
-                                    errors="coerce").to_numpy(float)
-            codes, uniques = pd.factorize(arr, use_na_sentinel=True)
-            uniques = np.asarray(uniques, dtype=float)
-        else:
-            if kind in ("string", "empty"):
+            if isinstance(col, Prop):
+                arr, kind = col.floats()[rows], "floating"
+            else:
+                arr = np.asarray(list(col), dtype=object)[rows]
+                kind = pd.api.types.infer_dtype(arr, skipna=True)
+            numeric = fmt is not None or kind in ("floating", "integer",
+                                                  "mixed-integer-float", "decimal")
+            if numeric:  # numbers stay numbers (a Prop's display format goes to the page)
+                if arr.dtype.kind != "f":
+                    arr = pd.to_numeric(pd.Series(arr, dtype=object),
+                                        errors="coerce").to_numpy(float)
+                codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+                uniques = np.asarray(uniques, dtype=float)
+            elif kind in ("string", "empty"):
                 # distinct values first, then blanks among them: a million ids are
                 # hashed once instead of stripped one by one
                 codes, uniques = pd.factorize(pd.Series(arr, dtype=object),
                                               use_na_sentinel=True)
-                uniques = np.asarray(uniques, dtype=object)
-                blank = blank_texts(uniques)
-                if blank.any():
-                    new = np.where(blank, -1, np.cumsum(~blank) - 1)
-                    codes = np.where(codes >= 0, new[np.maximum(codes, 0)], -1)
-                    uniques = uniques[~blank]
+                codes, uniques = _without_blanks(codes, np.asarray(uniques, dtype=object))
             else:
                 miss = np.array([is_missing(v) for v in arr], dtype=bool)
                 arr = arr.astype(object)
