@@ -28,9 +28,10 @@ PARCELS = 100_000
 #: What the interpreter and gisnet's libraries take before any town (measured:
 #: about 0.2 GB for ``python -c "import gisnet.pipeline, gisnet.maps"``), with room.
 BASE_GB = 0.35
-#: Bytes per parcel above it, maps included, with the headroom a test needs on a
-#: shared machine (measured at 100,000 parcels: docs/performance.md).
-PER_PARCEL_KB = 8.0
+#: Kilobytes per parcel above it, without and with the maps, with a fifth or more of
+#: headroom (measured at 100,000 parcels on 2 December 2026: 5.7 and 8.5 KB, peaks of
+#: 0.89 and 1.16 GB; docs/performance.md, "Memory").
+PER_PARCEL_KB = {False: 7.0, True: 10.5}
 
 
 def _children(pid: int) -> list[int]:
@@ -106,6 +107,6 @@ def test_peak_memory_per_parcel_of_a_100k_parcel_run(town_100k: Path, tmp_path: 
     print(f"\n100,000 parcels, maps={maps}: peak PSS of the run and its children "
           f"{peak_gb:.2f} GB ({per_parcel_kb:.1f} KB a parcel above {BASE_GB} GB) "
           f"in {time.perf_counter() - t0:.0f} s")
-    assert per_parcel_kb <= PER_PARCEL_KB, (
+    assert per_parcel_kb <= PER_PARCEL_KB[maps], (
         f"peak {peak_gb:.2f} GB: {per_parcel_kb:.1f} KB a parcel above the "
-        f"{BASE_GB} GB base, budget {PER_PARCEL_KB} KB")
+        f"{BASE_GB} GB base, budget {PER_PARCEL_KB[maps]} KB")
