@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         out = out if out is not None else common.DEFAULT_OUT
         res = run_pipeline(town, out, self_contained=not args.cdn,
                            maps=not args.no_maps, tables=tuple(args.tables),
-                           progress=rep, inputs=profile_file(args), tiles=args.tiles)
+                           progress=rep, inputs=profile_file(args), tiles=args.tiles,
+                           release_inputs=True)
     finally:
         rep.close()
     s = res.summary()
