@@ -57,33 +57,39 @@ def graph_to_gdfs(G: nx.MultiDiGraph) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFram
     crs = G.graph.get("crs")
     node_ids = list(G.nodes)
     ndata = [G.nodes[n] for n in node_ids]
-    extra_n = sorted({k for d in ndata for k in d} - set(NODE_COLUMNS))
-    ncols: dict[str, list[Any]] = {"node_id": node_ids}
-    for c in NODE_COLUMNS[1:] + tuple(extra_n):
-        ncols[c] = [d.get(c) for d in ndata]
+    extra_n = sorted(set().union(*ndata) - set(NODE_COLUMNS))
+    ncols = pd.concat([pd.DataFrame({"node_id": node_ids}),
+                       _records(ndata, NODE_COLUMNS[1:] + tuple(extra_n))], axis=1)
     ngeom = shapely.points(np.column_stack([
         np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
     ) if node_ids else np.empty(0, dtype=object)
-    nodes = gpd.GeoDataFrame(pd.DataFrame(ncols), geometry=gpd.GeoSeries(ngeom, crs=crs),
-                             crs=crs)
+    nodes = gpd.GeoDataFrame(ncols, geometry=gpd.GeoSeries(ngeom, crs=crs), crs=crs)
     rows = list(G.edges(keys=True, data=True))
-    extra_e = sorted({k for *_, d in rows for k in d} - set(EDGE_COLUMNS) - {"geometry"})
-    ecols: dict[str, list[Any]] = {
-        "edge_key": [r[2] for r in rows],
-        "from_node": [r[0] for r in rows],
-        "to_node": [r[1] for r in rows],
-    }
-    for c in EDGE_COLUMNS + tuple(extra_e):
-        if c not in ecols:
-            ecols[c] = [r[3].get(c) for r in rows]
-    edf = pd.DataFrame({c: ecols[c] for c in EDGE_COLUMNS + tuple(extra_e)})
-    egeom = [r[3].get("geometry") for r in rows]
+    edata = [r[3] for r in rows]
+    extra_e = sorted(set().union(*edata) - set(EDGE_COLUMNS) - {"geometry"})
+    ends = {"edge_key": [r[2] for r in rows], "from_node": [r[0] for r in rows],
+            "to_node": [r[1] for r in rows]}
+    attrs = _records(edata, tuple(c for c in EDGE_COLUMNS + tuple(extra_e) if c not in ends))
+    edf = pd.DataFrame({c: ends[c] if c in ends else attrs[c]
+                        for c in EDGE_COLUMNS + tuple(extra_e)})
+    egeom = [d.get("geometry") for d in edata]
     edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
     meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
                       list(G.graph.get("outlets") or []))
     nodes.attrs["gisnet_graph"] = meta
     edges.attrs["gisnet_graph"] = meta
     return nodes, edges
+
+
+def _records(dicts: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """``columns`` of a list of attribute dicts, as ``pd.DataFrame({c: [d.get(c) for d
+    in dicts]})`` gives them (None where a dict lacks the key), built by pandas in one
+    pass where every dict holds every column (the graph's own columns)."""
+    if dicts and all(c in dicts[0] for c in columns) and \
+            all(len(d) == len(dicts[0]) for d in dicts) and \
+            len(set().union(*dicts)) == len(dicts[0]):
+        return pd.DataFrame.from_records(dicts, columns=list(columns))
+    return pd.DataFrame({c: [d.get(c) for d in dicts] for c in columns})
 
 
 def column_values(s: pd.Series) -> list[Any]:

@@ -226,8 +226,10 @@ def accessory_only(town: Town, parcels: gpd.GeoDataFrame, accessory_uses: tuple[
     ok = row >= 0
     if not ok.any():
         return out
-    uses = text_values(b["use"]).to_numpy(dtype=object)
-    acc = np.array([is_one_of(u, accessory_uses) for u in uses], dtype=bool)
+    # each distinct use judged once (a county has a million buildings, a few uses)
+    codes, uniques = pd.factorize(text_values(b["use"]), use_na_sentinel=True)
+    judged = np.array([is_one_of(u, accessory_uses) for u in uniques] + [False], dtype=bool)
+    acc = judged[codes]  # -1 (no use recorded) takes the last: not accessory
     every = pd.Series(acc[ok]).groupby(row[ok]).all()
     out[every.index[every.to_numpy()].to_numpy(dtype=np.int64)] = True
     return out

@@ -320,7 +320,11 @@ def _col(df: pd.DataFrame, name: str) -> Any:
 
 def _mailing(ids: pd.Series, parcels: pd.DataFrame | None) -> list[Any]:
     """The parcels' ``mailing_address`` for ``ids`` (None where unknown)."""
-    if parcels is None or "mailing_address" not in parcels.columns:
+    if parcels is None or "mailing_address" not in parcels.columns or not len(ids):
         return [None] * len(ids)
-    m = dict(zip(parcels["parcel_id"].astype(str), parcels["mailing_address"], strict=False))
-    return [None if pd.isna(v := m.get(p)) else v for p in ids]
+    # the last row of a parcel id given twice, as a dict built from the rows keeps it
+    m = pd.Series(parcels["mailing_address"].to_numpy(dtype=object),
+                  index=parcels["parcel_id"].astype(str).to_numpy(dtype=object))
+    m = m[~m.index.duplicated(keep="last")]
+    got = pd.Series(ids.to_numpy(dtype=object)).map(m).to_numpy(dtype=object)
+    return [None if pd.isna(v) else v for v in got]
