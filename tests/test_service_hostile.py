@@ -67,7 +67,8 @@ def town_state(tmp_path_factory) -> TownState:
                 ft_per_unit=1200 / 3937 / 0.3048, layers=make_town(200, seed=1),
                 profile=load_profile("poughkeepsie-fourth-ward"))
     st = TownState.from_town(town, out_dir=maps)
-    assert list(st.unavailable) == ["frontage"]  # Poughkeepsie: no frontage charge
+    # Poughkeepsie: no frontage charge; no plant analyses for § 168-22.5D
+    assert list(st.unavailable) == ["frontage", "plant_increase"]
     return st
 
 

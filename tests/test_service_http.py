@@ -140,7 +140,8 @@ def test_health_and_town_over_http(server, lib):
         {k: len(v) for k, v in town.layers.items()}
     assert info["graph"]["nodes"] == G.number_of_nodes()
     assert info["graph"]["edges"] == G.number_of_edges()
-    assert list(info["unavailable"]) == ["frontage"]  # Poughkeepsie: no frontage charge
+    # Poughkeepsie: no frontage charge; the sample has no plant analyses (§ 168-22.5D)
+    assert list(info["unavailable"]) == ["frontage", "plant_increase"]
     assert info["results"]["obligations"] == len(lib["obligations"])
     assert info["quality"]["findings"] >= len(G.graph["report"])
     assert server.get("/openapi.json").json()["info"]["title"] == "gisnet"

@@ -27,6 +27,49 @@ def group_positions(values: np.ndarray) -> dict[str, np.ndarray]:
     return {str(names[i]): order[bounds[i]:bounds[i + 1]] for i in range(len(names))}
 
 
+class IdIndex:
+    """Row positions of each id of a column (ids as text), held as flat arrays.
+
+    A county's result layers are indexed by a million ids a column, a dozen
+    columns in all: a dict of one position array per id costs about 250 MB a
+    column (a Python string, an array object and a dict entry per id); this holds
+    the ids once as Arrow text with a sorted 64-bit hash of each, and every id's
+    positions in one array (about 50 MB). :meth:`get` finds an id by its hash
+    (Python's, of this process) and compares the text, so two ids with one hash are
+    still told apart.
+    """
+
+    __slots__ = ("_bounds", "_by_hash", "_hashes", "_ids", "_rows")
+
+    def __init__(self, values: np.ndarray, positions: np.ndarray):
+        texts = np.array([v if isinstance(v, str) else str(v) for v in values], dtype=object)
+        codes, uniques = pd.factorize(texts)
+        del texts
+        order = np.argsort(codes, kind="stable")
+        self._rows = np.asarray(positions, dtype=np.int64)[order]
+        self._bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+        del codes, order
+        # Python's own hash of each text (this process's: the index lives and dies with it)
+        hashes = np.fromiter((hash(u) for u in uniques), dtype=np.int64, count=len(uniques))
+        self._by_hash = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[self._by_hash]
+        self._ids = pd.array(np.asarray(uniques, dtype=object), dtype="str")
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def get(self, value: str) -> np.ndarray | None:
+        """The positions of ``value``'s rows, ascending, or None when no row has it."""
+        h = hash(value)
+        lo = int(np.searchsorted(self._hashes, h, side="left"))
+        hi = int(np.searchsorted(self._hashes, h, side="right"))
+        for j in range(lo, hi):
+            i = int(self._by_hash[j])
+            if self._ids[i] == value:
+                return self._rows[self._bounds[i]:self._bounds[i + 1]]
+        return None
+
+
 class ResultTable:
     """One result layer, indexed by its id columns and pre-serialized.
 
@@ -55,14 +98,12 @@ class ResultTable:
         self.crs: CRS | None = (CRS.from_user_input(gdf.crs)
                                 if isinstance(gdf, gpd.GeoDataFrame) and gdf.crs is not None
                                 else None)
-        self.index: dict[str, dict[str, np.ndarray]] = {}
+        self.index: dict[str, IdIndex] = {}
         for k in keys:
             if k in self.gdf.columns:
                 col = self.gdf[k]
                 ok = col.notna().to_numpy()
-                pos = np.flatnonzero(ok)
-                ids = col[ok].astype(object).to_numpy()
-                self.index[k] = {i: pos[p] for i, p in group_positions(ids).items()}
+                self.index[k] = IdIndex(col[ok].astype(object).to_numpy(), np.flatnonzero(ok))
         self._wgs84: list[bytes] | None = None
         self._lock = threading.Lock()
         if eager:
