@@ -14,7 +14,8 @@ with ``tiles="always"`` and pickles each wanted archive's layer and properties
 (what :meth:`gisnet.maps.tiled.Tiler.write` hands to ``write_layer_tiles``).
 
 ``cut`` loads one job and cuts its archive into a temporary folder, once, and
-prints one JSON line: ``seconds`` (wall time of ``write_layer_tiles``), the
+prints one JSON line: ``seconds`` (wall time of ``write_layer_tiles``; its CPU
+time ``cpu_seconds``, the sampler thread's share included), the
 resident set size when the job starts and the peak above it (``/proc/self/status``
 sampled every 5 ms on a thread, ``rss_peak_above_start_mb``), and with
 ``--trace`` the peak of the memory ``tracemalloc`` traces above its start
@@ -91,11 +92,11 @@ def cut(job: Path, trace: bool) -> dict:
     if trace:
         tracemalloc.start()
     with tempfile.TemporaryDirectory(prefix="gisnet-bench-job-") as tmp:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         st = write_layer_tiles(Path(tmp) / "job.pmtiles", spec["gdf"], spec["props"],
                                name=spec["name"], style_keys=spec["style_keys"],
                                rank_key=spec["rank_key"])
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
     if trace:
         tracemalloc.stop()
@@ -103,6 +104,7 @@ def cut(job: Path, trace: bool) -> dict:
     th.join()
     return {"job": job.stem, "features": st.features, "tiles": st.tiles,
             "archive_mb": round(st.bytes / 1e6, 2), "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu, 2),
             "rss_start_mb": round(start), "rss_peak_above_start_mb": round(peak[0] - start),
             "traced_peak_mb": None if traced is None else round(traced)}
 
