@@ -20,7 +20,7 @@ import pytest
 import shapely
 from pmtiles.reader import MmapSource, Reader, all_tiles
 
-from gisnet.maps import mvt
+from gisnet.maps import mvt, tile_blocks
 from gisnet.maps import tiles as T
 from gisnet.maps.encoding import Prop
 
@@ -407,7 +407,7 @@ def test_tiles_cut_in_small_blocks_are_the_bytes_of_one_block(family, monkeypatc
     gdf, props = _mixed_layers()[family]
     kw = {"style_keys": ("_c",), "rank_key": "width"} if family == "line" else {}
     monkeypatch.setattr(T, "_DETAIL_PAIRS", 10**9)
-    monkeypatch.setattr(T, "_REPROJECT_FEATURES", 10**9)
+    monkeypatch.setattr(tile_blocks, "REPROJECT_FEATURES", 10**9)
     whole, info = T.layer_tiles(gdf, props, **kw)
     # the detail tiles as the cutter made them before it worked in blocks: every
     # feature assigned to every tile at once, no window
@@ -430,7 +430,7 @@ def test_tiles_cut_in_small_blocks_are_the_bytes_of_one_block(family, monkeypatc
     assert len(np.unique(tx)) > 3 and len(reference) > 20  # several columns of tiles
     for pairs in (1, 7, 40):
         monkeypatch.setattr(T, "_DETAIL_PAIRS", pairs)
-        monkeypatch.setattr(T, "_REPROJECT_FEATURES", 3)
+        monkeypatch.setattr(tile_blocks, "REPROJECT_FEATURES", 3)
         small, small_info = T.layer_tiles(gdf, props, **kw)
         assert small == whole, pairs
         assert small_info == info
@@ -443,7 +443,7 @@ def test_detail_blocks_cover_every_tile_once_in_tile_order():
     tx1, ty1 = tx0 + rng.integers(0, 3, 500), ty0 + rng.integers(0, 3, 500)
     tx1[0], ty1[0] = tx0[0] + 30, ty0[0] + 40  # one feature over 31 x 41 tiles
     for limit in (1, 25, 400, 10**6):
-        blocks = T.detail_blocks(tx0, tx1, ty0, ty1, limit)
+        blocks = tile_blocks.detail_blocks(tx0, tx1, ty0, ty1, limit)
         seen: dict[tuple[int, int], int] = {}
         for x0, x1, y0, y1 in blocks:
             on = (tx0 <= x1) & (tx1 >= x0) & (ty0 <= y1) & (ty1 >= y0)
@@ -459,7 +459,7 @@ def test_detail_blocks_cover_every_tile_once_in_tile_order():
         assert needed <= set(seen) and set(seen.values()) == {1}
         ids = [x0 * 4096 + y0 for x0, _, y0, _ in blocks]
         assert ids == sorted(ids)
-    assert len(T.detail_blocks(tx0, tx1, ty0, ty1, 10**6)) == 1
+    assert len(tile_blocks.detail_blocks(tx0, tx1, ty0, ty1, 10**6)) == 1
 
 
 def test_points_and_archive_metadata(tmp_path: Path):

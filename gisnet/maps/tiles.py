@@ -15,7 +15,16 @@ Vector Tiles (protobuf schema of ``mapbox-vector-tile``):
     :data:`GRID` x :data:`GRID` grid per tile with the count ``n`` of features
     whose centre falls in them (a million parcels stay readable at town scale).
 
-Everything is vectorised over the features of a zoom level: tile assignment
+Memory is bounded whatever the layer's size: the detail zoom (every feature) is
+cut block of tiles by block of tiles (:func:`detail_blocks`: runs of whole columns
+of tiles, or of rows of one column, each reached by at most :data:`_DETAIL_PAIRS`
+(feature, tile) pairs), each tile whole in one block with its features in the same
+order, so the tiles' bytes are those of the whole layer cut at once. Polygon and
+point layers are held as their reprojected coordinates (the overview needs only each
+feature's bounds), their geometries rebuilt block by block; lines keep their
+geometries, which the overview simplifies zoom by zoom.
+
+Everything is vectorised over the features of a block or zoom level: tile assignment
 from the bounds, one :func:`shapely.clip_by_rect` over all (feature, tile)
 pairs (features spanning many tiles are cut down zoom by zoom, so a large
 polygon is never clipped thousands of times whole), geometry commands built
@@ -56,6 +65,7 @@ from .mvt import (
     value_table,
     zigzag,
 )
+from .tile_blocks import Mercator, detail_blocks
 
 #: Zoom of the tiles that hold every feature (about 0.3 m a tile unit).
 DETAIL_ZOOM = 15
@@ -68,11 +78,10 @@ MAX_OVERVIEW_LINES = 5_000
 #: Overview cells per tile side for polygon and point layers.
 GRID = 16
 #: (feature, tile) pairs of the detail zoom cut at once, at most (where a single tile
-#: does not hold more): bounds the detail zoom's working arrays and pieces (a few
-#: hundred MB whatever the layer's size; see :func:`detail_blocks`).
-_DETAIL_PAIRS = 131_072
-#: Features reprojected to EPSG:3857 at once for their bounds (polygons, points).
-_REPROJECT_FEATURES = 131_072
+#: does not hold more): bounds the detail zoom's pieces and working arrays whatever the
+#: layer's size (:func:`detail_blocks`; 32,768 cut 300,000 parcels a little faster
+#: than 131,072, in half the memory: ``docs/performance.md``).
+_DETAIL_PAIRS = 32_768
 #: Web Mercator half-width (m).
 _HALF = 20037508.342789244
 _CMD_MOVE, _CMD_LINE, _CMD_CLOSE = 1, 2, 7
@@ -201,51 +210,6 @@ def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16,
         pieces = np.concatenate([pieces, cp])
     keep = ~(shapely.is_missing(pieces) | shapely.is_empty(pieces))
     return fi[keep], tx[keep], ty[keep], pieces[keep]
-
-
-def detail_blocks(tx0: np.ndarray, tx1: np.ndarray, ty0: np.ndarray, ty1: np.ndarray,
-                  limit: int) -> list[tuple[int, int, int, int]]:
-    """Windows ``(x0, x1, y0, y1)`` of tiles that together cover every tile once, each
-    reached by ``limit`` (feature, tile) pairs or fewer where it can be.
-
-    ``tx0 .. ty1`` are each feature's tile columns and rows (inclusive). A window
-    is a run of whole columns or, where one column is reached by more than
-    ``limit`` pairs, a run of rows of that column (a single tile reached more
-    often is a window of its own). Windows come in tile order (column, then row):
-    consecutive runs of tile ids ``x * 2**z + y``.
-    """
-    if len(tx0) == 0:
-        return []
-    lo, hi = int(tx0.min()), int(tx1.max())
-    ny = ty1 - ty0 + 1
-    # pairs per column: each feature adds its rows to each of its columns
-    per_col = (np.bincount(tx0 - lo, weights=ny, minlength=hi - lo + 2)
-               - np.bincount(tx1 - lo + 1, weights=ny, minlength=hi - lo + 2)).astype(np.int64)
-    cum = np.cumsum(np.cumsum(per_col)[:-1])
-    blocks: list[tuple[int, int, int, int]] = []
-    i, ncol = 0, hi - lo + 1
-    while i < ncol:
-        base = int(cum[i - 1]) if i else 0
-        j = int(np.searchsorted(cum, base + limit, side="right"))
-        if j > i:
-            blocks.append((lo + i, lo + j - 1, int(ty0.min()), int(ty1.max())))
-            i = j
-            continue
-        # one column reached by more than limit pairs: runs of its rows
-        x = lo + i
-        on = np.flatnonzero((tx0 <= x) & (tx1 >= x))
-        rlo, rhi = int(ty0[on].min()), int(ty1[on].max())
-        per_row = np.bincount(ty0[on] - rlo, minlength=rhi - rlo + 2) \
-            - np.bincount(ty1[on] - rlo + 1, minlength=rhi - rlo + 2)
-        rcum = np.cumsum(np.cumsum(per_row)[:-1])
-        r = 0
-        while r < rhi - rlo + 1:
-            rbase = int(rcum[r - 1]) if r else 0
-            s = max(int(np.searchsorted(rcum, rbase + limit, side="right")), r + 1)
-            blocks.append((x, x, rlo + r, rlo + s - 1))
-            r = s
-        i += 1
-    return blocks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -571,93 +535,6 @@ def strongest_per_tile(tile: np.ndarray, rank: np.ndarray, length: np.ndarray,
     return keep
 
 
-class _Mercator:
-    """A layer's features in EPSG:3857, as :meth:`geopandas.GeoSeries.to_crs` gives them
-    (a multi-point as a point on it), and each one's bounds.
-
-    ``whole``: the geometries are made once and held. Otherwise only the reprojected
-    coordinates are held (16 bytes a vertex, a fraction of the GEOS geometries) and
-    :meth:`take` rebuilds the features asked for: the coordinates of every feature go
-    through PROJ once, a few features at a time (:data:`_REPROJECT_FEATURES`), the
-    geometries are built block by block. Bounds are the coordinates' minimum and
-    maximum where that is the geometry's envelope (points, lines, polygons without
-    holes: GEOS's envelope of a polygon is its shell's), else those of the rebuilt
-    geometry. Each feature's coordinates are the same whichever features go with it.
-    """
-
-    def __init__(self, geoms: np.ndarray, crs: Any, family: str, *, whole: bool) -> None:
-        from pyproj import CRS, Transformer
-
-        self.geoms, self.crs, self.family = geoms, crs, family
-        self.whole: np.ndarray | None = None
-        self.xy: np.ndarray | None = None
-        n = len(geoms)
-        target = CRS.from_user_input("EPSG:3857")
-        if whole:
-            self.whole = self._to_crs(np.arange(n))
-            self.bounds = shapely.bounds(self.whole)
-            return
-        self.bounds = np.empty((n, 4))
-        if CRS.from_user_input(crs).is_exact_same(target) or shapely.has_z(geoms).any():
-            # to_crs itself, a chunk at a time (here and again block by block)
-            for s0 in range(0, n, _REPROJECT_FEATURES):
-                i = np.arange(s0, min(n, s0 + _REPROJECT_FEATURES))
-                self.bounds[i] = shapely.bounds(self.take(i))
-            return
-        # what GeoSeries.to_crs does (geopandas.array.transform), coordinates only
-        tr = Transformer.from_crs(crs, target, always_xy=True)
-        ncoord = shapely.get_num_coordinates(geoms).astype(np.int64)
-        self.start = np.cumsum(ncoord) - ncoord
-        self.ncoord = ncoord
-        xy = np.empty((int(ncoord.sum()), 2))
-        odd = np.zeros(n, dtype=bool)
-        for s0 in range(0, n, _REPROJECT_FEATURES):
-            s1 = min(n, s0 + _REPROJECT_FEATURES)
-            c = shapely.get_coordinates(geoms[s0:s1])
-            x, y = tr.transform(c[:, 0], c[:, 1])
-            c0 = int(self.start[s0])
-            xy[c0:c0 + len(c), 0], xy[c0:c0 + len(c), 1] = x, y
-            st = self.start[s0:s1] - c0
-            self.bounds[s0:s1] = np.column_stack([
-                np.minimum.reduceat(x, st), np.minimum.reduceat(y, st),
-                np.maximum.reduceat(x, st), np.maximum.reduceat(y, st)])
-            odd[s0:s1] = np.logical_or.reduceat(~(np.isfinite(x) & np.isfinite(y)), st)
-        self.xy = xy
-        tid = shapely.get_type_id(geoms)
-        poly = np.flatnonzero(tid == 3)
-        odd |= ~np.isin(tid, (0, 1, 2, 3, 5))  # multi-points and -polygons, collections
-        odd[poly[shapely.get_num_interior_rings(geoms[poly]) > 0]] = True
-        odd |= ncoord == 0
-        exact = np.flatnonzero(odd)
-        for s0 in range(0, len(exact), _REPROJECT_FEATURES):
-            i = exact[s0:s0 + _REPROJECT_FEATURES]
-            self.bounds[i] = shapely.bounds(self.take(i))
-
-    def _to_crs(self, i: np.ndarray) -> np.ndarray:
-        g = np.asarray(gpd.GeoSeries(self.geoms[i], crs=self.crs).to_crs("EPSG:3857").array,
-                       dtype=object)
-        return self._points(g)
-
-    def _points(self, g: np.ndarray) -> np.ndarray:
-        if self.family == "point":
-            multi = shapely.get_type_id(g) == 4
-            if multi.any():
-                g[multi] = shapely.point_on_surface(g[multi])
-        return g
-
-    def take(self, i: np.ndarray) -> np.ndarray:
-        """Features ``i`` (positions, increasing) in EPSG:3857 (all of them: the held
-        array itself)."""
-        if self.whole is not None:
-            return self.whole if len(i) == len(self.whole) else self.whole[i]
-        if self.xy is None:
-            return self._to_crs(i)
-        size = self.ncoord[i]
-        first = np.cumsum(size) - size
-        idx = np.arange(int(size.sum())) - np.repeat(first - self.start[i], size)
-        return self._points(shapely.set_coordinates(self.geoms[i], self.xy[idx]))
-
-
 def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *,
                 style_keys: tuple[str, ...] = (), rank_key: str | None = None,
                 max_lines: int | None = None, min_zoom: int = OVERVIEW_MIN_ZOOM,
@@ -708,7 +585,7 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     family = _family(geoms[rows])
     # lines keep their geometry for the overview; polygons and points need only each
     # feature's bounds there, and are rebuilt block by block for the detail zoom
-    merc = _Mercator(geoms[rows], gdf.crs, family, whole=family == "line")
+    merc = Mercator(geoms[rows], gdf.crs, family, whole=family == "line")
     bb = merc.bounds
     cols = property_columns(props, rows)
     b = [float(np.nanmin(bb[:, 0])), float(np.nanmin(bb[:, 1])),  # shapely.total_bounds
