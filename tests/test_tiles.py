@@ -20,7 +20,7 @@ import pytest
 import shapely
 from pmtiles.reader import MmapSource, Reader, all_tiles
 
-from gisnet.maps import mvt
+from gisnet.maps import mvt, tile_blocks
 from gisnet.maps import tiles as T
 from gisnet.maps.encoding import Prop
 
@@ -363,6 +363,103 @@ def test_big_polygon_is_cut_down_zoom_by_zoom():
         assert b[1] >= bottom - pad - 1e-3 and b[3] <= top + pad + 1e-3
         total += p.intersection(shapely.box(left, bottom, right, top)).area
     assert total == pytest.approx(g.iloc[0].area, rel=1e-9)
+
+
+def _mixed_layers() -> dict[str, tuple[gpd.GeoDataFrame, dict]]:
+    """Polygons, lines and points over a few km: most inside a tile, some across several
+    (a polygon and a line over more than 16 detail tiles: cut zoom by zoom), multi-parts,
+    holes, and rows without a geometry or with an empty one."""
+    rng = np.random.default_rng(11)
+    n = 240
+    x = 588_000 + rng.uniform(0, 6000, n)
+    y = 4_615_000 + rng.uniform(0, 6000, n)
+    w = rng.uniform(10, 40, n)
+    w[::17] = rng.uniform(600, 1500, len(w[::17]))  # across 2-9 tiles
+    polys = shapely.box(x, y, x + w, y + w).astype(object)
+    polys[0] = shapely.Point(591_000, 4_618_000).buffer(2500, quad_segs=16).difference(
+        shapely.Point(591_000, 4_618_000).buffer(400))  # over dozens of tiles, a hole
+    polys[1] = shapely.MultiPolygon([shapely.box(x[1], y[1], x[1] + 20, y[1] + 20),
+                                     shapely.box(x[1] + 2500, y[1], x[1] + 2530, y[1] + 40)])
+    polys[5], polys[9] = None, shapely.Polygon()
+    lines = shapely.linestrings(np.stack([np.column_stack([x, y]),
+                                          np.column_stack([x + w * 3, y + w]),
+                                          np.column_stack([x + w * 3, y + w * 4])],
+                                         axis=1)).astype(object)
+    lines[0] = shapely.LineString([(587_500, 4_614_500), (594_500, 4_621_000)])  # 20+ tiles
+    lines[2] = shapely.MultiLineString([[(x[2], y[2]), (x[2] + 900, y[2] + 50)],
+                                        [(x[2], y[2] + 700), (x[2] + 40, y[2] + 1400)]])
+    lines[4], lines[7] = None, shapely.LineString()
+    pts = shapely.points(x, y).astype(object)
+    pts[3] = shapely.MultiPoint([(x[3], y[3]), (x[3] + 3000, y[3] + 10)])
+    pts[6], pts[8] = None, shapely.Point()
+    cls = np.where(np.arange(n) % 3 == 0, "sanitary", "storm")
+    props = {"fid": [f"F{i}" for i in range(n)], "_c": list(cls),
+             "width": Prop(list(rng.integers(1, 5, n).astype(float)), ("n", 0, "")),
+             "note": [None if i % 4 else "§ 168-22" for i in range(n)]}
+    return {family: (gpd.GeoDataFrame(geometry=geoms, crs=CRS), props)
+            for family, geoms in (("polygon", polys), ("line", lines), ("point", pts))}
+
+
+@pytest.mark.parametrize("family", ["polygon", "line", "point"])
+def test_tiles_cut_in_small_blocks_are_the_bytes_of_one_block(family, monkeypatch):
+    """Detail tiles cut block of tiles by block of tiles (and features reprojected a few
+    at a time) are byte for byte those of the whole layer at once, at every zoom."""
+    gdf, props = _mixed_layers()[family]
+    kw = {"style_keys": ("_c",), "rank_key": "width"} if family == "line" else {}
+    monkeypatch.setattr(T, "_DETAIL_PAIRS", 10**9)
+    monkeypatch.setattr(tile_blocks, "REPROJECT_FEATURES", 10**9)
+    whole, info = T.layer_tiles(gdf, props, **kw)
+    # the detail tiles as the cutter made them before it worked in blocks: every
+    # feature assigned to every tile at once, no window
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    rows = np.flatnonzero(~(shapely.is_missing(geoms) | shapely.is_empty(geoms)))
+    g = np.asarray(gpd.GeoSeries(geoms[rows], crs=CRS).to_crs("EPSG:3857").array, dtype=object)
+    multi = shapely.get_type_id(g) == 4
+    g[multi] = shapely.point_on_surface(g[multi])
+    z = T.DETAIL_ZOOM
+    fi, tx, ty, pieces = T.assign_tiles(g, z)
+    order = np.lexsort((fi, ty, tx))
+    fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
+    xy, psizes, ppiece = T.geometry_parts(pieces, tx, ty, z, family)
+    cmds, offs = T.commands(xy, psizes, ppiece, family, len(pieces))
+    cols = T.property_columns(props, rows)
+    reference = {(z, key >> z, key & ((1 << z) - 1)): data for key, data in mvt.encode_tiles(
+        "features", tx * (1 << z) + ty, fi, family, cmds, offs, cols.names,
+        cols.codes[fi].astype(np.int64), cols.table)}
+    assert {k: v for k, v in whole.items() if k[0] == z} == reference
+    assert len(np.unique(tx)) > 3 and len(reference) > 20  # several columns of tiles
+    for pairs in (1, 7, 40):
+        monkeypatch.setattr(T, "_DETAIL_PAIRS", pairs)
+        monkeypatch.setattr(tile_blocks, "REPROJECT_FEATURES", 3)
+        small, small_info = T.layer_tiles(gdf, props, **kw)
+        assert small == whole, pairs
+        assert small_info == info
+
+
+def test_detail_blocks_cover_every_tile_once_in_tile_order():
+    rng = np.random.default_rng(2)
+    tx0 = rng.integers(100, 140, 500)
+    ty0 = rng.integers(200, 260, 500)
+    tx1, ty1 = tx0 + rng.integers(0, 3, 500), ty0 + rng.integers(0, 3, 500)
+    tx1[0], ty1[0] = tx0[0] + 30, ty0[0] + 40  # one feature over 31 x 41 tiles
+    for limit in (1, 25, 400, 10**6):
+        blocks = tile_blocks.detail_blocks(tx0, tx1, ty0, ty1, limit)
+        seen: dict[tuple[int, int], int] = {}
+        for x0, x1, y0, y1 in blocks:
+            on = (tx0 <= x1) & (tx1 >= x0) & (ty0 <= y1) & (ty1 >= y0)
+            ax0, ax1 = np.maximum(tx0[on], x0), np.minimum(tx1[on], x1)
+            ay0, ay1 = np.maximum(ty0[on], y0), np.minimum(ty1[on], y1)
+            pairs = int(((ax1 - ax0 + 1) * (ay1 - ay0 + 1)).sum())
+            assert pairs <= limit or (x0 == x1 and y0 == y1), (limit, pairs)
+            for x in range(x0, x1 + 1):
+                for y in range(y0, y1 + 1):
+                    seen[(x, y)] = seen.get((x, y), 0) + 1
+        needed = {(x, y) for a, b, c, d in zip(tx0, tx1, ty0, ty1, strict=True)
+                  for x in range(a, b + 1) for y in range(c, d + 1)}
+        assert needed <= set(seen) and set(seen.values()) == {1}
+        ids = [x0 * 4096 + y0 for x0, _, y0, _ in blocks]
+        assert ids == sorted(ids)
+    assert len(tile_blocks.detail_blocks(tx0, tx1, ty0, ty1, 10**6)) == 1
 
 
 def test_points_and_archive_metadata(tmp_path: Path):

@@ -53,8 +53,9 @@ TILED_ABOVE_PARCELS = 75_000
 TILE_MIN_FEATURES = 5_000
 #: Tile archives are cut on several threads when they hold this many features in all.
 PARALLEL_MIN_FEATURES = 200_000
-#: At most this many threads cut archives (each holds one archive's working set: about
-#: 1-1.8 GB for a million features).
+#: At most this many threads cut archives (each holds one archive's working set, bounded
+#: by the blocks of :mod:`gisnet.maps.tiles`: 150-175 MB above the layer itself for
+#: 300,000 parcels or taps, ``docs/performance.md``).
 MAX_THREADS = 2
 #: Choices of ``--tiles``.
 TILE_MODES = ("auto", "always", "never")

@@ -15,7 +15,16 @@ Vector Tiles (protobuf schema of ``mapbox-vector-tile``):
     :data:`GRID` x :data:`GRID` grid per tile with the count ``n`` of features
     whose centre falls in them (a million parcels stay readable at town scale).
 
-Everything is vectorised over the features of a zoom level: tile assignment
+Memory is bounded whatever the layer's size: the detail zoom (every feature) is
+cut block of tiles by block of tiles (:func:`detail_blocks`: runs of whole columns
+of tiles, or of rows of one column, each reached by at most :data:`_DETAIL_PAIRS`
+(feature, tile) pairs), each tile whole in one block with its features in the same
+order, so the tiles' bytes are those of the whole layer cut at once. Polygon and
+point layers are held as their reprojected coordinates (the overview needs only each
+feature's bounds), their geometries rebuilt block by block; lines keep their
+geometries, which the overview simplifies zoom by zoom.
+
+Everything is vectorised over the features of a block or zoom level: tile assignment
 from the bounds, one :func:`shapely.clip_by_rect` over all (feature, tile)
 pairs (features spanning many tiles are cut down zoom by zoom, so a large
 polygon is never clipped thousands of times whole), geometry commands built
@@ -56,6 +65,7 @@ from .mvt import (
     value_table,
     zigzag,
 )
+from .tile_blocks import Mercator, detail_blocks
 
 #: Zoom of the tiles that hold every feature (about 0.3 m a tile unit).
 DETAIL_ZOOM = 15
@@ -67,6 +77,11 @@ BUFFER = 64
 MAX_OVERVIEW_LINES = 5_000
 #: Overview cells per tile side for polygon and point layers.
 GRID = 16
+#: (feature, tile) pairs of the detail zoom cut at once, at most (where a single tile
+#: does not hold more): bounds the detail zoom's pieces and working arrays whatever the
+#: layer's size (:func:`detail_blocks`; 32,768 cut 300,000 parcels a little faster
+#: than 131,072, in half the memory: ``docs/performance.md``).
+_DETAIL_PAIRS = 32_768
 #: Web Mercator half-width (m).
 _HALF = 20037508.342789244
 _CMD_MOVE, _CMD_LINE, _CMD_CLOSE = 1, 2, 7
@@ -111,6 +126,8 @@ def _clip(geoms: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int) -> np.ndarr
     left, top, size = _grid(z)
     buf = size * BUFFER / EXTENT
     out = np.empty(len(geoms), dtype=object)
+    if len(geoms) == 0:
+        return out
     key = tx * (1 << z) + ty
     order = np.argsort(key, kind="stable")
     starts = np.flatnonzero(np.diff(key[order], prepend=-1))
@@ -124,7 +141,8 @@ def _clip(geoms: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int) -> np.ndarr
     return out
 
 
-def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16) -> tuple[np.ndarray, ...]:
+def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16,
+                 window: tuple[int, int, int, int] | None = None) -> tuple[np.ndarray, ...]:
     """Each feature's pieces in the tiles of zoom ``z`` it touches.
 
     Parameters
@@ -136,6 +154,11 @@ def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16) -> tuple[np.n
     max_span
         Features touching more tiles than this are cut at ``z - 1`` first (and
         so on down), so each clip works on a piece the size of a few tiles.
+    window
+        ``(x0, x1, y0, y1)``: only the tiles of columns ``x0..x1`` and rows
+        ``y0..y1`` (inclusive); default every tile. A piece is the same whatever
+        the window (cut down the same zooms to the same tile), so the pieces of
+        several windows that cover the tiles once are the pieces of all tiles.
 
     Returns
     -------
@@ -152,12 +175,17 @@ def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16) -> tuple[np.n
     buf = size * BUFFER / EXTENT
     bounds = shapely.bounds(geoms)
     tx0, tx1, ty0, ty1 = _tile_range(bounds, z, buf)
-    nx, ny = tx1 - tx0 + 1, ty1 - ty0 + 1
-    span = nx * ny
+    span = (tx1 - tx0 + 1) * (ty1 - ty0 + 1)  # every tile: decides the cuts
     big = (span > max_span) & (z > 6)
+    if window is not None:  # the tiles of each feature inside the window
+        wx0, wx1, wy0, wy1 = window
+        tx0, tx1 = np.maximum(tx0, wx0), np.minimum(tx1, wx1)
+        ty0, ty1 = np.maximum(ty0, wy0), np.minimum(ty1, wy1)
+    nx, ny = np.maximum(tx1 - tx0 + 1, 0), np.maximum(ty1 - ty0 + 1, 0)
+    wspan = nx * ny
     small = np.flatnonzero(~big)
-    fi = np.repeat(small, span[small])
-    start = np.repeat(np.cumsum(span[small]) - span[small], span[small])
+    fi = np.repeat(small, wspan[small])
+    start = np.repeat(np.cumsum(wspan[small]) - wspan[small], wspan[small])
     k = np.arange(len(fi)) - start
     tx = tx0[fi] + k % nx[fi]
     ty = ty0[fi] + k // nx[fi]
@@ -168,11 +196,16 @@ def assign_tiles(geoms: np.ndarray, z: int, *, max_span: int = 16) -> tuple[np.n
         pieces[cut] = _clip(geoms[fi[cut]], tx[cut], ty[cut], z)
     if big.any():
         bi = np.flatnonzero(big)
-        pf, px, py, pp = assign_tiles(geoms[bi], z - 1, max_span=max_span)
+        up = None if window is None else (wx0 >> 1, wx1 >> 1, wy0 >> 1, wy1 >> 1)
+        pf, px, py, pp = assign_tiles(geoms[bi], z - 1, max_span=max_span, window=up)
         cf = np.repeat(bi[pf], 4)
         cx = np.repeat(px * 2, 4) + np.tile([0, 1, 0, 1], len(pf))
         cy = np.repeat(py * 2, 4) + np.tile([0, 0, 1, 1], len(pf))
-        cp = _clip(np.repeat(pp, 4), cx, cy, z)
+        cp = np.repeat(pp, 4)
+        if window is not None:
+            inside = (cx >= wx0) & (cx <= wx1) & (cy >= wy0) & (cy <= wy1)
+            cf, cx, cy, cp = cf[inside], cx[inside], cy[inside], cp[inside]
+        cp = _clip(cp, cx, cy, z)
         fi, tx, ty = np.concatenate([fi, cf]), np.concatenate([tx, cx]), np.concatenate([ty, cy])
         pieces = np.concatenate([pieces, cp])
     keep = ~(shapely.is_missing(pieces) | shapely.is_empty(pieces))
@@ -367,7 +400,8 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
 @dataclass
 class _Columns:
     names: list[str]
-    codes: np.ndarray  # (n, ncols) value id (position in table), -1 = missing
+    codes: np.ndarray  # (n, ncols) value id (position in table), -1 = missing; int32
+    # (int64 beyond 2**31 values)
     table: ValueTable  # every column's distinct values, column after column
     formats: dict[str, list[Any]] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
@@ -445,13 +479,16 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
             constants[name] = format_value(one, fmt)
             continue
         names.append(name)
-        cols.append(np.where(codes >= 0, codes + nvalues, -1))
+        # value ids as int32 while they fit (a million rows: 4 MB a column, not 8)
+        small = nvalues + len(uniques) < np.iinfo(np.int32).max
+        cols.append(np.where(codes >= 0, codes + nvalues, -1).astype(
+            np.int32 if small else np.int64, copy=False))
         tables.append(number_table(uniques) if numeric else text_table(list(uniques)))
         nvalues += len(uniques)
         if fmt is not None:
             formats[name] = list(fmt)
-    codes = np.column_stack(cols) if cols else np.zeros((len(rows), 0), dtype=np.int64)
-    return _Columns(names, codes.astype(np.int64), concat_tables(tables), formats, constants)
+    codes = np.column_stack(cols) if cols else np.zeros((len(rows), 0), dtype=np.int32)
+    return _Columns(names, codes, concat_tables(tables), formats, constants)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,19 +578,18 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
         from ..errors import ConfigError
 
         raise ConfigError("layer has no CRS; cannot cut it into map tiles")
-    g = np.asarray(gpd.GeoSeries(geoms[rows], crs=gdf.crs).to_crs("EPSG:3857").array,
-                   dtype=object)
     info: dict[str, Any] = {"features": len(rows), "overview_max": {}}
     if len(rows) == 0:
         info.update(family="point", formats={}, constants={}, bounds=None)
         return {}, info
-    family = _family(g)
-    if family == "point":
-        multi = shapely.get_type_id(g) == 4
-        if multi.any():
-            g[multi] = shapely.point_on_surface(g[multi])
+    family = _family(geoms[rows])
+    # lines keep their geometry for the overview; polygons and points need only each
+    # feature's bounds there, and are rebuilt block by block for the detail zoom
+    merc = Mercator(geoms[rows], gdf.crs, family, whole=family == "line")
+    bb = merc.bounds
     cols = property_columns(props, rows)
-    b = shapely.total_bounds(g)
+    b = [float(np.nanmin(bb[:, 0])), float(np.nanmin(bb[:, 1])),  # shapely.total_bounds
+         float(np.nanmax(bb[:, 2])), float(np.nanmax(bb[:, 3]))]
     ll = gpd.GeoSeries(shapely.points([b[0], b[2]], [b[1], b[3]]), crs="EPSG:3857") \
         .to_crs("EPSG:4326")
     info.update(family=family, formats=cols.formats, constants=cols.constants,
@@ -567,18 +603,32 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             out[(z, key >> z, key & mask)] = data if gzip_level is None else \
                 gzip.compress(data, compresslevel=gzip_level, mtime=0)
 
-    # detail: every feature with its properties
-    fi, tx, ty, pieces = assign_tiles(g, detail_zoom)
-    order = np.lexsort((fi, ty, tx))
-    fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
-    xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
-    cmds, offs = commands(xy, psizes, ppiece, family, len(pieces))
-    emit(detail_zoom, "features", tx * (1 << detail_zoom) + ty, fi, family, cmds, offs,
-         cols.names, cols.codes[fi], cols.table)
-    del pieces, xy, cmds, offs
+    # detail: every feature with its properties, block of tiles by block of tiles (each
+    # tile whole in one block, its features in the same order: the same bytes as all at
+    # once); a feature reaching several blocks is cut to each block's tiles in turn
+    _, _, size = _grid(detail_zoom)
+    tx0, tx1, ty0, ty1 = _tile_range(bb, detail_zoom, size * BUFFER / EXTENT)
+    for x0, x1, y0, y1 in detail_blocks(tx0, tx1, ty0, ty1, _DETAIL_PAIRS):
+        sel = np.flatnonzero((tx0 <= x1) & (tx1 >= x0) & (ty0 <= y1) & (ty1 >= y0))
+        if len(sel) == 0:
+            continue
+        fi, tx, ty, pieces = assign_tiles(merc.take(sel), detail_zoom,
+                                          window=(x0, x1, y0, y1))
+        if len(fi) == 0:
+            continue  # the features only pass near the block's tiles
+        fi = sel[fi]
+        order = np.lexsort((fi, ty, tx))
+        fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
+        xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
+        cmds, offs = commands(xy, psizes, ppiece, family, len(pieces))
+        emit(detail_zoom, "features", tx * (1 << detail_zoom) + ty, fi, family, cmds, offs,
+             cols.names, cols.codes[fi], cols.table)
+        del fi, tx, ty, pieces, xy, psizes, ppiece, cmds, offs
+    del tx0, tx1, ty0, ty1
     # overview
     style_idx = [cols.names.index(k) for k in style_keys if k in cols.names]
     if family == "line":
+        g = merc.take(np.arange(len(rows)))  # (held whole: no copy)
         if style_idx:
             style_code = np.zeros(len(g), dtype=np.int64)
             for j in style_idx:  # one integer per combination (np.unique(axis=0) is slow)
@@ -594,7 +644,6 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 pd.Series(list(col), dtype=object), errors="coerce").to_numpy(float)
             rank = np.nan_to_num(num[rows], nan=-np.inf)
         length = shapely.length(g)
-        bb = shapely.bounds(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
         info["overview_lines_left_out"] = {}
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
@@ -625,7 +674,6 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             emit(z, "overview", tx[first] * (1 << z) + ty[first], np.arange(len(first)),
                  family, cmds, offs, [cols.names[i] for i in style_idx], codes, cols.table)
     else:
-        bb = shapely.bounds(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
             left, top, size = _grid(z)
