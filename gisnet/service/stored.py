@@ -46,8 +46,8 @@ log = logging.getLogger("gisnet.service")
 #: (``Results.layers()``); ``changes`` (written by ``gisnet run`` only) is not served.
 SERVED_LAYERS = ("graph_nodes", "graph_edges", "obligations", "obligation_evidence",
                  "connection_zone", "frontage", "control_manholes", "control_paths",
-                 "sampling_plan", "pipes_capacity", "plants", "quality", "worklist",
-                 "overdue")
+                 "sampling_plan", "pipes_capacity", "plants", "plant_increase", "quality",
+                 "worklist", "overdue")
 
 _NO_INPUT = ("the results of a run hold no input layer of the town; serve the town "
              "itself (gisnet serve --layers DIR) for this")
