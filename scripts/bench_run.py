@@ -235,7 +235,7 @@ def table(rows: list[dict]) -> str:
     lines.append("| **whole run (wall)** | " + " | ".join(f"**{r['wall_s']:.1f} s**"
                                                          for r in rows) + " |")
     lines.append("| peak RSS | " + " | ".join(f"{r['peak_rss_gb']:.2f} GB" for r in rows) + " |")
-    lines.append("| peak PSS, run and its tile workers together (sampled) | " + " | ".join(
+    lines.append("| peak PSS, run and its child processes together (sampled) | " + " | ".join(
         f"{r['sampled_peak_tree_pss_gb']:.2f} GB" for r in rows) + " |")
     lines.append("| GeoPackage | " + " | ".join(f"{r['gpkg_mb']} MB" for r in rows) + " |")
     if all("yardsticks" in r for r in rows):
