@@ -45,6 +45,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gisnet.testing.memory import rss_kb, tree_pss_kb  # noqa: E402
 
 #: The goals of a county run, as multiples of the yardstick measured in the same
 #: invocation (reading the layer files + a bare sjoin_nearest): with maps, without
@@ -74,47 +77,6 @@ print(json.dumps({"read_layers_s": round(read_s, 2), "sjoin_nearest_s": round(sj
 """
 
 
-def _rss_kb(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (the forked tile workers of a run)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _tree_pss_kb(pid: int) -> int:
-    """Proportional set size of ``pid`` and its descendants: pages shared after a
-    fork count once in all, so this is the memory the run holds together."""
-    total = 0
-    for p in _tree(pid):
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            pass
-    return total
-
-
 def measure(cmd: list[str], env: dict[str, str]) -> dict:
     """Run ``cmd``; wall time, peak RSS (kernel and sampled), stdout."""
     samples: list[tuple[float, int]] = []
@@ -126,10 +88,10 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
 
     def sample() -> None:
         while not done.is_set():
-            kb = _rss_kb(proc.pid)
+            kb = rss_kb(proc.pid)
             if kb is not None:
                 samples.append((time.perf_counter() - t0, kb))
-                tree.append((time.perf_counter() - t0, _tree_pss_kb(proc.pid)))
+                tree.append((time.perf_counter() - t0, tree_pss_kb(proc.pid)))
             done.wait(0.25)
 
     th = threading.Thread(target=sample, daemon=True)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from gisnet.testing.memory import tree_pss_kb
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(),
                                  reason="needs Linux /proc/<pid>/smaps_rollup")]
@@ -29,36 +31,9 @@ PARCELS = 100_000
 #: about 0.2 GB for ``python -c "import gisnet.pipeline, gisnet.maps"``), with room.
 BASE_GB = 0.35
 #: Kilobytes per parcel above it, without and with the maps, with a fifth or more of
-#: headroom (measured at 100,000 parcels on 2 December 2026: 5.7 and 8.5 KB, peaks of
-#: 0.89 and 1.16 GB; docs/performance.md, "Memory").
+#: headroom (measured at 100,000 parcels on 2 December 2026: 5.0 and 7.8 KB, peaks of
+#: 0.83 and 1.09 GB; docs/performance.md, "Fourth pass: memory").
 PER_PARCEL_KB = {False: 7.0, True: 10.5}
-
-
-def _children(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _tree_pss_kb(pid: int) -> int:
-    total = 0
-    for p in _children(pid):
-        try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:  # the process ended between the two reads
-            pass
-    return total
 
 
 def _peak_tree_pss_gb(cmd: list[str],
@@ -69,7 +44,7 @@ def _peak_tree_pss_gb(cmd: list[str],
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tree_pss_kb(proc.pid))
+            peak[0] = max(peak[0], tree_pss_kb(proc.pid))
             done.wait(0.05)
 
     th = threading.Thread(target=sample, daemon=True)
