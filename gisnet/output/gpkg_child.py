@@ -189,19 +189,23 @@ _TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LineString", 3: "Polygon", 4: "M
                5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
 
 
-def _geometry_type(geoms: np.ndarray, layer: str) -> tuple[str, bool]:
+def _geometry_type(geoms: np.ndarray, layer: str) -> tuple[str | None, bool]:
     """The layer's geometry type for GDAL, and whether single parts are written as
     multi-part: one type as it is; a single and a multi type of one family (Polygon
     and MultiPolygon) as the multi type (a GeoPackage layer holds one type); other
     mixes ``Unknown``; a layer with no shape at all the type docs/results.md gives
-    it. `` Z`` when any shape has a Z."""
+    it. `` Z`` when every shape has a Z; None when only some have (a GeoPackage
+    refuses the mix: :func:`write_layer` says so)."""
     from .writing import documented_geometry_type
 
     present = ~shapely.is_missing(geoms)
     if not present.any():
         return documented_geometry_type(layer), False
     solid = geoms[present & ~shapely.is_empty(geoms)]
-    has_z = bool(shapely.has_z(solid).any()) if len(solid) else False
+    z = shapely.has_z(solid)
+    has_z = bool(z.any())
+    if has_z and not z.all():
+        return None, False
     types = {_TYPE_NAMES[int(k)] for k in np.unique(shapely.get_type_id(geoms[present]))}
     promote = False
     if len(types) == 1:
@@ -236,7 +240,7 @@ def _crs_text(crs: Any) -> str | None:
     return f"EPSG:{epsg}" if epsg else crs.to_wkt("WKT1_GDAL")
 
 
-def _attribute_table(df: pd.DataFrame) -> tuple[Any, list[str]]:
+def _attribute_table(df: pd.DataFrame) -> Any:
     """The attribute columns as Arrow, typed as GDAL's Arrow writer wants them:
     datetimes that may carry several UTC offsets as text marked ``DateTime``
     (GDAL keeps the offsets), values Arrow cannot type as text, columns with no
@@ -273,7 +277,7 @@ def _attribute_table(df: pd.DataFrame) -> tuple[Any, list[str]]:
         fields = [f.with_metadata({"GDAL:OGR:type": "DateTime"}) if f.name in as_datetime
                   else f for f in table.schema]
         table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
-    return table, as_datetime
+    return table
 
 
 def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
@@ -291,12 +295,14 @@ def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
         position = list(df.columns).index(gname)
         geoms = np.asarray(df[gname].array, dtype=object)
         gtype, promote = _geometry_type(geoms, name)
+        if gtype is None:
+            return None  # written by write_layer, which gives GDAL's error
         if promote:
             geoms = _as_multi(geoms)
         meta = {"geometry_name": gname, "geometry_type": gtype, "crs": _crs_text(df.crs)}
         df = pd.DataFrame(df, copy=False).drop(columns=[gname])
     try:
-        table, _ = _attribute_table(df)
+        table = _attribute_table(df)
     except (pa.ArrowException, TypeError, ValueError):
         return None
     return ArrowLayer(table, geoms, position, meta)
