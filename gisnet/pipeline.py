@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import networkx as nx
-import numpy as np
 import pandas as pd
 
 from .capacity import compute_capacity
@@ -434,7 +433,7 @@ def analyse(
         res.quality = quality_gdf(G, extra=extra)
         res.worklist = worklist(res.quality, G, town)
     if release_inputs:
-        drop_unread_shapes(town)
+        unread_shapes_as_points(town)
     return res
 
 
@@ -615,23 +614,16 @@ def run(
 UNREAD_AFTER_ANALYSES = ("buildings", "streets", "laterals")
 
 
-def drop_unread_shapes(town: Town) -> None:
-    """Replace each shape of the layers of :data:`UNREAD_AFTER_ANALYSES` by a point
-    inside it (``shapely.point_on_surface``, the point the maps draw), and give the
+def unread_shapes_as_points(town: Town) -> None:
+    """Replace each shape of the layers of :data:`UNREAD_AFTER_ANALYSES` by the point
+    inside it the maps draw (:func:`gisnet.maps.common.point_geoms`), and give the
     memory back: a point is about a tenth of a polygon's memory."""
-    import shapely
+    from .maps.common import point_geoms
 
     for role in UNREAD_AFTER_ANALYSES:
         gdf = town.layers.get(role)
-        if not isinstance(gdf, gpd.GeoDataFrame) or gdf.geometry.name not in gdf.columns:
-            continue
-        geoms = np.asarray(gdf.geometry.array, dtype=object)
-        ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
-        pts = geoms.copy()
-        pts[ok] = shapely.point_on_surface(geoms[ok])
-        town.layers[role] = gdf.set_geometry(gpd.GeoSeries(pts, index=gdf.index,
-                                                           crs=gdf.crs))
-        del geoms, pts
+        if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns:
+            town.layers[role] = point_geoms(gdf)
     release()
 
 
