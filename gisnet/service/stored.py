@@ -19,7 +19,6 @@ with the reason.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -35,7 +34,7 @@ from pyproj import CRS
 
 from .. import __version__
 from ..errors import ConfigError
-from ..output.publish import MANIFEST_FILE, sha256_file
+from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_file
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
@@ -81,15 +80,10 @@ def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
         raise ConfigError("the results to serve are not a folder (give the --out folder "
                           "of `gisnet run`)", path=folder)
     path = folder / MANIFEST_FILE
-    if not path.is_file():
+    man = read_manifest_file(folder)  # read only: no interrupted publish completed
+    if man is None:
         raise ConfigError(f"no run manifest ({MANIFEST_FILE}): not a folder written by a "
                           "whole `gisnet run`", path=path)
-    try:
-        man = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"the run manifest cannot be read ({exc})", path=path) from None
-    if not isinstance(man, dict) or not isinstance(man.get("files"), dict):
-        raise ConfigError("the run manifest has no 'files' table", path=path)
     run = man.get("run_id")
     version = man.get("gisnet_version")
     if version != __version__:
