@@ -131,11 +131,14 @@ def test_an_error_in_the_child_is_raised_here(sample_layers, tmp_path: Path):
 
 def test_a_killed_child_is_a_clear_error_and_an_abort_stops_it(sample_layers, tmp_path: Path):
     w = GpkgWriter(tmp_path / "r.gpkg", process=True)
-    proc = w._child.proc
+    child = w._child
+    proc = child.proc
     proc.kill()
     proc.wait()
     with pytest.raises(ConfigError, match="writer process ended without finishing"), w:
         w.close(sample_layers)
+    # both ends of the dead child's pipes are closed here, not left to the collector
+    assert child._to_child.closed and child._from_child.closed
     w = GpkgWriter(tmp_path / "s.gpkg", process=True)
     proc = w._child.proc
     with pytest.raises(RuntimeError, match="analysis failed"), w:

@@ -121,8 +121,11 @@ class ChildWriter:
         try:
             if self.proc.poll() is None:
                 pickle.dump(None, self._to_child)
-                self._to_child.close()
         except OSError:
+            pass
+        try:  # closed whether or not the child is alive (a killed child's pipe too)
+            self._to_child.close()
+        except OSError:  # the last bytes to a dead child: the pipe is closed all the same
             pass
         try:
             self.proc.wait(timeout=60)
