@@ -19,6 +19,7 @@ or the end of its input (the parent died), ends the child.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import queue
@@ -123,10 +124,10 @@ class ChildWriter:
                 pickle.dump(None, self._to_child)
         except OSError:
             pass
-        try:  # closed whether or not the child is alive (a killed child's pipe too)
+        # closed whether or not the child is alive (a killed child's pipe too); the
+        # last bytes to a dead child fail, the pipe is closed all the same
+        with contextlib.suppress(OSError):
             self._to_child.close()
-        except OSError:  # the last bytes to a dead child: the pipe is closed all the same
-            pass
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -45,7 +45,7 @@ from .inputs import GEOJSON, JSON
 from .limits import ServiceLimits
 from .state import TownState
 from .styles import add_style_routes, style_links
-from .tables import ResultTable
+from .tables import PackedRows, ResultTable, pack_rows
 
 CONFORMANCE = [
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
@@ -119,7 +119,7 @@ class Collection:
         self._lonlat: np.ndarray | None = None
         self._tree: shapely.STRtree | None = None
         self._text: dict[str, np.ndarray] = {}
-        self._storage: list[bytes] | None = None
+        self._storage: PackedRows | None = None
 
     def __len__(self) -> int:
         return len(self.table)
@@ -141,13 +141,13 @@ class Collection:
                     self._tree = shapely.STRtree(geoms)
         return self._tree
 
-    def _storage_fragments(self) -> list[bytes]:
+    def _storage_fragments(self) -> PackedRows:
         """Every row serialized in the storage (working) CRS, built on first use: pages in
         that CRS then cost what CRS84 pages cost (other CRSs are serialized per request)."""
         if self._storage is None:
             with self._lock:
                 if self._storage is None:
-                    self._storage = feature_fragments(self.table.gdf)
+                    self._storage = pack_rows(self.table.gdf, feature_fragments)
         return self._storage
 
     def text(self, col: str) -> np.ndarray:
@@ -214,8 +214,7 @@ class Collection:
         if crs.equals(CRS84) or not self.is_geo:
             frags = self.table.fragments(pos, WGS84)
         elif crs.equals(self.storage) and not north_first(crs):
-            every = self._storage_fragments()
-            frags = [every[i] for i in pos]
+            frags = self._storage_fragments().take(pos)
         else:
             sub = self.table.gdf.iloc[np.asarray(pos, dtype=np.int64)]
             sub = sub.to_crs(crs)

@@ -25,7 +25,7 @@ from ..output.town_record import public_source, without_paths
 from ..pipeline import analyse, quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable, group_positions
+from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -40,6 +40,56 @@ LAYER_ANALYSIS = {"obligations": "obligations", "obligation_evidence": "obligati
                   "control_manholes": "control", "control_paths": "control",
                   "sampling_plan": "control", "pipes_capacity": "capacity",
                   "plants": "capacity"}
+
+
+class _ParcelTraces:
+    """The downstream answer of each parcel (:meth:`TownState.parcel_trace`), made
+    per request from the ``control_manholes`` columns it reads (held as arrays: a
+    code, an object reference or a float a row) and the tables' id indexes."""
+
+    def __init__(self, cm: ResultTable, paths: ResultTable) -> None:
+        g = cm.gdf
+        self.cm, self.paths = cm, paths
+        keep = (g["user_id"].isna().to_numpy() if "user_id" in g
+                else np.ones(len(g), dtype=bool))
+        self.keep = keep & g["parcel_id"].notna().to_numpy()
+        # control_paths is row-aligned with control_manholes (same points, same order)
+        self.aligned = len(paths.gdf) == len(g)
+
+        def text(col: str) -> np.ndarray:
+            s = g[col]
+            return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
+
+        self.mh = text("control_manhole_id")
+        self.plant = text("plant_id")
+        self.mh_ft = pd.to_numeric(g["path_length_ft"], errors="coerce").to_numpy(dtype=float)
+        self.out_ft = (pd.to_numeric(g["plant_path_length_ft"], errors="coerce")
+                       .to_numpy(dtype=float)
+                       if "plant_path_length_ft" in g else np.full(len(g), np.nan))
+
+    def get(self, pid: str) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        found = self.cm.lookup("parcel_id", pid)
+        if found is None:
+            return None
+        pos = found[self.keep[found]]
+        if not len(pos):
+            return None
+        i = int(pos[0])
+        has_plant = self.plant[i] is not None
+        head = dumps({
+            "query": {"parcel": pid},
+            "control_manhole_id": self.mh[i],
+            "plant_id": self.plant[i] if has_plant else None,
+            "control_length_ft": self.mh_ft[i],
+            "length_ft": self.out_ft[i],
+            "reaches_outlet": bool(has_plant),
+        })
+        if self.aligned:
+            ppos = pos
+        else:
+            p = self.paths.lookup("parcel_id", pid)
+            ppos = p if p is not None else np.empty(0, dtype=np.int64)
+        return head, pos, ppos
 
 
 @dataclass
@@ -87,8 +137,7 @@ class TownState:
     timings_s: dict[str, float] = field(default_factory=dict)
     input_layers: dict[str, dict[str, Any]] | None = None
     run: dict[str, Any] | None = None
-    _parcel_traces: dict[str, tuple[bytes, np.ndarray, np.ndarray]] | None = field(
-        default=None, repr=False)
+    _parcel_traces: _ParcelTraces | None = field(default=None, repr=False)
     _summary: dict[str, Any] | None = field(default=None, repr=False)
     _warm_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -138,6 +187,9 @@ class TownState:
             state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",),
                                                   eager=False)
         state.timings_s["tables"] = time.perf_counter() - t
+        from ..memory import release
+
+        release()  # the layers' Arrow buffers and the text made from them, given back
         return state
 
     @classmethod
@@ -215,7 +267,7 @@ class TownState:
         if self._parcel_traces is None:
             self.warm_traces()
         assert self._parcel_traces is not None
-        return self._parcel_traces.get(parcel_id)
+        return self._parcel_traces.get(str(parcel_id))
 
     def warm_traces(self) -> None:
         """Build the parcels' precomputed downstream answers, once (thread-safe)."""
@@ -226,50 +278,19 @@ class TownState:
     def warm(self) -> float:
         """Serialize the tables the hot routes answer from and the parcels' traces
         now (what :meth:`from_town` does before serving); seconds taken."""
+        from ..memory import release
+
         t = time.perf_counter()
         for name in SERVED_EAGERLY:
             if name in self.tables:
                 self.tables[name].serialize()
+                release()  # the serialization's text, given back
         if "control_manholes" in self.tables and "control_paths" in self.tables:
             self.warm_traces()
         return time.perf_counter() - t
 
-    def _build_parcel_traces(self) -> dict[str, tuple[bytes, np.ndarray, np.ndarray]]:
-        cm = self.table("control_manholes")
-        paths = self.table("control_paths")
-        g = cm.gdf
-        keep = (g["user_id"].isna().to_numpy() if "user_id" in g
-                else np.ones(len(g), dtype=bool))
-        keep = keep & g["parcel_id"].notna().to_numpy()
-        rows = np.flatnonzero(keep)
-        groups = group_positions(g["parcel_id"].to_numpy(dtype=object)[rows])
-        # control_paths is row-aligned with control_manholes (same points, same order)
-        aligned = len(paths.gdf) == len(g)
-        mh = g["control_manhole_id"].to_numpy(dtype=object)
-        plant = g["plant_id"].to_numpy(dtype=object)
-        mh_ft = pd.to_numeric(g["path_length_ft"], errors="coerce").to_numpy(dtype=float)
-        out_ft = (pd.to_numeric(g["plant_path_length_ft"], errors="coerce").to_numpy(dtype=float)
-                  if "plant_path_length_ft" in g else np.full(len(g), np.nan))
-        out: dict[str, tuple[bytes, np.ndarray, np.ndarray]] = {}
-        for pid, gi in groups.items():
-            pos = rows[gi]
-            i = int(pos[0])
-            has_plant = plant[i] is not None and not pd.isna(plant[i])
-            head = dumps({
-                "query": {"parcel": pid},
-                "control_manhole_id": mh[i],
-                "plant_id": plant[i] if has_plant else None,
-                "control_length_ft": mh_ft[i],
-                "length_ft": out_ft[i],
-                "reaches_outlet": bool(has_plant),
-            })
-            if aligned:
-                ppos = pos
-            else:
-                p = paths.lookup("parcel_id", pid)
-                ppos = p if p is not None else np.empty(0, dtype=np.int64)
-            out[str(pid)] = (head, pos, ppos)
-        return out
+    def _build_parcel_traces(self) -> _ParcelTraces:
+        return _ParcelTraces(self.table("control_manholes"), self.table("control_paths"))
 
     def require(self, analysis: str) -> None:
         """Raise :class:`ServiceUnavailable` (503) if ``analysis`` could not be computed."""

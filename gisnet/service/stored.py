@@ -38,6 +38,7 @@ from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_file
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
+from .tables import text_objects
 
 log = logging.getLogger("gisnet.service")
 
@@ -138,11 +139,11 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
 
     if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name != "geometry":
         gdf = gdf.rename_geometry("geometry")
-    for c in gdf.columns:  # Arrow-backed text as Python objects: the id indexes are
-        s = gdf[c]         # built element by element
+    for c in gdf.columns:  # Arrow-backed text as Python objects, a string per value
+        s = gdf[c]
         if c != "geometry" and pd.api.types.is_string_dtype(s.dtype) \
                 and not pd.api.types.is_object_dtype(s.dtype):
-            gdf[c] = s.astype(object).where(s.notna(), None)
+            gdf[c] = text_objects(s)
     doc = layer_docs().get(name)
     if doc is None:
         return gdf

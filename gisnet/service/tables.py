@@ -1,30 +1,27 @@
-"""Result layers held by the HTTP service, indexed by id and pre-serialized."""
+"""Result layers held by the HTTP service, indexed by id and pre-serialized.
+
+A county's served tables are a million rows each: the service holds their
+repeated text as categories (:func:`compact_text`), their ids as flat arrays
+(:class:`IdIndex`) and their rows serialized once, compressed a block of rows
+at a time (:class:`PackedRows`), so what it holds stays near the size of the
+results GeoPackage rather than several times it.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyproj import CRS
 
 from ..serialize import WGS84, feature_collection, feature_fragments
 from .errors import ServiceUnavailable
-
-
-def group_positions(values: np.ndarray) -> dict[str, np.ndarray]:
-    """Positions of each distinct value (as text), in order of first appearance, each
-    group's positions ascending; what ``Series.groupby(values, sort=False).indices``
-    gives, without pandas' per-element access to text backed by Arrow."""
-    codes, uniques = pd.factorize(np.array([v if isinstance(v, str) else str(v)
-                                            for v in values], dtype=object))
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    names = np.asarray(uniques, dtype=object)
-    return {str(names[i]): order[bounds[i]:bounds[i + 1]] for i in range(len(names))}
 
 
 class IdIndex:
@@ -70,6 +67,129 @@ class IdIndex:
         return None
 
 
+#: Rows of a :class:`PackedRows` block (compressed together, decompressed together).
+PACK_ROWS = 32
+#: Codec of the blocks: LZ4 through pyarrow (a county's GeoJSON rows are about 7.5
+#: times smaller; a block of 32 rows is back in about 5 µs).
+PACK_CODEC = "lz4"
+#: Rows serialized at a time while packing (bounds the text held at once).
+PACK_CHUNK_ROWS = 65_536
+
+
+class PackedRows:
+    """Serialized rows (bytes each) held compressed, :data:`PACK_ROWS` at a time.
+
+    A served county's GeoJSON rows are several gigabytes of text, each row read
+    by a lookup a few at a time; held as LZ4 blocks of 32 rows (pyarrow's codec)
+    they take about an eighth of that, and a row is taken back by decompressing
+    its block. The bytes given back are the bytes packed.
+    """
+
+    __slots__ = ("_blocks", "_ends", "_n")
+
+    def __init__(self, chunks: Iterator[list[bytes]] | Sequence[list[bytes]] = ()) -> None:
+        self._blocks: list[bytes] = []
+        self._ends: list[np.ndarray] = []  # per block: each row's end in the block
+        self._n = 0
+        for chunk in chunks:
+            self.extend(chunk)
+
+    def extend(self, rows: list[bytes]) -> None:
+        """Add rows (every chunk but the last a multiple of :data:`PACK_ROWS` long)."""
+        if self._n % PACK_ROWS:
+            raise ValueError("rows added after a short block")
+        for a in range(0, len(rows), PACK_ROWS):
+            part = rows[a:a + PACK_ROWS]
+            data = b"".join(part)
+            self._blocks.append(pa.compress(data, codec=PACK_CODEC, asbytes=True))
+            self._ends.append(np.cumsum([len(r) for r in part], dtype=np.uint32))
+        self._n += len(rows)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _block(self, b: int) -> bytes:
+        ends = self._ends[b]
+        return pa.decompress(self._blocks[b], decompressed_size=int(ends[-1]),
+                             codec=PACK_CODEC, asbytes=True)
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.take([i])[0]
+
+    def take(self, positions: Sequence[int] | np.ndarray) -> list[bytes]:
+        """The rows at ``positions``, in that order (each block decompressed once)."""
+        out: list[bytes] = []
+        opened: dict[int, bytes] = {}
+        for i in positions:
+            i = int(i)
+            if not 0 <= i < self._n:
+                raise IndexError(i)
+            b, j = divmod(i, PACK_ROWS)
+            data = opened.get(b)
+            if data is None:
+                if len(opened) > 64:
+                    opened.clear()
+                data = opened[b] = self._block(b)
+            ends = self._ends[b]
+            out.append(data[int(ends[j - 1]) if j else 0:int(ends[j])])
+        return out
+
+    def nbytes(self) -> int:
+        """Bytes held (compressed blocks and row ends)."""
+        return sum(len(b) for b in self._blocks) + sum(e.nbytes for e in self._ends)
+
+
+def pack_rows(df: pd.DataFrame, serialize: Callable[[pd.DataFrame], list[bytes]]) -> PackedRows:
+    """``serialize`` applied to ``df`` :data:`PACK_CHUNK_ROWS` rows at a time, packed."""
+    return PackedRows(serialize(df.iloc[a:a + PACK_CHUNK_ROWS])
+                      for a in range(0, len(df), PACK_CHUNK_ROWS))
+
+
+def text_objects(s: pd.Series) -> pd.Series:
+    """Arrow-backed text (as pyogrio reads it) as Python objects, None for null, with
+    one string object per distinct value shared by its rows: a county's columns of
+    repeated text cost a pointer a row, and no row's string is made only to be
+    dropped again (which leaves the allocator's pages held)."""
+    arr = pa.array(s.array)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    words = np.empty(len(enc.dictionary) + 1, dtype=object)
+    words[:-1] = enc.dictionary.to_pylist()
+    codes = pc.fill_null(enc.indices, len(words) - 1).to_numpy(zero_copy_only=False)
+    return pd.Series(words[codes], index=s.index, dtype=object, name=s.name)
+
+
+#: A text column is held as categories when it has at most this share of distinct values.
+CATEGORY_SHARE = 0.5
+
+
+def compact_text(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each text column of repeated values (statuses, sections, reasons,
+    ids shared by many rows) held as a categorical: a small code per row instead of a
+    Python string per row (a county's ``obligations`` holds "§ ..." a million times).
+    Values, nulls and the GeoJSON the rows serialize to are unchanged."""
+    n = len(df)
+    if n < 2:
+        return df
+    out = None
+    for c in df.columns:
+        s = df[c]
+        if not pd.api.types.is_object_dtype(s.dtype):
+            continue
+        vals = s.to_numpy()
+        kinds = {type(v) for v in vals[:1000]} | {type(v) for v in vals[-1000:]}
+        if not kinds <= {str, type(None)}:
+            continue
+        codes, uniques = pd.factorize(vals, use_na_sentinel=True)
+        if len(uniques) > CATEGORY_SHARE * n or not all(isinstance(u, str) for u in uniques):
+            continue
+        if out is None:
+            out = df.copy(deep=False)
+        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+    return df if out is None else out
+
+
 class ResultTable:
     """One result layer, indexed by its id columns and pre-serialized.
 
@@ -86,15 +206,16 @@ class ResultTable:
 
     Notes
     -----
-    Every row is serialized once to a GeoJSON Feature in EPSG:4326; a lookup
-    in that CRS joins the stored bytes. Other CRSs reproject the selected
-    rows per request.
+    Every row is serialized once to a GeoJSON Feature in EPSG:4326 and held
+    packed (:class:`PackedRows`); a lookup in that CRS joins the stored bytes.
+    Other CRSs reproject the selected rows per request. Repeated text is held
+    as categories (:func:`compact_text`).
     """
 
     def __init__(self, name: str, gdf: pd.DataFrame, keys: Sequence[str] = (), *,
                  eager: bool = True) -> None:
         self.name = name
-        self.gdf = gdf.reset_index(drop=True)
+        self.gdf = compact_text(gdf.reset_index(drop=True))
         self.crs: CRS | None = (CRS.from_user_input(gdf.crs)
                                 if isinstance(gdf, gpd.GeoDataFrame) and gdf.crs is not None
                                 else None)
@@ -104,7 +225,7 @@ class ResultTable:
                 col = self.gdf[k]
                 ok = col.notna().to_numpy()
                 self.index[k] = IdIndex(col[ok].astype(object).to_numpy(), np.flatnonzero(ok))
-        self._wgs84: list[bytes] | None = None
+        self._wgs84: PackedRows | None = None
         self._lock = threading.Lock()
         if eager:
             self._serialized()
@@ -113,12 +234,13 @@ class ResultTable:
         """Serialize every row now, if not done yet (thread-safe)."""
         self._serialized()
 
-    def _serialized(self) -> list[bytes]:
-        """Every row as a GeoJSON feature in EPSG:4326 (built once)."""
+    def _serialized(self) -> PackedRows:
+        """Every row as a GeoJSON feature in EPSG:4326 (built once, packed)."""
         if self._wgs84 is None:
             with self._lock:
                 if self._wgs84 is None:
-                    self._wgs84 = feature_fragments(self._in_crs(self.gdf, WGS84))
+                    self._wgs84 = pack_rows(
+                        self.gdf, lambda part: feature_fragments(self._in_crs(part, WGS84)))
         return self._wgs84
 
     def __len__(self) -> int:
@@ -155,8 +277,7 @@ class ResultTable:
     def fragments(self, positions: Sequence[int] | np.ndarray, crs: CRS) -> list[bytes]:
         """Serialized features of the given rows in ``crs``."""
         if crs.equals(WGS84):
-            frags = self._serialized()
-            return [frags[i] for i in positions]
+            return self._serialized().take(positions)
         sub = self.gdf.iloc[np.asarray(positions, dtype=np.int64)]
         return feature_fragments(self._in_crs(sub, crs))
 
