@@ -205,7 +205,7 @@ def feature_collection(fragments: Iterable[bytes], crs: CRS | None = None,
     top-level members (e.g. ``not_found``).
     """
     head = b'{"type":"FeatureCollection"'
-    if crs is not None and not crs.equals(WGS84):
+    if crs is not None and crs is not WGS84 and not crs.equals(WGS84):
         head += b',"crs":' + dumps({"type": "name", "properties": {"name": crs_name(crs)}})
     if extra:
         for k, v in extra.items():

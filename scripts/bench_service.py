@@ -1,6 +1,8 @@
 """Benchmark the HTTP service on a city-scale town, on 127.0.0.1 only.
 
-Starts a server in a subprocess (``gisnet serve --layers DIR``, or by default
+Starts a server in a subprocess (``gisnet serve --layers DIR``, ``gisnet serve
+--results DIR`` (a finished run's folder: what needs the input layers is skipped),
+or by default
 a synthetic city built in memory with :func:`gisnet.testing.synthetic.make_town`),
 then:
 
@@ -82,6 +84,15 @@ def serve_synthetic(args: argparse.Namespace) -> None:
                 lifespan="off")
 
 
+def report_memory(proc: subprocess.Popen, results: dict[str, object]) -> None:
+    """The server's resident and peak memory (``/proc/PID/status``), printed and kept."""
+    status_file = Path(f"/proc/{proc.pid}/status")
+    if status_file.exists():
+        mem = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status_file.read_text(), re.M))
+        results["server_memory_mb"] = {k: round(int(v) / 1024) for k, v in mem.items()}
+        print(f"server memory: {results['server_memory_mb']}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,7 +100,10 @@ def free_port() -> int:
 
 
 def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
-    if args.layers:
+    if args.results:
+        cmd = [sys.executable, "-m", "gisnet", "serve", "--results", str(args.results),
+               "--port", str(port), "--max-batch", str(args.max_batch)]
+    elif args.layers:
         cmd = [sys.executable, "-m", "gisnet", "serve", "--layers", str(args.layers),
                "--port", str(port), "--max-batch", str(args.max_batch)]
         if args.profile:
@@ -111,6 +125,9 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
             raise SystemExit(f"server exited:\n{Path(log_path).read_text()}")
         try:
             status, _ = asyncio.run(_one("127.0.0.1", port, "GET", "/health"))
+            if status == 200 and args.results:  # the hot tables are serialized after
+                while "serialized" not in Path(log_path).read_text():  # it listens
+                    time.sleep(0.5)
             if status == 200:
                 print(f"server ready in {time.perf_counter() - t0:.1f} s "
                       f"({Path(log_path).read_text().strip()[-400:]})")
@@ -377,6 +394,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("mode", nargs="?", default="bench", choices=("bench", "_serve"))
     p.add_argument("--layers", type=Path, help="serve this town folder with `gisnet serve`")
+    p.add_argument("--results", type=Path,
+                   help="serve this finished run's folder with `gisnet serve --results`")
     p.add_argument("--parcels", type=int, default=57_000, help="synthetic city parcels")
     p.add_argument("--mains", type=int, default=20_000, help="synthetic city mains")
     p.add_argument("--seed", type=int, default=7)
@@ -436,6 +455,10 @@ def main() -> None:
             r = asyncio.run(_batch(port, path, key, batch_ids, args.repeat))
             print(f"POST {path} {len(batch_ids)} ids: {r}", flush=True)
             results[f"batch{path}"] = r
+        if args.results:  # request geometry needs the town's input layers
+            report_memory(proc, results)
+            print(json.dumps(results))
+            return
         # the same parcels as lon/lat GeoJSON polygons: measured per request
         _, data = asyncio.run(_one("127.0.0.1", port, "POST", "/obligations",
                                    json.dumps({"parcel_ids": batch_ids}).encode()))
@@ -457,11 +480,7 @@ def main() -> None:
         results["batch/obligations-geojson"] = r
         results["per_request_library_calls"] = asyncio.run(
             _library_calls(port, sample[:300], feats[:1000], args.repeat))
-        status_file = Path(f"/proc/{proc.pid}/status")
-        if status_file.exists():
-            mem = dict(re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status_file.read_text(), re.M))
-            results["server_memory_mb"] = {k: round(int(v) / 1024) for k, v in mem.items()}
-            print(f"server memory: {results['server_memory_mb']}")
+        report_memory(proc, results)
         _, data = asyncio.run(_one("127.0.0.1", port, "GET", "/pipes?min_utilization=0.8"))
         results["pipes_over_0.8"] = len(json.loads(data)["features"])
         print(json.dumps(results))

@@ -80,8 +80,8 @@ class _ParcelTraces:
             "query": {"parcel": pid},
             "control_manhole_id": self.mh[i],
             "plant_id": self.plant[i] if has_plant else None,
-            "control_length_ft": self.mh_ft[i],
-            "length_ft": self.out_ft[i],
+            "control_length_ft": float(self.mh_ft[i]),  # Python floats: the fast path
+            "length_ft": float(self.out_ft[i]),
             "reaches_outlet": bool(has_plant),
         })
         if self.aligned:

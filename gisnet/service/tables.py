@@ -30,13 +30,13 @@ class IdIndex:
     A county's result layers are indexed by a million ids a column, a dozen
     columns in all: a dict of one position array per id costs about 250 MB a
     column (a Python string, an array object and a dict entry per id); this holds
-    the ids once as Arrow text with a sorted 64-bit hash of each, and every id's
+    the ids once as UTF-8 text end to end with a sorted 64-bit hash of each, and every id's
     positions in one array (about 50 MB). :meth:`get` finds an id by its hash
     (Python's, of this process) and compares the text, so two ids with one hash are
     still told apart.
     """
 
-    __slots__ = ("_bounds", "_by_hash", "_hashes", "_ids", "_rows")
+    __slots__ = ("_bounds", "_by_hash", "_hashes", "_offsets", "_rows", "_text")
 
     def __init__(self, values: np.ndarray, positions: np.ndarray):
         texts = np.array([v if isinstance(v, str) else str(v) for v in values], dtype=object)
@@ -50,25 +50,32 @@ class IdIndex:
         hashes = np.fromiter((hash(u) for u in uniques), dtype=np.int64, count=len(uniques))
         self._by_hash = np.argsort(hashes, kind="stable")
         self._hashes = hashes[self._by_hash]
-        self._ids = pd.array(np.asarray(uniques, dtype=object), dtype="str")
+        # the ids' UTF-8 text end to end, and where each begins (compared as bytes)
+        words = [u.encode("utf-8", "surrogatepass") for u in uniques]
+        self._offsets = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum([len(w) for w in words], out=self._offsets[1:])
+        self._text = b"".join(words)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._offsets) - 1
 
     def get(self, value: str) -> np.ndarray | None:
         """The positions of ``value``'s rows, ascending, or None when no row has it."""
         h = hash(value)
         lo = int(np.searchsorted(self._hashes, h, side="left"))
         hi = int(np.searchsorted(self._hashes, h, side="right"))
+        if lo == hi:
+            return None
+        word = value.encode("utf-8", "surrogatepass")
         for j in range(lo, hi):
             i = int(self._by_hash[j])
-            if self._ids[i] == value:
+            if self._text[self._offsets[i]:self._offsets[i + 1]] == word:
                 return self._rows[self._bounds[i]:self._bounds[i + 1]]
         return None
 
 
 #: Rows of a :class:`PackedRows` block (compressed together, decompressed together).
-PACK_ROWS = 32
+PACK_ROWS = 16
 #: Codec of the blocks: LZ4 through pyarrow (a county's GeoJSON rows are about 7.5
 #: times smaller; a block of 32 rows is back in about 5 µs).
 PACK_CODEC = "lz4"
@@ -276,7 +283,7 @@ class ResultTable:
 
     def fragments(self, positions: Sequence[int] | np.ndarray, crs: CRS) -> list[bytes]:
         """Serialized features of the given rows in ``crs``."""
-        if crs.equals(WGS84):
+        if crs is WGS84 or crs.equals(WGS84):
             return self._serialized().take(positions)
         sub = self.gdf.iloc[np.asarray(positions, dtype=np.int64)]
         return feature_fragments(self._in_crs(sub, crs))
