@@ -329,3 +329,86 @@ def test_no_gisnet_runs_no_schema_no_server_name_the_database(cluster):
         assert secret not in r.stderr + r.stdout and "127.0.0.1" in lines[0], r.stderr
         if secret in url:
             assert "***" in lines[0], lines[0]
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+def test_the_read_is_one_read_only_snapshot(cluster, served, monkeypatch):
+    """The check and the tables are read in one READ ONLY, REPEATABLE READ transaction
+    with a statement timeout: a write there fails, naming the database."""
+    import gisnet.service.stored_pg as spg
+
+    real = spg.check_results_schema
+    seen: dict[str, str] = {}
+
+    def writing(cur, db, schema):
+        for name in ("transaction_isolation", "transaction_read_only", "statement_timeout"):
+            cur.execute(f"SHOW {name}")
+            seen[name] = cur.fetchone()[0]
+        man = real(cur, db, schema)
+        cur.execute("CREATE TABLE served.intruder (a int)")
+        return man
+
+    monkeypatch.setattr(spg, "check_results_schema", writing)
+    with pytest.raises(ConfigError, match="cannot execute CREATE TABLE in a read-only "
+                                          "transaction") as e:
+        TownState.from_results(_url(cluster, "served"), out_dir=".")
+    assert str(e.value).startswith(cluster.url)
+    assert seen == {"transaction_isolation": "repeatable read", "transaction_read_only": "on",
+                    "statement_timeout": "10min"}
+
+
+def test_every_column_type_reads_as_pyogrio_reads_the_geopackage(cluster, tmp_path):
+    """A layer with every kind of column gisnet writes (nullable booleans and integers,
+    times with and without a zone, text with quotes and line ends, an all-null
+    column, a null shape), written as ``gisnet run`` writes it to each, reads from
+    PostGIS as pyogrio reads it from the GeoPackage; empty, too."""
+    import geopandas as gpd
+    import pyogrio
+
+    from gisnet.output.postgis import copy_table
+    from gisnet.output.writing import file_form, gpkg_ready, write_layer
+    from gisnet.service.stored_pg import read_table
+
+    n = 7
+    rng = np.random.default_rng(3)
+    frame = gpd.GeoDataFrame({
+        "flag": rng.random(n) > 0.5,
+        "maybe": pd.array([True, None, False, True, None, False, True], dtype="boolean"),
+        "count": rng.integers(-5, 10**12, n),
+        "some": pd.array([1, None, 3, None, 5, 6, 2**40], dtype="Int64"),
+        "length_ft": np.where(rng.random(n) > 0.3, rng.random(n) * 1e4, np.nan),
+        "ratio": rng.random(n) / 3,
+        "text": ["a", None, "", "comma, \"quote\"", "line\nend", "§ 168-22.2G", "ü"],
+        "at": pd.to_datetime(["2024-01-01T10:00:00Z", None, "2024-05-01T00:00:00.125Z",
+                              "1999-12-31T23:59:59Z", None, "2030-06-30T12:00:00Z",
+                              "2024-02-29T00:00:00Z"], utc=True, format="ISO8601"),
+        "day": pd.to_datetime(["2009-07-01", None, "2026-03-02", None, "2000-01-01",
+                               "2024-12-31", "1970-01-01"]).astype("datetime64[ms]"),
+        "nothing": [None] * n,
+        "never": pd.Series([pd.NaT] * n, dtype="datetime64[ms, UTC]"),
+    }, geometry=[shapely.Point(i, 2 * i) if i != 3 else None for i in range(n)],
+        crs="EPSG:2260")
+    with cluster.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE SCHEMA IF NOT EXISTS kinds")
+        for name, df in (("every", frame), ("none", frame.iloc[:0])):
+            cur.execute(f"DROP TABLE IF EXISTS kinds.{name}")
+            copy_table(cur, "kinds", name, gpkg_ready(file_form(name, df)), 2260)
+            write_layer(tmp_path / "kinds.gpkg", name, df)
+    with cluster.connect() as conn, conn.transaction():  # (a server-side cursor's)
+        for name in ("every", "none"):
+            want = pyogrio.read_dataframe(tmp_path / "kinds.gpkg", layer=name, use_arrow=True)
+            got = read_table(conn, "kinds", name)
+            if name == "every":  # (a zone kept where a value has it)
+                assert str(got.dtypes["at"]) == "datetime64[ms, UTC]"
+                assert got["text"].tolist()[2:5] == ["", 'comma, "quote"', "line\nend"]
+            assert list(got.columns) == list(want.columns), name
+            assert [str(t) for t in got.dtypes] == [str(t) for t in want.dtypes], name
+            assert got.crs == want.crs, name
+            gw, gg = np.asarray(want.geometry.array), np.asarray(got.geometry.array)
+            assert bool(np.all(shapely.equals_exact(gw, gg, 0)
+                               | (shapely.is_missing(gw) & shapely.is_missing(gg)))), name
+            pd.testing.assert_frame_equal(pd.DataFrame(got.drop(columns="geometry")),
+                                          pd.DataFrame(want.drop(columns="geometry")),
+                                          check_exact=True, obj=name)

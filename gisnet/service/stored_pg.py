@@ -221,9 +221,11 @@ def read_table(conn: Any, schema: str, table: str, *, srid: int | None = None
     """A result table as pyogrio reads the same layer of the results GeoPackage
     (``use_arrow``): its columns but ``fid`` in order, as the Arrow types of
     :data:`ARROW_TYPES` made into pandas (text as ``str``, an integer or boolean
-    column holding a null as float or object, times as ``datetime64[ms]``), the
+    column holding a null as float or object, times as ``datetime64[ms]``, in UTC
+    when the column has a zone and a value), the
     ``geom`` column last, from WKB, as ``geometry`` in the CRS of its SRID (else
-    ``srid``, the run's); rows in ``fid`` order.
+    ``srid``, the run's); rows in ``fid`` order. ``conn`` is in a transaction (the
+    rows come through a server-side cursor).
 
     Raises
     ------
@@ -266,6 +268,9 @@ def read_table(conn: Any, schema: str, table: str, *, srid: int | None = None
     got = pa.Table.from_batches(list(_batches(conn, query, types, arrow)), schema=arrow)
     df = got.to_pandas(self_destruct=True)
     del got
+    for c, t in attrs:
+        if t == "timestamptz" and df[c].isna().all():  # GeoPackage keeps no zone of its
+            df[c] = df[c].dt.tz_localize(None)         # own: pyogrio reads it from a value
     if geom is None:
         return df
     wkb = df.pop(GEOM).to_numpy(dtype=object)
