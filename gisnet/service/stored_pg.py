@@ -243,28 +243,27 @@ def read_table(conn: Any, schema: str, table: str, *, srid: int | None = None
         geom = GEOM if GEOM in geoms else (geoms[0] if geoms else None)
         code = _srid(cur, schema, table, geom) if geom is not None else 0
     attrs = [(c, t) for c, t in cols if c not in (FID, geom)]
+    if not attrs and geom is None:  # a table of its key alone: no column to read
+        return pd.DataFrame()
     items: list[sql.Composable] = []
     types: list[pa.DataType] = []
     for c, t in attrs:
         ident = sql.Identifier(c)
-        if t == "geometry":
+        if t == "geometry":  # a second geometry column: as text (GeoPackage has one)
             items.append(sql.SQL("ST_AsText({0}) AS {0}").format(ident))
         elif t in ARROW_TYPES:
             items.append(ident)
         else:
             items.append(sql.SQL("{0}::text AS {0}").format(ident))
-        types.append(ARROW_TYPES.get(t, pa.string()) if t != "geometry" else pa.string())
+        types.append(ARROW_TYPES[t] if t in ARROW_TYPES and t != "geometry" else pa.string())
     names = [c for c, _t in attrs]
     if geom is not None:
         items.append(sql.SQL("ST_AsBinary({})").format(sql.Identifier(geom)))
         types.append(pa.binary())
         names.append(GEOM)
     query = sql.SQL("SELECT {} FROM {} ORDER BY {}").format(
-        sql.SQL(", ").join(items) if items else sql.SQL("NULL"),
-        sql.Identifier(schema, table), sql.Identifier(FID))
+        sql.SQL(", ").join(items), sql.Identifier(schema, table), sql.Identifier(FID))
     arrow = _schema_of(names, types)
-    if not items:  # a table of its key alone: no column to read
-        return pd.DataFrame()
     got = pa.Table.from_batches(list(_batches(conn, query, types, arrow)), schema=arrow)
     df = got.to_pandas(self_destruct=True)
     del got
