@@ -684,7 +684,9 @@ def _run_into_database(town: Town, url: str, *, tables: Collection[str], maps: b
         with rep.step("write", "writing the PostGIS tables",
                       count=sum(len(df) for df in layers.values()), unit="rows"):
             res.files.append(write_postgis(url, layers, town, run_id=run_id,
-                                           version=__version__, say=lambda _m: None))
+                                           version=__version__, say=lambda _m: None,
+                                           unavailable={u.analysis: u.reason
+                                                        for u in res.unavailable}))
         res.timings_s["write"] = time.perf_counter() - t
     finally:
         rep.close()

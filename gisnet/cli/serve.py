@@ -21,19 +21,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_town_options(p)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
-                   help="folder of generated maps served at /maps/NAME (default: maps/); "
-                        "nothing is written")
+                   help="folder of generated maps served at /maps/NAME (default: maps/; "
+                        "with --results DIR, DIR itself); nothing is written")
     p.add_argument("--maps", type=Path, default=None, metavar="DIR",
                    help="serve only the map pages and vector tiles of DIR (written by "
                         "`gisnet run`/`gisnet map`, tiled or not) without loading a town: "
                         "starts at once whatever the town's size; open the printed URL")
-    p.add_argument("--results", type=Path, default=None, metavar="DIR",
+    p.add_argument("--results", default=None, metavar="DIR|URL",
                    help="serve the results `gisnet run --out DIR` wrote, read and not "
                         "recomputed: starts in seconds whatever the town's size. The run's "
                         "manifest is checked first (every file's hash, the gisnet version); "
                         "what the results cannot answer (upstream traces, obligations and "
                         "control manholes of request geometry, the input layers) answers "
-                        "503, listed at start; maps in DIR are served at /maps/NAME",
+                        "503, listed at start; maps in DIR are served at /maps/NAME. Or the "
+                        "PostGIS schema `gisnet run --out postgresql://...?schema=NAME` "
+                        "wrote, as that URL (or PG:... schemas=NAME), read only: its newest "
+                        "gisnet_runs row is checked (the gisnet version, every table's row "
+                        "count); maps of --out DIR are served",
                    )
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1, this machine only)")
@@ -67,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..extras import require
+    from ..io.postgis import is_database, redact
 
     require("service", "gisnet serve")
     from ..service import ServiceLimits, TownState, create_app
@@ -97,12 +102,15 @@ def run(args: argparse.Namespace) -> int:
                               f"{', '.join(given)} cannot change it (leave "
                               f"{'it' if len(given) == 1 else 'them'} out, or serve the "
                               "town with --layers)")
-        state = TownState.from_results(args.results)
+        if is_database(args.results):  # the maps of --out, as for a town
+            state = TownState.from_results(args.results, out_dir=args.out)
+        else:
+            state = TownState.from_results(Path(args.results))
         town = state.town
         run = state.run or {}
         say(args, f"gisnet: run {run.get('run_id')} of {run.get('created_utc')}: "
                   f"{run.get('town')}, profile {run.get('profile_id')}, written by gisnet "
-                  f"{run.get('gisnet_version')} (from {args.results})")
+                  f"{run.get('gisnet_version')} (from {redact(args.results)})")
         parcels = len(state.tables["parcels"]) if "parcels" in state.tables else 0
     else:
         town = load_town(args)

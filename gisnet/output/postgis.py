@@ -49,6 +49,7 @@ from ..io.postgis import (
 from ._testhooks import kill_point
 from .metadata import layer_docs
 from .pg_styles import write_pg_styles
+from .town_record import town_record
 from .writing import file_form, gpkg_ready
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -336,6 +337,20 @@ def drop_or_empty(cur: Any, schema: str, table: str) -> None:
         cur.execute(sql.SQL("DROP TABLE {}").format(ident))
 
 
+def add_town_info_column(cur: Any, schema: str) -> None:
+    """Give a ``gisnet_runs`` table written before ``town_info`` was recorded that
+    column (its earlier rows keep a null there: ``gisnet serve --results`` refuses
+    them, naming the run). Only when it is missing: ``ALTER TABLE`` would wait for
+    every reader of the table."""
+    from psycopg import sql
+
+    cur.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = %s "
+                "AND table_name = %s AND column_name = 'town_info'", (schema, RUNS_TABLE))
+    if cur.fetchone() is None:
+        cur.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS town_info jsonb").format(
+            sql.Identifier(schema, RUNS_TABLE)))
+
+
 def output_srid(crs: Any) -> int:
     """The SRID of the working CRS (its EPSG code).
 
@@ -353,7 +368,8 @@ def output_srid(crs: Any) -> int:
 
 def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                   run_id: str, version: str, say: Any = None,
-                  lock_timeout_s: float | None = None) -> str:
+                  lock_timeout_s: float | None = None,
+                  unavailable: Mapping[str, str] | None = None) -> str:
     """Write a run's result layers into a PostGIS schema, in one transaction.
 
     Parameters
@@ -366,7 +382,9 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
         GeoPackage holds them (:func:`gisnet.output.writing.file_form`).
     town
         The town (working CRS, name, town file, profile) for the SRID and the
-        ``gisnet_runs`` row.
+        ``gisnet_runs`` row, whose ``town_info``
+        (:func:`~gisnet.output.town_record.town_record`, as a folder's manifest
+        holds it) is what ``gisnet serve --results postgresql://...`` needs of it.
     run_id, version
         The run's id and gisnet's version, for ``gisnet_runs``.
     say
@@ -374,6 +392,9 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
     lock_timeout_s
         Seconds to wait for another client's lock (:func:`lock_timeout_of`:
         default the town file's ``[output] lock_timeout_s``, else 5).
+    unavailable
+        Analysis -> reason it could not be computed (``Results.unavailable``),
+        for ``town_info``.
 
     Returns
     -------
@@ -398,6 +419,7 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                     db.shown, schema)
     srid = output_srid(town.crs)
     wait_s = lock_timeout_of(town, lock_timeout_s)
+    info = town_record(town, unavailable)
     tag = run_id.replace("-", "")[:12].lower()
     with connect(db, what="output database", error=ConfigError) as conn:
         try:
@@ -411,7 +433,9 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                     "CREATE TABLE IF NOT EXISTS {} (run_id text PRIMARY KEY, "
                     "finished_at timestamptz NOT NULL DEFAULT now(), gisnet_version text, "
                     "town text, town_file text, profile text, crs text, srid integer, "
-                    "layers jsonb)").format(sql.Identifier(schema, RUNS_TABLE)))
+                    "layers jsonb, town_info jsonb)").format(
+                        sql.Identifier(schema, RUNS_TABLE)))
+                add_town_info_column(cur, schema)
                 # every table a gisnet run wrote here (not only the last run's)
                 cur.execute(sql.SQL("SELECT layers FROM {}").format(
                     sql.Identifier(schema, RUNS_TABLE)))
@@ -462,11 +486,11 @@ def write_postgis(url: Any, layers: Mapping[str, pd.DataFrame], town: Town, *,
                 tf = town.settings.extra.get("town_file")
                 cur.execute(sql.SQL(
                     "INSERT INTO {} (run_id, gisnet_version, town, town_file, profile, crs, "
-                    "srid, layers) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)").format(
+                    "srid, layers, town_info) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)").format(
                         sql.Identifier(schema, RUNS_TABLE)),
                     (run_id, version, town.name, None if tf is None else str(tf),
                      str(town.profile.profile.id), CRS.from_user_input(town.crs).to_string(),
-                     srid, json.dumps(counts)))
+                     srid, json.dumps(counts), json.dumps(info)))
                 kill_point("postgis-commit")
         except ConfigError:
             raise

@@ -1,6 +1,7 @@
-"""The service's state from a finished run (``gisnet serve --results DIR``), not recomputed.
+"""The service's state from a finished run (``gisnet serve --results DIR`` or
+``--results postgresql://...?schema=NAME``), not recomputed.
 
-:func:`state_from_results` checks the run's manifest (every file's hash, the
+:func:`read_results` checks the run's manifest (every file's hash, the
 gisnet version that wrote it, the ``town_info`` record), reads the result layers
 of ``gisnet-results.gpkg`` (pyogrio, Arrow) as the service's tables, rebuilds the
 directed sewer graph from ``graph_nodes`` / ``graph_edges``
@@ -8,7 +9,10 @@ directed sewer graph from ``graph_nodes`` / ``graph_edges``
 tracing index, the connection points (``control_manholes``: its ``edge_key``
 and ``tap_source``) and the capacity result the what-if needs (the stored
 accumulated flows, split shares and capacities on the rebuilt graph's arrays).
-No analysis runs over the parcels.
+No analysis runs over the parcels. From PostGIS (:mod:`gisnet.service.stored_pg`)
+the schema's newest ``gisnet_runs`` row is checked in the manifest's stead (its
+``town_info``, the version, each table's row count) and the tables are read as
+the same frames; everything after is shared.
 
 What the results cannot answer (they hold no input layer of the town: an
 upstream trace lists the parcels', buildings' and users' own rows; obligations
@@ -34,6 +38,7 @@ from pyproj import CRS
 
 from .. import __version__
 from ..errors import ConfigError
+from ..io.postgis import is_database
 from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_file
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
@@ -280,7 +285,7 @@ def stored_town(man: Mapping[str, Any]) -> Any:
         profile = profile_from_dict(info["profile"], path=info.get("profile_path"))
         crs = CRS.from_wkt(info["crs"])
     except (KeyError, ValueError, TypeError) as exc:
-        raise ConfigError(f"the run manifest's town_info cannot be used ({exc})") from None
+        raise ConfigError(f"the run's town_info record cannot be used ({exc})") from None
     settings = TownSettings(snap_tolerance_ft=float(info.get("snap_tolerance_ft") or 0.0),
                             extra={"mains_bounds": info.get("mains_bounds")})
     return Town(name=str(man.get("town")), crs=crs, ft_per_unit=float(info["ft_per_unit"]),
@@ -292,12 +297,46 @@ def stored_town(man: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------
 
 
-def read_results(results_dir: str | Path) -> dict[str, Any]:
+def _read_folder(results_dir: str | Path, timings: dict[str, float]
+                 ) -> tuple[dict[str, Any], dict[str, pd.DataFrame], Path]:
+    """A run's folder: its manifest checked (:func:`check_results_folder`), its
+    served layers read (:func:`read_layers`), and the GeoPackage, for messages."""
+    t = time.perf_counter()
+    folder = Path(results_dir)
+    man = check_results_folder(folder)
+    timings["check"] = time.perf_counter() - t
+    t = time.perf_counter()
+    layers = read_layers(folder / RESULTS_FILE)
+    timings["read"] = time.perf_counter() - t
+    return man, layers, folder / RESULTS_FILE
+
+
+def _read_database(url: str, timings: dict[str, float]
+                   ) -> tuple[dict[str, Any], dict[str, pd.DataFrame], str]:
+    """A run's PostGIS schema: its newest ``gisnet_runs`` row checked and its served
+    tables read as :func:`read_layers` reads the GeoPackage
+    (:func:`gisnet.service.stored_pg.read_results_database`, then :func:`_restore`),
+    and the database (password removed) and schema, for messages."""
+    from .stored_pg import read_results_database
+
+    man, tables, where = read_results_database(url, SERVED_LAYERS, timings)
+    t = time.perf_counter()
+    layers = {name: _restore(name, df) for name, df in tables.items()}
+    timings["read"] += time.perf_counter() - t
+    return man, layers, where
+
+
+def read_results(results: str | Path) -> dict[str, Any]:
     """What :meth:`gisnet.service.state.TownState.from_results` builds the state of a
-    finished run's folder from: the keyword arguments of ``TownState`` (``town``,
+    finished run from: the keyword arguments of ``TownState`` (``town``,
     ``G``, ``index``, ``points``, ``capacity``, ``unavailable``, ``input_layers``,
     ``run``, ``timings_s``) and ``layers`` (name -> table, :data:`SERVED_LAYERS`
     order), ``parcels`` (the parcels' ids and shapes, or None).
+
+    ``results`` is the folder ``gisnet run --out DIR`` wrote, or the PostGIS schema
+    ``gisnet run --out postgresql://...?schema=NAME`` wrote (a ``postgresql://`` URL
+    or ``PG:`` string naming it; read only). Only the check and the reading of the
+    layers differ between the two.
 
     The hot tables are not serialized here: ``TownState.warm`` does it (``gisnet
     serve --results`` on a thread once it listens; a request meanwhile waits for
@@ -306,19 +345,16 @@ def read_results(results_dir: str | Path) -> dict[str, Any]:
     from ..tracing import DownstreamIndex
 
     timings: dict[str, float] = {}
+    man, layers, where = (_read_database(str(results), timings) if is_database(results)
+                          else _read_folder(results, timings))
     t = time.perf_counter()
-    folder = Path(results_dir)
-    man = check_results_folder(folder)
-    timings["check"] = time.perf_counter() - t
-    t = time.perf_counter()
-    layers = read_layers(folder / RESULTS_FILE)
     town = stored_town(man)
-    timings["read"] = time.perf_counter() - t
+    timings["read"] += time.perf_counter() - t
     t = time.perf_counter()
     info = man["town_info"]
     for name in ("graph_nodes", "graph_edges"):
         if name not in layers:
-            raise ConfigError(f"the results have no {name} layer", path=folder / RESULTS_FILE)
+            raise ConfigError(f"the results have no {name} layer", path=where)
     G = stored_graph(layers["graph_nodes"], layers["graph_edges"],
                      town.settings.snap_tolerance_ft)
     timings["graph"] = time.perf_counter() - t
