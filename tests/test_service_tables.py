@@ -73,3 +73,23 @@ def test_repeated_text_is_held_as_categories_with_values_and_nulls_kept(layers):
     assert ob["section"].dtype == object  # the caller's frame is not changed
     mixed = pd.DataFrame({"v": ["a", 1, "a", None] * 3})
     assert compact_text(mixed)["v"].dtype == object  # not all text: left as it is
+
+
+def test_rows_read_back_from_a_run_serve_as_read(sample_dir, tmp_path_factory):
+    """The results of a run as ``serve --results`` reads them (text as Python objects):
+    held compactly (ids as Arrow text, repeated text as categories), served as read."""
+    from gisnet.io import load_town
+    from gisnet.pipeline import run
+    from gisnet.service.stored import read_layers
+
+    out = tmp_path_factory.mktemp("run")
+    run(load_town(sample_dir), out, maps=False, progress=None)
+    read = read_layers(out / "gisnet-results.gpkg")
+    for name in ("obligations", "control_manholes", "pipes_capacity"):
+        gdf = read[name]
+        assert gdf["main_id"].dtype == object  # as read: Python strings
+        table = ResultTable(name, gdf)
+        kinds = {str(t) for t in table.gdf.dtypes}
+        assert "object" not in kinds and {"str", "category"} <= kinds, (name, kinds)
+        want = feature_fragments(gdf.to_crs(WGS84))
+        assert table.fragments(np.arange(len(gdf)), WGS84) == want, name

@@ -43,12 +43,15 @@ class IdIndex:
         codes, uniques = pd.factorize(texts)
         del texts
         order = np.argsort(codes, kind="stable")
-        self._rows = np.asarray(positions, dtype=np.int64)[order]
-        self._bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-        del codes, order
+        pos = np.asarray(positions, dtype=np.int64)
+        # positions as 32-bit integers while a table has fewer than 2**31 rows
+        small = np.int32 if len(pos) == 0 or int(pos.max()) < 2**31 - 1 else np.int64
+        self._rows = pos[order].astype(small)
+        self._bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1)).astype(small)
+        del codes, order, pos
         # Python's own hash of each text (this process's: the index lives and dies with it)
         hashes = np.fromiter((hash(u) for u in uniques), dtype=np.int64, count=len(uniques))
-        self._by_hash = np.argsort(hashes, kind="stable")
+        self._by_hash = np.argsort(hashes, kind="stable").astype(small)
         self._hashes = hashes[self._by_hash]
         # the ids' UTF-8 text end to end, and where each begins (compared as bytes)
         words = [u.encode("utf-8", "surrogatepass") for u in uniques]
@@ -172,10 +175,12 @@ CATEGORY_SHARE = 0.5
 
 
 def compact_text(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with each text column of repeated values (statuses, sections, reasons,
-    ids shared by many rows) held as a categorical: a small code per row instead of a
-    Python string per row (a county's ``obligations`` holds "§ ..." a million times).
-    Values, nulls and the GeoJSON the rows serialize to are unchanged."""
+    """``df`` with each text column of Python strings held compactly: repeated values
+    (statuses, sections, reasons, ids shared by many rows) as a categorical, a small
+    code per row (a county's ``obligations`` holds "§ ..." a million times); the
+    rest (ids) as Arrow-backed text (pandas' ``str``, as the analyses hold it) instead
+    of a Python string per row. Values, nulls and the GeoJSON the rows serialize to
+    are unchanged."""
     n = len(df)
     if n < 2:
         return df
@@ -189,11 +194,14 @@ def compact_text(df: pd.DataFrame) -> pd.DataFrame:
         if not kinds <= {str, type(None)}:
             continue
         codes, uniques = pd.factorize(vals, use_na_sentinel=True)
-        if len(uniques) > CATEGORY_SHARE * n or not all(isinstance(u, str) for u in uniques):
+        if not all(isinstance(u, str) for u in uniques):
             continue
         if out is None:
             out = df.copy(deep=False)
-        out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+        if len(uniques) > CATEGORY_SHARE * n:  # ids: Arrow text, as the analyses hold it
+            out[c] = s.astype("str")
+        else:
+            out[c] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
     return df if out is None else out
 
 
