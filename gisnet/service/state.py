@@ -25,7 +25,7 @@ from ..output.town_record import public_source, without_paths
 from ..pipeline import analyse, quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
-from .tables import SERVED_EAGERLY, TABLE_KEYS, ResultTable
+from .tables import HOT_KEYS, SERVED_EAGERLY, TABLE_KEYS, ResultTable, compact_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -186,6 +186,16 @@ class TownState:
         if parcels is not None:
             state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",),
                                                   eager=False)
+        # what the what-if reads of the connection points, flows and pipes, held as
+        # compactly as the tables (the pipes are the table's own frame)
+        if state.points is not None:
+            state.points = compact_text(state.points)
+        cap = state.capacity
+        if cap is not None:
+            cap.points = state.points
+            cap.flows = compact_text(cap.flows)
+            if "pipes_capacity" in state.tables:
+                cap.pipes = state.tables["pipes_capacity"].gdf
         state.timings_s["tables"] = time.perf_counter() - t
         from ..memory import release
 
@@ -230,6 +240,7 @@ class TownState:
         if "parcels" in town.layers:  # for its ids; its rows are not served
             state.tables["parcels"] = ResultTable("parcels", town.layers["parcels"],
                                                   ("parcel_id",), eager=False)
+        state.index_hot()
         if "control_manholes" in state.tables and "control_paths" in state.tables:
             state._parcel_traces = state._build_parcel_traces()
         timings["serialize"] = time.perf_counter() - t
@@ -281,6 +292,7 @@ class TownState:
         from ..memory import release
 
         t = time.perf_counter()
+        self.index_hot()
         for name in SERVED_EAGERLY:
             if name in self.tables:
                 self.tables[name].serialize()
@@ -288,6 +300,14 @@ class TownState:
         if "control_manholes" in self.tables and "control_paths" in self.tables:
             self.warm_traces()
         return time.perf_counter() - t
+
+    def index_hot(self) -> None:
+        """Index the id columns the hot routes look up by (:data:`HOT_KEYS`) now."""
+        for name, keys in HOT_KEYS.items():
+            t = self.tables.get(name)
+            for k in keys:
+                if t is not None and k in t.index:
+                    t.id_index(k)
 
     def _build_parcel_traces(self) -> _ParcelTraces:
         return _ParcelTraces(self.table("control_manholes"), self.table("control_paths"))

@@ -55,8 +55,10 @@ class IdIndex:
         self._hashes = hashes[self._by_hash]
         # the ids' UTF-8 text end to end, and where each begins (compared as bytes)
         words = [u.encode("utf-8", "surrogatepass") for u in uniques]
-        self._offsets = np.zeros(len(words) + 1, dtype=np.int64)
-        np.cumsum([len(w) for w in words], out=self._offsets[1:])
+        sizes = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+        wide = np.int64 if sizes.sum() >= 2**31 - 1 else np.int32
+        self._offsets = np.zeros(len(words) + 1, dtype=wide)
+        np.cumsum(sizes, out=self._offsets[1:])
         self._text = b"".join(words)
 
     def __len__(self) -> int:
@@ -234,14 +236,11 @@ class ResultTable:
         self.crs: CRS | None = (CRS.from_user_input(gdf.crs)
                                 if isinstance(gdf, gpd.GeoDataFrame) and gdf.crs is not None
                                 else None)
-        self.index: dict[str, IdIndex] = {}
-        for k in keys:
-            if k in self.gdf.columns:
-                col = self.gdf[k]
-                ok = col.notna().to_numpy()
-                self.index[k] = IdIndex(col[ok].astype(object).to_numpy(), np.flatnonzero(ok))
+        # the id columns looked up by, each indexed on first use (:meth:`id_index`)
+        self.index: dict[str, IdIndex | None] = {k: None for k in keys if k in self.gdf.columns}
         self._wgs84: PackedRows | None = None
         self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
         if eager:
             self._serialized()
 
@@ -266,18 +265,30 @@ class ResultTable:
             return df
         return df if self.crs.equals(crs) else df.to_crs(crs)
 
+    def id_index(self, key: str) -> IdIndex:
+        """The index of id column ``key``, built on first use (thread-safe): a county's
+        table is looked up by one or two of its id columns, and an index costs about
+        40 bytes a row."""
+        if key not in self.index:
+            raise ServiceUnavailable(f"layer {self.name!r} has no {key!r} column")
+        idx = self.index[key]
+        if idx is None:
+            with self._index_lock:
+                idx = self.index[key]
+                if idx is None:
+                    col = self.gdf[key]
+                    ok = col.notna().to_numpy()
+                    idx = self.index[key] = IdIndex(col[ok].astype(object).to_numpy(),
+                                                    np.flatnonzero(ok))
+        return idx
+
     def lookup(self, key: str, value: str) -> np.ndarray | None:
         """Row positions whose ``key`` column equals ``value`` (None if none)."""
-        idx = self.index.get(key)
-        if idx is None:
-            raise ServiceUnavailable(f"layer {self.name!r} has no {key!r} column")
-        return idx.get(value)
+        return self.id_index(key).get(value)
 
     def lookup_many(self, key: str, values: Sequence[str]) -> tuple[np.ndarray, list[str]]:
         """Row positions of many ids, in the order asked, and the ids not found."""
-        idx = self.index.get(key)
-        if idx is None:
-            raise ServiceUnavailable(f"layer {self.name!r} has no {key!r} column")
+        idx = self.id_index(key)
         found: list[np.ndarray] = []
         missing: list[str] = []
         for v in values:
@@ -319,6 +330,15 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "plants": ("plant_id",),
 }
 
+
+#: The id columns the hot endpoints look up by: indexed at startup (the rest on first use).
+HOT_KEYS: dict[str, tuple[str, ...]] = {
+    "obligations": ("parcel_id",),
+    "control_manholes": ("parcel_id",),
+    "pipes_capacity": ("main_id",),
+    "plants": ("plant_id",),
+    "parcels": ("parcel_id",),
+}
 
 #: Tables whose rows are answered by the hot endpoints: serialized at startup.
 SERVED_EAGERLY = frozenset({"obligations", "control_manholes", "control_paths",
