@@ -80,7 +80,7 @@ class IdIndex:
 
 
 #: Rows of a :class:`PackedRows` block (compressed together, decompressed together).
-PACK_ROWS = 16
+PACK_ROWS = 32
 #: Codec of the blocks: LZ4 through pyarrow (a county's GeoJSON rows are about 7.5
 #: times smaller; a block of 32 rows is back in about 5 µs).
 PACK_CODEC = "lz4"
@@ -337,7 +337,6 @@ HOT_KEYS: dict[str, tuple[str, ...]] = {
     "control_manholes": ("parcel_id",),
     "pipes_capacity": ("main_id",),
     "plants": ("plant_id",),
-    "parcels": ("parcel_id",),
 }
 
 #: Tables whose rows are answered by the hot endpoints: serialized at startup.
