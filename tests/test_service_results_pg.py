@@ -57,6 +57,20 @@ def _url(cluster, schema: str) -> str:
     return f"{cluster.url}?schema={schema}"
 
 
+def _same_frame(got, want, name: str) -> None:
+    """The same columns, dtypes, CRS, row count, shapes (exactly) and values."""
+    assert list(got.columns) == list(want.columns), name
+    assert [str(t) for t in got.dtypes] == [str(t) for t in want.dtypes], name
+    assert got.crs == want.crs, name
+    assert len(got) == len(want), name
+    gw, gg = np.asarray(want.geometry.array), np.asarray(got.geometry.array)
+    assert bool(np.all(shapely.equals_exact(gw, gg, 0)
+                       | (shapely.is_missing(gw) & shapely.is_missing(gg)))), name
+    pd.testing.assert_frame_equal(pd.DataFrame(got.drop(columns="geometry")),
+                                  pd.DataFrame(want.drop(columns="geometry")),
+                                  check_exact=True, obj=name)
+
+
 @pytest.fixture(scope="module")
 def served(cluster, sample_dir, tmp_path_factory):
     """The sample run into a folder and into schema ``served``; a client of the state
@@ -100,16 +114,8 @@ def test_tables_read_from_postgis_are_the_geopackage_layers(served, cluster):
     for name, w in want.items():
         g = got[name]
         assert type(g) is type(w), name
-        assert list(g.columns) == list(w.columns), name
-        assert [str(t) for t in g.dtypes] == [str(t) for t in w.dtypes], name
-        assert g.crs == w.crs and w.crs.to_epsg() == 2260, name
-        assert len(g) == len(w), name
-        gw, gg = np.asarray(w.geometry.array), np.asarray(g.geometry.array)
-        assert bool(np.all(shapely.equals_exact(gw, gg, 0)
-                           | (shapely.is_missing(gw) & shapely.is_missing(gg)))), name
-        pd.testing.assert_frame_equal(pd.DataFrame(g.drop(columns="geometry")),
-                                      pd.DataFrame(w.drop(columns="geometry")),
-                                      check_exact=True, obj=name)
+        assert w.crs.to_epsg() == 2260, name
+        _same_frame(g, w, name)
     # nulls, booleans and dates of the sample are there to be compared
     ob = want["obligations"]
     assert ob["abuts_sewered_street"].isna().any() and ob["notice_date"].notna().any()
@@ -404,12 +410,4 @@ def test_every_column_type_reads_as_pyogrio_reads_the_geopackage(cluster, tmp_pa
             if name == "every":  # (a zone kept where a value has it)
                 assert str(got.dtypes["at"]) == "datetime64[ms, UTC]"
                 assert got["text"].tolist()[2:5] == ["", 'comma, "quote"', "line\nend"]
-            assert list(got.columns) == list(want.columns), name
-            assert [str(t) for t in got.dtypes] == [str(t) for t in want.dtypes], name
-            assert got.crs == want.crs, name
-            gw, gg = np.asarray(want.geometry.array), np.asarray(got.geometry.array)
-            assert bool(np.all(shapely.equals_exact(gw, gg, 0)
-                               | (shapely.is_missing(gw) & shapely.is_missing(gg)))), name
-            pd.testing.assert_frame_equal(pd.DataFrame(got.drop(columns="geometry")),
-                                          pd.DataFrame(want.drop(columns="geometry")),
-                                          check_exact=True, obj=name)
+            _same_frame(got, want, name)
