@@ -113,7 +113,7 @@ def _search(d, text: str, want: str) -> str:
 def test_search_finds_and_a_click_opens_three_random_parcels(big_town, driver, page,
                                                              artifacts: Path):
     import geopandas as gpd
-    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
     from selenium.webdriver.common.by import By
 
     from gisnet.labels import status_label
@@ -152,20 +152,27 @@ def test_search_finds_and_a_click_opens_three_random_parcels(big_town, driver, p
         latlon = [p.iloc[0].y, p.iloc[0].x]
         d.execute_script("gisnet.map.setView(arguments[0], 18, {animate: false});", latlon)
         el = d.find_element(By.CSS_SELECTOR, ".folium-map")
-        # the parcel where the window shows the map (a map taller than the window, as on
-        # the index page, has its centre below the fold, out of a real click's reach)
-        d.execute_script(
-            "var m=gisnet.map,r=arguments[1].getBoundingClientRect(),"
-            "cx=(Math.max(r.left,0)+Math.min(r.right,window.innerWidth))/2-r.left,"
-            "cy=(Math.max(r.top,0)+Math.min(r.bottom,window.innerHeight))/2-r.top,"
-            "p=m.latLngToContainerPoint(arguments[0]);"
-            "m.panBy([p.x-cx,p.y-cy],{animate:false});", latlon, el)
         deadline = time.time() + 30
         while True:  # until the parcel's tile has loaded
-            xy = d.execute_script("var g=gisnet,p=g.map.latLngToContainerPoint(arguments[0]),"
-                                  "s=g.map.getSize();return [p.x-s.x/2,p.y-s.y/2];", latlon)
-            ActionChains(d).move_to_element_with_offset(el, int(xy[0]), int(xy[1])) \
-                .click().perform()
+            # the parcel where the window shows the map (a map taller than the window, as
+            # on the index page, has its centre below the fold, out of a real click's
+            # reach); its place in the window read afresh before each click, since the
+            # page may scroll or the map pan between tries
+            xy = d.execute_script(
+                "var m=gisnet.map,r=arguments[1].getBoundingClientRect(),"
+                "cx=(Math.max(r.left,0)+Math.min(r.right,window.innerWidth))/2-r.left,"
+                "cy=(Math.max(r.top,0)+Math.min(r.bottom,window.innerHeight))/2-r.top,"
+                "p=m.latLngToContainerPoint(arguments[0]);"
+                "m.panBy([p.x-cx,p.y-cy],{animate:false});"
+                "p=m.latLngToContainerPoint(arguments[0]);"
+                "r=arguments[1].getBoundingClientRect();"
+                "return [r.left+p.x,r.top+p.y,window.innerWidth,window.innerHeight];",
+                latlon, el)
+            assert 0 <= xy[0] < xy[2] and 0 <= xy[1] < xy[3], xy  # inside the window
+            click = ActionBuilder(d)
+            click.pointer_action.move_to_location(int(xy[0]), int(xy[1]))
+            click.pointer_action.click()
+            click.perform()
             try:
                 text = _wait(d, POPUP, f"Parcel {pid}", timeout=2)
                 break
