@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import networkx as nx
+import numpy as np
 
 from .results import ControlResult
 from .sampling.plan import sampling_plan
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def analyse_control(
     town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
-    paths: bool = True,
+    paths: bool = True, building_points: np.ndarray | None = None,
 ) -> ControlResult:
     """Connection points, control manholes and paths, and the sampling plan of a town.
 
@@ -36,6 +37,9 @@ def analyse_control(
         A :class:`~gisnet.tracing.DownstreamIndex` of ``G`` to reuse (built if None).
     paths
         Build the ``control_paths`` lines (False: ``control_paths`` is None).
+    building_points
+        Each building's centroid, when the buildings' shapes are no longer held
+        (:func:`gisnet.tracing.features_to_connect`).
 
     Returns
     -------
@@ -47,7 +51,7 @@ def analyse_control(
         users layer, else None.
     """
     idx = DownstreamIndex.of(G, index)
-    points = connection_points(town, G, index=idx)
+    points = connection_points(town, G, index=idx, building_points=building_points)
     layers = control_manholes(town, G, points=points, index=idx, paths=paths)
     users = town.layer("users")
     plan = None

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import networkx as nx
+import numpy as np
 import pandas as pd
+import shapely
 
 from .capacity import compute_capacity
 from .control import analyse_control
@@ -291,6 +293,7 @@ def analyse(
     on_layers: Callable[[Mapping[str, pd.DataFrame]], None] | None = None,
     as_of: dt.date | None = None,
     release_inputs: bool = False,
+    release_written: bool = False,
 ) -> Results:
     """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
@@ -329,7 +332,14 @@ def analyse(
         fixes name), replace the shapes of the input layers nothing after them
         measures (:data:`UNREAD_AFTER_ANALYSES`) by a point inside each: less
         memory for writing and drawing a big town; follow-ups that measure from
-        buildings must not be asked of these results.
+        buildings must not be asked of these results. The buildings' polygons go
+        once the obligations step (the last to measure from them) has ended: the
+        control step is given each building's centroid, made before.
+    release_written
+        Once ``on_layers`` has been given them, empty the layers nothing after
+        their step reads (:data:`RELEASED_ONCE_WRITTEN`; kept as frames of no rows
+        with their columns): ``gisnet run`` without maps or tables, whose
+        GeoPackage writer already holds them.
 
     Returns
     -------
@@ -375,6 +385,8 @@ def analyse(
         release()  # the step's temporaries, back to the system
         if on_layers is not None:
             on_layers(res.layers())
+            if release_written:
+                _empty_written(res)
 
     done()
 
@@ -394,11 +406,17 @@ def analyse(
                                         town.layers.get("parcels"))
         done()
 
+    centroids = None
+    if release_inputs and "control" in todo:
+        centroids = _buildings_as_points(town)
     if "control" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
-                           lambda: analyse_control(town, G, paths=control_paths),
+                           lambda: analyse_control(
+                               town, G, paths=control_paths,
+                               building_points=None if centroids is None else centroids()),
                            n_parcels, "parcels")
+        centroids = None
         if res.control is not None and res.control.sampling_plan is None:
             res.unavailable.append(Unavailable(
                 "sampling_plan", "the town has no industrial users (no users layer, or it "
@@ -550,8 +568,12 @@ def run(
             if early:
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
+            # without maps or tables, the GeoPackage's writer is the last to read the
+            # layers no later step reads: they go once it has them
             res = analyse(town, progress=rep, on_layers=gpkg.add if early else None,
-                          release_inputs=release_inputs)
+                          release_inputs=release_inputs,
+                          release_written=early and release_inputs and not maps
+                          and not tables)
             _add_changes(res, previous, register, run_id)
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
@@ -607,6 +629,64 @@ def run(
     return res
 
 
+#: Result layers no step reads after the one that makes them: ``(layer, part,
+#: field)`` of :class:`Results`, emptied once written (``release_written``).
+RELEASED_ONCE_WRITTEN = (("obligation_evidence", "obligations", "evidence"),
+                         ("control_paths", "control", "control_paths"))
+
+
+def _empty_written(res: Results) -> None:
+    """Replace each layer of :data:`RELEASED_ONCE_WRITTEN` by a frame of no rows with
+    its columns (a copy: a slice would keep the rows' arrays), and give the memory
+    back once the writer has let go of them."""
+    for _layer, part, name in RELEASED_ONCE_WRITTEN:
+        holder = getattr(res, part)
+        df = None if holder is None else getattr(holder, name)
+        if df is not None and len(df):
+            setattr(holder, name, df.iloc[:0].copy(deep=True))
+    release()
+
+
+def _buildings_as_points(town: Town) -> Callable[[], Any] | None:
+    """Let go of the buildings' polygons before the control step: each is replaced
+    by the point inside it that the maps draw (as :func:`unread_shapes_as_points`
+    does), and what the control step measures from, each building's centroid, is
+    kept as coordinates. Returns a function giving the centroids as points (None
+    for a building without a shape), called when the step needs them; None when
+    the town has no buildings, or no polygons among them.
+
+    Both points are taken as coordinates before the polygons go and made into
+    shapes after, so that the new shapes take the memory the polygons held."""
+    b = town.layers.get("buildings")
+    if not isinstance(b, gpd.GeoDataFrame) or not len(b) or b.geometry.name not in b.columns:
+        return None
+    name, crs = b.geometry.name, b.crs
+    geoms = np.asarray(b.geometry.array, dtype=object)
+    ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+    if (shapely.get_type_id(geoms[ok]) == 0).all():
+        return None
+    centre = shapely.get_coordinates(shapely.centroid(geoms[ok]))
+    inside = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
+    kept = geoms.copy()  # missing and empty shapes stay as they are
+    kept[ok] = None
+    column = list(b.columns).index(name)
+    attrs = pd.DataFrame(b.drop(columns=name))
+    del b, geoms
+    town.layers["buildings"] = None  # the polygons go here (the key keeps its place)
+    release()
+    kept[ok] = shapely.points(inside)
+    del inside
+    attrs.insert(column, name, gpd.GeoSeries(kept, index=attrs.index, crs=crs))
+    town.layers["buildings"] = gpd.GeoDataFrame(attrs, geometry=name, crs=crs)
+
+    def centroids() -> Any:
+        out = np.full(len(ok), None, dtype=object)
+        out[ok] = shapely.points(centre)
+        return out
+
+    return centroids
+
+
 #: Input layers nothing after the analyses measures: the write and the maps use
 #: the result layers and the parcels, mains, manholes, plants and users, and the
 #: maps mark a building whose sewer is unresolved at a point inside it; the
@@ -614,13 +694,15 @@ def run(
 UNREAD_AFTER_ANALYSES = ("buildings", "streets", "laterals")
 
 
-def unread_shapes_as_points(town: Town) -> None:
-    """Replace each shape of the layers of :data:`UNREAD_AFTER_ANALYSES` by the point
-    inside it the maps draw (:func:`gisnet.maps.common.point_geoms`), and give the
-    memory back: a point is about a tenth of a polygon's memory."""
+def unread_shapes_as_points(town: Town, roles: Collection[str] = UNREAD_AFTER_ANALYSES
+                            ) -> None:
+    """Replace each shape of the layers ``roles`` (default
+    :data:`UNREAD_AFTER_ANALYSES`) by the point inside it the maps draw
+    (:func:`gisnet.maps.common.point_geoms`), and give the memory back: a point is
+    about a third of a 5-vertex polygon's memory."""
     from .maps.common import point_geoms
 
-    for role in UNREAD_AFTER_ANALYSES:
+    for role in roles:
         gdf = town.layers.get(role)
         if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns:
             town.layers[role] = point_geoms(gdf)

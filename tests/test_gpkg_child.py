@@ -175,3 +175,45 @@ def test_run_writes_a_big_towns_geopackage_while_the_analyses_go_on(sample_dir: 
         pd.testing.assert_frame_equal(pyogrio.read_dataframe(a, layer=name),
                                       pyogrio.read_dataframe(b, layer=name))
     assert "write" in res.timings_s
+
+
+def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, tmp_path: Path,
+                                                             monkeypatch):
+    """``gisnet run`` without maps or tables (``release_inputs``): the buildings'
+    polygons go once the obligations are measured (the control step measures from
+    each centroid, made before), and the evidence lines and control paths once the
+    GeoPackage's writer has them. The GeoPackage is the same as a run that holds
+    everything; the connection points still lie where the centroids put them."""
+    from geopandas.testing import assert_geoseries_equal
+
+    import gisnet.pipeline as pipeline
+
+    plain = pipeline.run(load_town(sample_dir), tmp_path / "plain", maps=False, progress=None)
+    monkeypatch.setattr(pipeline, "GPKG_CHILD_MIN_PARCELS", 0)
+    monkeypatch.setenv("GISNET_THREADS", "2")
+    town = load_town(sample_dir)
+    polygons = np.asarray(town.layers["buildings"].geometry.array, dtype=object)
+    centroid, inside = shapely.centroid(polygons), shapely.point_on_surface(polygons)
+    # the sample's buildings are not all rectangles: a tap from the inside point would
+    # differ from one from the centroid
+    assert (shapely.distance(centroid, inside) > 0.01).sum() > 1000
+    res = pipeline.run(town, tmp_path / "lean", maps=False, progress=None,
+                       release_inputs=True)
+    a, b = tmp_path / "plain" / "gisnet-results.gpkg", tmp_path / "lean" / "gisnet-results.gpkg"
+    names = sorted(str(r[0]) for r in pyogrio.list_layers(a))
+    assert names == sorted(str(r[0]) for r in pyogrio.list_layers(b))
+    for name in names:
+        pd.testing.assert_frame_equal(pyogrio.read_dataframe(a, layer=name),
+                                      pyogrio.read_dataframe(b, layer=name))
+    # what the run let go: no rows left, the columns kept (the metadata names them)
+    for df, full in ((res.obligations.evidence, plain.obligations.evidence),
+                     (res.control.control_paths, plain.control.control_paths)):
+        assert len(df) == 0 and list(df.columns) == list(full.columns) and len(full) > 0
+    assert len(res.control.control_manholes) == len(plain.control.control_manholes)
+    # the buildings are now the point inside each, as the maps draw them
+    held = np.asarray(town.layers["buildings"].geometry.array, dtype=object)
+    assert shapely.equals_exact(held, inside, tolerance=0).all()
+    pd.testing.assert_frame_equal(
+        pd.DataFrame(res.control.points.drop(columns="geometry")),
+        pd.DataFrame(plain.control.points.drop(columns="geometry")))
+    assert_geoseries_equal(res.control.points.geometry, plain.control.points.geometry)

@@ -216,14 +216,23 @@ def _id_series(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
     return s.where(s.notna(), None).reset_index(drop=True)
 
 
-def features_to_connect(town: Town) -> pd.DataFrame:
-    """Rows to connect: each building, each parcel without a building."""
+def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
+                        ) -> pd.DataFrame:
+    """Rows to connect: each building, each parcel without a building.
+
+    ``building_points``: each building's centroid, made before its shape was let go
+    (:func:`gisnet.pipeline.analyse` with ``release_inputs``); default the centroid
+    of each building's geometry."""
     parcels = town.layers["parcels"]
     buildings = town.layer("buildings")
     frames = []
     b_parcel = pd.Series([], dtype=object)
     if buildings is not None and len(buildings):
-        pts = _as_points(buildings.geometry.to_numpy(), polygon_point="centroid")
+        if building_points is not None and len(building_points) != len(buildings):
+            raise ValueError(f"{len(building_points)} building points for "
+                             f"{len(buildings)} buildings")
+        pts = (_as_points(buildings.geometry.to_numpy(), polygon_point="centroid")
+               if building_points is None else building_points)
         b_parcel = _id_series(buildings, "parcel_id")
         missing = b_parcel.isna().to_numpy() & ~shapely.is_missing(pts.astype(object))
         if missing.any() and len(parcels):
@@ -375,7 +384,8 @@ def locate_taps(
 
 
 def connection_points(
-    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None
+    town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
+    building_points: np.ndarray | None = None,
 ) -> gpd.GeoDataFrame:
     """The point where each building sewer is connected (the tap).
 
@@ -402,6 +412,9 @@ def connection_points(
         Sewer graph of the town.
     index
         A :class:`DownstreamIndex` of ``G`` to reuse.
+    building_points
+        Each building's centroid, when its shape is no longer held
+        (:func:`features_to_connect`).
 
     Returns
     -------
@@ -414,7 +427,7 @@ def connection_points(
         (working CRS; null when unresolved).
     """
     idx = DownstreamIndex.of(G, index)
-    feats = features_to_connect(town)
+    feats = features_to_connect(town, building_points=building_points)
     laterals = town.layer("laterals")
     pts, off_main = locate_taps(idx, feats, laterals)
     if off_main:
