@@ -902,3 +902,28 @@ def test_owner_manhole_without_an_owner_section_cites_the_profile_section(comple
         "building_id").loc["B6"]
     assert row["control_manhole_id"] == "OMH1"
     assert row["section"] == town.profile.control_manhole.section
+
+
+def test_path_lines_made_in_chunks_are_the_lines_made_at_once(sample_dir, monkeypatch):
+    """The control paths are made a chunk of rows at a time (memory): cut into
+    chunks of 7 rows, every path equals the one made with all rows together,
+    vertex for vertex."""
+    import shapely
+
+    import gisnet.tracing.paths as paths_mod
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    town = load_town(sample_dir)
+    G = build_sewer_graph(town)
+    whole = control_manholes(town, G)["control_paths"]
+    assert len(whole) > 7 * 100 and whole.geometry.notna().sum() > 1000
+    monkeypatch.setattr(paths_mod, "PATH_CHUNK_ROWS", 7)
+    cut = control_manholes(town, G)["control_paths"]
+    a = np.asarray(cut.geometry.array, dtype=object)
+    b = np.asarray(whole.geometry.array, dtype=object)
+    assert (pd.isna(a) == pd.isna(b)).all()
+    m = pd.notna(b)
+    assert shapely.equals_exact(a[m], b[m], tolerance=0).all()
+    pd.testing.assert_frame_equal(pd.DataFrame(cut.drop(columns="geometry")),
+                                  pd.DataFrame(whole.drop(columns="geometry")))

@@ -169,6 +169,15 @@ def _reasons(points: pd.DataFrame, source: np.ndarray, mh_id: np.ndarray,
     return out
 
 
+def _column(s: pd.Series) -> Any:
+    """A column passed on as it is held: text already in pandas' text dtype stays
+    there (no Python string made per row); anything else as objects, for the
+    frame to infer its dtype as before."""
+    if isinstance(s.dtype, pd.StringDtype):
+        return s.array
+    return s.to_numpy(dtype=object)
+
+
 def control_manholes(
     town: Town | None,
     G: nx.MultiDiGraph,
@@ -247,13 +256,13 @@ def control_manholes(
         section[own] = sec_k
     result = gpd.GeoDataFrame(
         {
-            "building_id": points["building_id"].to_numpy(dtype=object),
-            "parcel_id": points["parcel_id"].to_numpy(dtype=object),
-            "user_id": points["user_id"].to_numpy(dtype=object),
-            "main_id": points["main_id"].to_numpy(dtype=object),
+            "building_id": _column(points["building_id"]),
+            "parcel_id": _column(points["parcel_id"]),
+            "user_id": _column(points["user_id"]),
+            "main_id": _column(points["main_id"]),
             "tap_distance_ft": tap_ft,
-            "edge_key": points["edge_key"].to_numpy(dtype=object),
-            "tap_source": points["source"].to_numpy(dtype=object),
+            "edge_key": _column(points["edge_key"]),
+            "tap_source": _column(points["source"]),
             "control_manhole_id": mh_id,
             "plant_id": plant,
             "path_length_ft": mh_ft,

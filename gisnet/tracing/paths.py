@@ -67,6 +67,12 @@ def tail_coords(idx: DownstreamIndex, edge: np.ndarray, frac: np.ndarray, taps: 
     return coords[order], owner[order]
 
 
+#: Rows whose path lines are made together: what :func:`path_lines` holds at once is
+#: a few arrays of the vertices of this many paths (at a county's million
+#: connection points, all at once, the vertex arrays were about 0.7 GB).
+PATH_CHUNK_ROWS = 65_536
+
+
 def path_lines(
     idx: DownstreamIndex,
     edge: np.ndarray,
@@ -75,7 +81,27 @@ def path_lines(
     target: np.ndarray,
 ) -> np.ndarray:
     """Lines from each tap along its edge and then the primary chain to the
-    node ``target`` (node index). Rows with target -1 get None."""
+    node ``target`` (node index). Rows with target -1 get None.
+
+    Made :data:`PATH_CHUNK_ROWS` rows at a time: each row's line depends on that
+    row alone, so the lines are the same however the rows are cut."""
+    n = len(edge)
+    if n <= PATH_CHUNK_ROWS:
+        return _path_lines(idx, edge, frac, taps, target)
+    lines = np.empty(n, dtype=object)
+    for start in range(0, n, PATH_CHUNK_ROWS):
+        cut = slice(start, start + PATH_CHUNK_ROWS)
+        lines[cut] = _path_lines(idx, edge[cut], frac[cut], taps[cut], target[cut])
+    return lines
+
+
+def _path_lines(
+    idx: DownstreamIndex,
+    edge: np.ndarray,
+    frac: np.ndarray,
+    taps: np.ndarray,
+    target: np.ndarray,
+) -> np.ndarray:
     n = len(edge)
     lines = np.empty(n, dtype=object)
     rows = np.flatnonzero((edge >= 0) & (target >= 0))
