@@ -151,14 +151,16 @@ BATCH_ROWS = 65_536
 
 
 class ArrowLayer:
-    """A layer in the form GDAL's Arrow writer takes: the attribute columns as an
-    Arrow table, the geometry kept as shapes until each batch is sent (as WKB), and
-    what ``pyogrio.write_arrow`` needs to know of the geometry (its column, type and
-    CRS, decided as ``pyogrio.write_dataframe`` decides them for a GeoPackage)."""
+    """A layer in the form GDAL's Arrow writer takes: the attribute columns with
+    their Arrow schema (made into Arrow a batch at a time), the geometry kept as
+    shapes until each batch is sent (as WKB), and what ``pyogrio.write_arrow`` needs
+    to know of the geometry (its column, type and CRS, decided as
+    ``pyogrio.write_dataframe`` decides them for a GeoPackage)."""
 
-    def __init__(self, table: Any, geometry: np.ndarray | None, position: int,
-                 meta: dict[str, Any]):
-        self.table = table
+    def __init__(self, attributes: pd.DataFrame, columns: Any, geometry: np.ndarray | None,
+                 position: int, meta: dict[str, Any]):
+        self.attributes = attributes
+        self.columns = columns  # the attributes' Arrow schema
         self.geometry = geometry
         self.position = position
         self.meta = meta
@@ -167,25 +169,25 @@ class ArrowLayer:
         import pyarrow as pa
 
         if self.geometry is None:
-            return self.table.schema
-        return self.table.schema.insert(self.position,
-                                        pa.field(self.meta["geometry_name"], pa.binary()))
+            return self.columns
+        return self.columns.insert(self.position,
+                                   pa.field(self.meta["geometry_name"], pa.binary()))
 
     def batches(self, rows: int = BATCH_ROWS) -> Any:
-        """Record batches of at most ``rows`` rows (at least one, for the schema)."""
+        """Record batches of at most ``rows`` rows (at least one, for the schema): the
+        text of a million rows is never held as Arrow whole beside the frame."""
         import pyarrow as pa
 
         schema = self.schema()
-        n = self.table.num_rows
+        n = len(self.attributes)
         for i in range(0, max(n, 1), rows):
-            part = self.table.slice(i, rows)
-            cols = list(part.columns)
+            part = pa.Table.from_pandas(self.attributes.iloc[i:i + rows],
+                                        schema=self.columns, preserve_index=False)
+            cols = [c.combine_chunks() for c in part.columns]
             if self.geometry is not None:
                 wkb = shapely.to_wkb(self.geometry[i:i + rows])
                 cols.insert(self.position, pa.array(wkb, type=pa.binary()))
-            yield pa.RecordBatch.from_arrays(
-                [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols],
-                schema=schema)
+            yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 #: shapely's geometry type ids and GDAL's names of them.
@@ -244,12 +246,14 @@ def _crs_text(crs: Any) -> str | None:
     return f"EPSG:{epsg}" if epsg else crs.to_wkt("WKT1_GDAL")
 
 
-def _attribute_table(df: pd.DataFrame) -> Any:
-    """The attribute columns as Arrow, typed as GDAL's Arrow writer wants them:
-    datetimes that may carry several UTC offsets as text marked ``DateTime``
-    (GDAL keeps the offsets), values Arrow cannot type as text, columns with no
-    type (null in every row) as text. Raises what Arrow raises for a column it
-    cannot take at all."""
+def _attribute_table(df: pd.DataFrame) -> tuple[pd.DataFrame, Any]:
+    """The attribute columns, and their Arrow schema, typed as GDAL's Arrow writer
+    wants them: datetimes that may carry several UTC offsets as text marked
+    ``DateTime`` (GDAL keeps the offsets), values Arrow cannot type as text, columns
+    with no type (null in every row) as text. The schema is inferred from the whole
+    frame (no values converted); the rows become Arrow a batch at a time
+    (:meth:`ArrowLayer.batches`). Raises what Arrow raises for a column it cannot
+    take at all."""
     import pyarrow as pa
 
     df = pd.DataFrame(df, copy=False)
@@ -270,18 +274,17 @@ def _attribute_table(df: pd.DataFrame) -> Any:
         elif isinstance(dtype, pd.DatetimeTZDtype) and str(dtype.tz) != "UTC":
             df[name] = df[name].astype("string")
             as_datetime.append(str(name))
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    for i, f in enumerate(table.schema):
+    schema = pa.Schema.from_pandas(df, preserve_index=False)
+    fields = []
+    for f in schema:
         if pa.types.is_null(f.type):
-            table = table.set_column(i, f.with_type(pa.string()), table[i].cast(pa.string()))
+            f = f.with_type(pa.string())
         elif pa.types.is_dictionary(f.type) and pa.types.is_null(f.type.value_type):
-            t = pa.dictionary(f.type.index_type, pa.string())
-            table = table.set_column(i, f.with_type(t), table[i].cast(t))
-    if as_datetime:
-        fields = [f.with_metadata({"GDAL:OGR:type": "DateTime"}) if f.name in as_datetime
-                  else f for f in table.schema]
-        table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
-    return table
+            f = f.with_type(pa.dictionary(f.type.index_type, pa.string()))
+        if f.name in as_datetime:
+            f = f.with_metadata({"GDAL:OGR:type": "DateTime"})
+        fields.append(f)
+    return df, pa.schema(fields, metadata=schema.metadata)
 
 
 def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
@@ -306,10 +309,12 @@ def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
         meta = {"geometry_name": gname, "geometry_type": gtype, "crs": _crs_text(df.crs)}
         df = pd.DataFrame(df, copy=False).drop(columns=[gname])
     try:
-        table = _attribute_table(df)
+        attributes, columns = _attribute_table(df)
+        if len(attributes):  # a column Arrow cannot take is found here, not mid-stream
+            pa.Table.from_pandas(attributes.iloc[:1], schema=columns, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
         return None
-    return ArrowLayer(table, geoms, position, meta)
+    return ArrowLayer(attributes, columns, geoms, position, meta)
 
 
 def send(out: IO[bytes], path: str, name: str, layer: ArrowLayer) -> None:

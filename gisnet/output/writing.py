@@ -245,7 +245,7 @@ def gpkg_ready(df: pd.DataFrame) -> pd.DataFrame:
     """Columns GeoPackage can store. Nullable booleans and integers are written as
     they are (GeoPackage BOOLEAN / INTEGER columns holding NULL); only a column
     that is null in every row, whose type cannot be known, becomes text."""
-    df = df.copy()
+    df = df.copy(deep=False)  # copy-on-write: the caller's frame is left as it is
     for c in df.columns:
         s = df[c]
         if isinstance(s.dtype, pd.BooleanDtype | pd.Int64Dtype) and s.isna().all():
@@ -280,7 +280,7 @@ def rounded(df: pd.DataFrame) -> pd.DataFrame:
                 todo[c] = d
     if not todo:
         return df
-    df = df.copy()
+    df = df.copy(deep=False)  # copy-on-write: the caller's frame is left as it is
     for c, d in todo.items():
         df[c] = df[c].round(d)
     return df
