@@ -694,15 +694,13 @@ def _buildings_as_points(town: Town) -> Callable[[], Any] | None:
 UNREAD_AFTER_ANALYSES = ("buildings", "streets", "laterals")
 
 
-def unread_shapes_as_points(town: Town, roles: Collection[str] = UNREAD_AFTER_ANALYSES
-                            ) -> None:
-    """Replace each shape of the layers ``roles`` (default
-    :data:`UNREAD_AFTER_ANALYSES`) by the point inside it the maps draw
-    (:func:`gisnet.maps.common.point_geoms`), and give the memory back: a point is
-    about a third of a 5-vertex polygon's memory."""
+def unread_shapes_as_points(town: Town) -> None:
+    """Replace each shape of the layers of :data:`UNREAD_AFTER_ANALYSES` by the point
+    inside it the maps draw (:func:`gisnet.maps.common.point_geoms`), and give the
+    memory back: a point is about a third of a 5-vertex polygon's memory."""
     from .maps.common import point_geoms
 
-    for role in roles:
+    for role in UNREAD_AFTER_ANALYSES:
         gdf = town.layers.get(role)
         if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns:
             town.layers[role] = point_geoms(gdf)

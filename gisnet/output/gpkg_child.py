@@ -310,7 +310,7 @@ def to_arrow(name: str, df: pd.DataFrame) -> ArrowLayer | None:
         df = pd.DataFrame(df, copy=False).drop(columns=[gname])
     try:
         attributes, columns = _attribute_table(df)
-        if len(attributes):  # a column Arrow cannot take is found here, not mid-stream
+        if len(attributes):  # a column Arrow cannot take at all fails before the stream
             pa.Table.from_pandas(attributes.iloc[:1], schema=columns, preserve_index=False)
     except (pa.ArrowException, TypeError, ValueError):
         return None

@@ -86,8 +86,6 @@ def path_lines(
     Made :data:`PATH_CHUNK_ROWS` rows at a time: each row's line depends on that
     row alone, so the lines are the same however the rows are cut."""
     n = len(edge)
-    if n <= PATH_CHUNK_ROWS:
-        return _path_lines(idx, edge, frac, taps, target)
     lines = np.empty(n, dtype=object)
     for start in range(0, n, PATH_CHUNK_ROWS):
         cut = slice(start, start + PATH_CHUNK_ROWS)
