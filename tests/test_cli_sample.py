@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,22 @@ def test_an_install_without_the_sample_says_so(tmp_path: Path, monkeypatch, caps
     assert not (tmp_path / "out").exists()
     assert main(["run", "--sample", "--out", str(tmp_path / "maps")]) == 2
     assert "reinstall gisnet" in _one_error(capsys)
+
+
+def test_summary_lists_a_folder_of_many_files_as_one_entry():
+    """A tiled county writes thousands of search shards: the summary's ``wrote`` names
+    the folder and counts its files by kind; small folders keep every name."""
+    from gisnet.cli.run import LISTED_PER_FOLDER, format_summary
+
+    shards = [f"out/tiles/search-{i:04x}.json" for i in range(5_000)]
+    archives = [f"out/tiles/{k}.pmtiles" for k in ("parcels", "mains")]
+    s = {"town": "T", "profile": "p", "crs": "EPSG:2260", "layers": {},
+         "graph": {"nodes": 1, "edges": 0, "pieces": 1, "outlets": 1, "cycles": 0},
+         "files": ["out/gisnet-results.gpkg", "out/index.html", *archives, *shards,
+                   "out/tables/a.csv", "out/tables/b.csv"]}
+    wrote = next(ln for ln in format_summary(s).splitlines() if "wrote:" in ln)
+    assert f"out{os.sep}tiles{os.sep} (5,002 files: 5,000 .json, 2 .pmtiles)" in wrote
+    assert "search-0001" not in wrote
+    assert "out/gisnet-results.gpkg, out/index.html" in wrote
+    assert "out/tables/a.csv, out/tables/b.csv" in wrote
+    assert LISTED_PER_FOLDER < 5_002

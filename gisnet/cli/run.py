@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from ..labels import UNKNOWN_FLOW
@@ -130,5 +131,30 @@ def format_summary(s: dict) -> str:
                      f"{s.get('overdue', 0)}; register: {s.get('register', '')}")
     for name, why in s.get("not_computed", {}).items():
         lines.append(f"  not computed: {name}: {why}")
-    lines.append("  wrote: " + ", ".join(s["files"]))
+    lines.append("  wrote: " + ", ".join(_grouped(s["files"])))
     return "\n".join(lines)
+
+
+#: A folder of more written files than this is one entry of the summary's ``wrote``.
+LISTED_PER_FOLDER = 12
+
+
+def _grouped(files: list[str]) -> list[str]:
+    """The written files as the summary lists them: each by its path, but a folder of
+    more than :data:`LISTED_PER_FOLDER` (a tiled town's search index: thousands of
+    shards) as ``folder/ (N files: n .ext, ...)``; ``--json`` lists every file."""
+    by_dir: dict[str, list[str]] = {}
+    for f in files:
+        by_dir.setdefault(str(Path(f).parent), []).append(f)
+    out: list[str] = []
+    for folder, names in by_dir.items():
+        if len(names) <= LISTED_PER_FOLDER:
+            out.extend(names)
+            continue
+        exts: dict[str, int] = {}
+        for n in names:
+            ext = Path(n).suffix or "(none)"
+            exts[ext] = exts.get(ext, 0) + 1
+        kinds = ", ".join(f"{k:,} {e}" for e, k in sorted(exts.items()))
+        out.append(f"{folder}{os.sep} ({len(names):,} files: {kinds})")
+    return out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -162,7 +163,11 @@ class Tiler:
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
             results = dict(zip(order, ex.map(cut, order), strict=True))
+        t0 = time.perf_counter()
         index = write_search_index(out_dir / TILES_DIR, list(searched.values()))
+        if index is not None:
+            log.info("search index: %d entries of %d layers in %.1f s", index["entries"],
+                     len(searched), time.perf_counter() - t0)
         done: dict[str, dict[str, Any]] = {}
         for t in jobs:
             st, spec = results[t]
