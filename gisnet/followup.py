@@ -57,6 +57,7 @@ class FollowUps:
     unavailable: list[Unavailable]
     files: list[Path | str]
     _index: Any
+    _released: bool
 
     @property
     def layers(self) -> LayerDict:
@@ -83,6 +84,10 @@ class FollowUps:
                 "capacity": self.capacity, "quality": self.quality}[step]
         if done is not None:
             return done
+        if step == "graph" and self._released:
+            raise ConfigError(f"{what} needs the sewer graph, let go once the run's layers "
+                              f"were written (gisnet run, town {self.town.name}): ask it of "
+                              "gisnet.analyse(town), gisnet trace or the service")
         why = next((u.reason for u in self.unavailable if u.analysis == step), None)
         if why is not None:
             raise ConfigError(f"{what} needs the {step!r} step, which failed for town "

@@ -143,6 +143,34 @@ class Results(FollowUps):
     overdue: gpd.GeoDataFrame | None = None
     changes: gpd.GeoDataFrame | None = None
     _index: Any = field(default=None, init=False, repr=False, compare=False)
+    #: The graph's headline figures, kept when the graph is let go
+    #: (:meth:`release_follow_ups`).
+    _graph_summary: dict[str, Any] | None = field(default=None, init=False, repr=False,
+                                                  compare=False)
+    _released: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def release_follow_ups(self) -> None:
+        """Let go of what only follow-up questions read: the networkx graph (its
+        headline figures kept for :meth:`summary`), the downstream index, the
+        connection points and the capacity step's network arrays and flows; the
+        result layers stay. At county scale about 1.2 GB (``docs/performance.md``),
+        for a command that ends once the layers are written and drawn (``gisnet
+        run``). Afterwards :meth:`trace` and :meth:`whatif` raise a
+        :class:`~gisnet.errors.ConfigError` saying so.
+        """
+        if self.graph is not None:
+            self._graph_summary = graph_summary(self.graph)
+            self.graph = None
+        self._index = None
+        for part, names in ((self.control, ("points", "index")),
+                            (self.capacity, ("points", "flows", "index", "network",
+                                             "accumulation"))):
+            if part is not None:
+                for name in names:
+                    if getattr(part, name, None) is not None:
+                        setattr(part, name, None)
+        self._released = True
+        release()
 
     def __repr__(self) -> str:
         lines = [f"profile {self.town.profile.profile.id}, CRS {crs_text(self.town.crs)}",
@@ -177,6 +205,8 @@ class Results(FollowUps):
         }
         if self.graph is not None:
             out["graph"] = graph_summary(self.graph)
+        elif self._graph_summary is not None:
+            out["graph"] = self._graph_summary
         if self.quality is not None:
             out["quality"] = quality_totals(self.quality)["by_severity"]
         if self.worklist is not None:
@@ -526,8 +556,10 @@ def run(
         Replace the shapes of the input layers nothing after the analyses
         measures (:data:`UNREAD_AFTER_ANALYSES`: buildings, streets, laterals; at
         county scale a million building polygons, about 0.65 GB) by a point inside
-        each before the results are written and drawn (see :func:`analyse`). For a
-        command that ends with the run (``gisnet run``).
+        each before the results are written and drawn (see :func:`analyse`), and
+        let go of what only follow-up questions read once the analyses end
+        (:meth:`Results.release_follow_ups`: the graph, the downstream index, the
+        connection points). For a command that ends with the run (``gisnet run``).
 
     Raises
     ------
@@ -575,6 +607,8 @@ def run(
                           release_written=early and release_inputs and not maps
                           and not tables)
             _add_changes(res, previous, register, run_id)
+            if release_inputs:  # the command ends with the run: no follow-up questions
+                res.release_follow_ups()
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                                      layer_names=list(layers)), town, *inputs)

@@ -213,7 +213,14 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
     # the buildings are now the point inside each, as the maps draw them
     held = np.asarray(town.layers["buildings"].geometry.array, dtype=object)
     assert shapely.equals_exact(held, inside, tolerance=0).all()
-    pd.testing.assert_frame_equal(
-        pd.DataFrame(res.control.points.drop(columns="geometry")),
-        pd.DataFrame(plain.control.points.drop(columns="geometry")))
-    assert_geoseries_equal(res.control.points.geometry, plain.control.points.geometry)
+    cm, full = res.control.control_manholes, plain.control.control_manholes
+    pd.testing.assert_frame_equal(pd.DataFrame(cm.drop(columns="geometry")),
+                                  pd.DataFrame(full.drop(columns="geometry")))
+    assert_geoseries_equal(cm.geometry, full.geometry)
+    # what only follow-up questions read is gone; the summary keeps the graph's figures
+    assert res.graph is None and res.control.points is None and res.capacity.index is None
+    assert plain.graph is not None and plain.control.points is not None
+    assert res.summary()["graph"] == plain.summary()["graph"]
+    assert "graph" not in res.summary().get("not_computed", {})
+    with pytest.raises(ConfigError, match="let go once the run's layers were written"):
+        res.trace(str(full["parcel_id"].dropna().iloc[0]))

@@ -176,6 +176,40 @@ def test_changes_layer_compares_status_deadline_and_distance():
     assert len(changes_layer(None, after, run_id="r", run_at="t")) == 0
 
 
+def test_changes_are_in_parcel_id_order_each_with_its_own_shape():
+    """Many parcels, ids in no order (digits, capitals, accents): the changed rows come
+    in Python's order of the ids, each with its own parcel's shape; unchanged parcels
+    have no row."""
+    import random
+
+    import geopandas as gpd
+    from shapely.geometry import box
+
+    rng = random.Random(3)
+    ids = [f"{rng.choice(['P', 'p', 'É', '1'])}-{i:05d}" for i in range(3000)]
+    rng.shuffle(ids)
+    status = [rng.choice(["required", "connected", "review"]) for _ in ids]
+    before = pd.DataFrame({"parcel_id": ids[:2900], "status": status[:2900],
+                           "distance_ft": [50.0] * 2900})
+    after_status = [s if rng.random() < 0.9 else "not_required" for s in status]
+    after = gpd.GeoDataFrame({"parcel_id": ids[100:], "status": after_status[100:],
+                              "distance_ft": [50.0] * 2900},
+                             geometry=[box(i, 0, i + 1, 1) for i in range(100, 3000)],
+                             crs="EPSG:2260")
+    ch = changes_layer(PreviousRun("run1", "2026-01-01T00:00:00Z", before), after,
+                       run_id="run2", run_at="2026-01-02T00:00:00Z")
+    changed = {pid for pid, a, b in zip(ids[100:2900], after_status[100:2900],
+                                        status[100:2900], strict=True) if a != b}
+    want = sorted(changed | set(ids[:100]) | set(ids[2900:]))
+    assert list(ch["parcel_id"]) == want
+    where = {pid: i for i, pid in enumerate(ids)}
+    for pid, shape in zip(ch["parcel_id"], ch.geometry, strict=True):
+        i = where[pid]
+        assert (shape is None) == (i < 100), pid
+        if shape is not None:
+            assert shape.equals(box(i, 0, i + 1, 1)), pid
+
+
 def test_overdue_until_connected():
     import geopandas as gpd
     from shapely.geometry import box

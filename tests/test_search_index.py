@@ -123,8 +123,12 @@ def town_layers(rng: random.Random, n: int) -> list[si.SearchLayer]:
     ]
 
 
-@pytest.mark.parametrize("max_shard,max_depth", [(2_000, 12), (5, 12), (3, 4), (1, 12)])
-def test_index_is_the_reference_byte_for_byte(tmp_path, monkeypatch, max_shard, max_depth):
+@pytest.mark.parametrize("max_shard,max_depth,packed", [
+    (2_000, 12, True), (5, 12, True), (3, 4, True), (1, 12, True), (5, 12, False)])
+def test_index_is_the_reference_byte_for_byte(tmp_path, monkeypatch, max_shard, max_depth,
+                                              packed):
+    if not packed:  # sorted by four keys, not one packed integer
+        monkeypatch.setattr(si, "_KEY_BITS", 0)
     monkeypatch.setattr(si, "MAX_SHARD", max_shard)
     monkeypatch.setattr(si, "MAX_DEPTH", max_depth)
     monkeypatch.setattr(si, "_WRITE_ROWS", 37)  # many blocks of shards
@@ -157,3 +161,20 @@ def test_coordinates_written_as_python_writes_them():
                                            123.4, -73.000001, 179.999999]]), 6)
     got = si._decimals(x).to_pylist()
     assert got == [repr(float(v)) for v in x]
+
+
+def test_points_are_geopandas_reprojection_of_a_point_inside_each():
+    """The index's points: a point inside each feature reprojected as
+    ``GeoSeries.to_crs`` does it, to the same last digit; none for a missing shape."""
+    for lyr in town_layers(random.Random(11), 300):
+        gdf = lyr.gdf
+        lon, lat = si._points(gdf)
+        geoms = gdf.geometry
+        ok = ~(geoms.isna() | geoms.is_empty).to_numpy()
+        pts = gpd.GeoSeries(shapely.point_on_surface(
+            np.asarray(geoms.array, dtype=object)[ok]), crs=gdf.crs).to_crs("EPSG:4326")
+        want = np.full((len(gdf), 2), np.nan)
+        if ok.any():
+            want[ok] = shapely.get_coordinates(np.asarray(pts.array, dtype=object))
+        assert np.array_equal(lon, np.round(want[:, 0], 6), equal_nan=True), lyr.key
+        assert np.array_equal(lat, np.round(want[:, 1], 6), equal_nan=True), lyr.key

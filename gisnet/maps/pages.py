@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -178,8 +179,11 @@ def write_maps(
     """
     out = Path(out_dir)
     tiler = Tiler() if wants_tiles(town, tiles) else None
+    t = time.perf_counter()
     pages = build_pages(town, results, names, tiler=tiler)
     release()  # what building the pages made and dropped, before the tiles are cut
+    log.info("pages built in %.1f s%s", time.perf_counter() - t,
+             f"; {len(tiler.sources)} layers to tile" if tiler is not None else "")
     if before_tiles is not None:
         before_tiles()
     if tiler is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -73,23 +74,60 @@ def shard_file(shard: str) -> str:
 
 
 def _points(gdf: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Longitude and latitude (6 decimals) of a point inside each feature (NaN where none)."""
+    """Longitude and latitude (6 decimals) of a point inside each feature (NaN where none).
+
+    The points' coordinates go through PROJ as arrays: the transformation
+    :meth:`geopandas.GeoSeries.to_crs` makes (``always_xy``), without making the
+    points again in degrees.
+    """
     geoms = np.asarray(gdf.geometry.array, dtype=object)
     ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
-    pts = np.full(len(geoms), None, dtype=object)
-    pts[ok] = shapely.point_on_surface(geoms[ok])
-    s = gpd.GeoSeries(pts, crs=gdf.crs)
-    if gdf.crs is not None:
-        s = s.to_crs("EPSG:4326")
     xy = np.full((len(geoms), 2), np.nan)
     if ok.any():
-        xy[ok] = shapely.get_coordinates(np.asarray(s.array, dtype=object)[ok])
+        xy[ok] = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
+        if gdf.crs is not None:
+            from pyproj import CRS, Transformer
+
+            to = CRS.from_user_input("EPSG:4326")
+            if not CRS.from_user_input(gdf.crs).equals(to):
+                tr = Transformer.from_crs(gdf.crs, to, always_xy=True)
+                xy[:, 0], xy[:, 1] = tr.transform(xy[:, 0], xy[:, 1])
     return np.round(xy[:, 0], 6), np.round(xy[:, 1], 6)
 
 
-def _texts(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
-    """A search column as a code per row into its distinct texts (``str(v).strip()``);
-    -1 where the value is missing (None, NaN) or its text empty."""
+def _places(lon: np.ndarray, lat: np.ndarray) -> pa.Array:
+    """``lon,lat`` of each point as JSON writes the two numbers (null where none)."""
+    ok = ~np.isnan(lon)
+    out = pa.nulls(len(lon), pa.string())
+    if ok.any():
+        text = pc.binary_join_element_wise(_decimals(lon[ok]), _decimals(lat[ok]), ",")
+        out = pc.replace_with_mask(out, pa.array(ok), text)
+    return out
+
+
+#: Every character Python's ``str.strip()`` takes away, as a character class of RE2.
+_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(0x10000)) if c.isspace())
+_EDGE_SPACE = f"^[{_SPACE}]|[{_SPACE}]$"
+#: What JSON escapes in a string (``ensure_ascii=False``).
+_ESCAPED = r'["\\\x{0}-\x{1f}]'
+
+
+def _python_where(arr: pa.Array, mask: pa.Array, fn: Any,
+                  source: pa.Array | None = None) -> pa.Array:
+    """``arr`` where ``mask`` is false, ``fn`` of ``source`` (default ``arr``), in
+    Python, where it is true."""
+    idx = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    if not len(idx):
+        return arr
+    src = arr if source is None else source
+    fixed = pa.array([fn(v) for v in src.take(pa.array(idx)).to_pylist()], type=pa.string())
+    return pc.replace_with_mask(arr, mask, fixed)
+
+
+def _texts(values: Sequence[Any]) -> tuple[np.ndarray, pa.Array]:
+    """A search column as a code per row into its distinct values' texts
+    (``str(v).strip()``, empty for a value with none); -1 where the value is missing
+    (None, NaN)."""
     if isinstance(values, TextCodes):
         codes, uniques = values.codes, values.uniques
     else:
@@ -101,13 +139,10 @@ def _texts(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
                               else str(v) for v in values], dtype=object)
             c, u = pd.factorize(text, use_na_sentinel=True)
             codes, uniques = c, np.asarray(u, dtype=object)
-    stripped = [str(u).strip() for u in uniques]
-    # strip() can make two distinct values one text: one code per text
-    first: dict[str, int] = {}
-    remap = np.array([first.setdefault(t, len(first)) if t else -1 for t in stripped] + [-1],
-                     dtype=np.int64)
-    out = remap[np.where(codes < 0, len(stripped), codes)]
-    return out, list(first)
+    arr = pa.array(uniques, type=pa.string(), from_pandas=True)
+    # Python strips the few with white space at an end (its own idea of white space)
+    arr = _python_where(arr, pc.match_substring_regex(arr, _EDGE_SPACE), str.strip)
+    return np.asarray(codes, dtype=np.int64), arr
 
 
 def _decimals(x: np.ndarray) -> pa.Array:
@@ -136,22 +171,24 @@ def _decimals(x: np.ndarray) -> pa.Array:
     return out
 
 
-def _common_prefix(lows: list[str], lens: np.ndarray) -> np.ndarray:
+def _common_prefix(lows: pa.Array, lens: np.ndarray) -> np.ndarray:
     """For sorted distinct texts, the characters each shares with the one before it (to
     :data:`MAX_DEPTH` + 1; 0 for the first)."""
     width = MAX_DEPTH + 1
+    heads = pc.utf8_slice_codeunits(lows, 0, width)
     out = np.zeros(len(lows), dtype=np.int64)
     step = 1 << 20
     for a in range(1, len(lows), step):  # a block at a time: 4 bytes a character
         b = min(len(lows), a + step)
-        m = np.array(lows[a - 1:b], dtype=f"U{width}").view(np.uint32).reshape(-1, width)
+        block = heads.slice(a - 1, b - a + 1).to_numpy(zero_copy_only=False)
+        m = block.astype(f"U{width}").view(np.uint32).reshape(-1, width)
         eq = m[1:] == m[:-1]
         k = np.where(eq.all(axis=1), width, eq.argmin(axis=1))
         out[a:b] = np.minimum(k, np.minimum(lens[a - 1:b - 1], lens[a:b]))
     return out
 
 
-def _shard_ranges(lows: list[str], weight: np.ndarray) -> list[tuple[int, int, str]]:
+def _shard_ranges(lows: pa.Array, weight: np.ndarray) -> list[tuple[int, int, str]]:
     """The shards of :data:`MAX_SHARD` entries or fewer, as ``(first, end, key)`` ranges
     of the sorted distinct lower-cased texts ``lows`` (``weight``: entries of each).
 
@@ -161,7 +198,7 @@ def _shard_ranges(lows: list[str], weight: np.ndarray) -> list[tuple[int, int, s
     sharing a prefix are a run of the sorted texts, so each split is a cut of the run
     where the next text shares fewer characters with the one before it.
     """
-    lens = np.array([len(t) for t in lows], dtype=np.int64)
+    lens = pc.utf8_length(lows).to_numpy().astype(np.int64)
     lcp = _common_prefix(lows, lens)
     cw = np.concatenate([[0], np.cumsum(weight)])
     out: list[tuple[int, int, str]] = []
@@ -174,7 +211,7 @@ def _shard_ranges(lows: list[str], weight: np.ndarray) -> list[tuple[int, int, s
     todo = [(a, b, min(PREFIX, int(lens[a]))) for a, b in runs(0, len(lows), PREFIX)]
     while todo:
         a, b, d = todo.pop()
-        key = lows[a][:d]
+        key = lows[a].as_py()[:d]
         if cw[b] - cw[a] <= MAX_SHARD or d >= MAX_DEPTH or d < PREFIX:
             out.append((a, b, key))
             continue
@@ -188,8 +225,36 @@ def _shard_ranges(lows: list[str], weight: np.ndarray) -> list[tuple[int, int, s
     return out
 
 
+def _blocks(starts: np.ndarray, ends: np.ndarray) -> list[tuple[int, int]]:
+    """Runs ``[s, e)`` of whole shards of about :data:`_WRITE_ROWS` entries (a shard
+    bigger than that alone)."""
+    out = []
+    s = 0
+    while s < len(starts):
+        e = s + 1
+        while e < len(starts) and ends[e] - starts[s] <= _WRITE_ROWS:
+            e += 1
+        out.append((s, e))
+        s = e
+    return out
+
+
+def _write_shards(tiles_dir: Path, rows: pa.Array,
+                  shards: list[tuple[str, int, int]]) -> None:
+    """Write each shard ``(key, first, end)`` of ``rows`` (each entry's JSON and a
+    comma) as one slice of their bytes."""
+    offsets = np.frombuffer(rows.buffers()[1], dtype=np.int32)[
+        rows.offset:rows.offset + len(rows) + 1]
+    data = rows.buffers()[2]
+    for key, first, end in shards:
+        body = data[offsets[first]:offsets[end] - 1].to_pybytes()  # not the last comma
+        (tiles_dir / shard_file(key)).write_bytes(b"[" + body + b"]")
+
+
 #: Entries made into JSON and written at a time (shards are never cut).
 _WRITE_ROWS = 1 << 18
+#: The sort keys of an entry are packed into one integer of fewer bits than this.
+_KEY_BITS = 63
 
 
 def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[str, Any] | None:
@@ -217,81 +282,111 @@ def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[s
     """
     keys: list[str] = []
     fields: list[str] = []
-    vocab: dict[str, int] = {}
-    parts: list[tuple[np.ndarray, int, int, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, int, int, np.ndarray]] = []
+    chunks: list[pa.Array] = []
+    places: list[pa.Array] = []
+    base = at = 0
     for lyr in layers:
         if not lyr.columns or not len(lyr.gdf):
             continue
         lon, lat = _points(lyr.gdf)
         placed = ~np.isnan(lon)
+        places.append(_places(lon, lat))  # once a feature, for each of its columns
         li = len(keys)
         keys.append(lyr.key)
         for col, values in lyr.columns.items():
             if col not in fields:
                 fields.append(col)
             codes, texts = _texts(values)
-            ids = np.array([vocab.setdefault(t, len(vocab)) for t in texts] + [-1],
-                           dtype=np.int64)[codes]
-            rows = np.nonzero((ids >= 0) & placed)[0]
-            parts.append((ids[rows], li, fields.index(col), lon[rows], lat[rows]))
+            rows = np.flatnonzero((codes >= 0) & placed)
+            parts.append((codes[rows] + base, li, fields.index(col), rows + at))
+            chunks.append(texts)
+            base += len(texts)
+        at += len(lon)
+    place = pa.chunked_array(places, type=pa.string()).combine_chunks()
+    del places
+    # one id per distinct text, over every column's distinct values
+    coded = pa.chunked_array(chunks, type=pa.string()).combine_chunks().dictionary_encode()
+    del chunks
+    texts = coded.dictionary
+    of_unique = coded.indices.to_numpy().astype(np.int64)
+    keep = (pc.utf8_length(texts).to_numpy() > 0)[of_unique]  # an empty text: no entry
+    for k, p in enumerate(parts):
+        ok = keep[p[0]]
+        parts[k] = (of_unique[p[0][ok]], p[1], p[2], p[3][ok])
+    del coded, of_unique, keep
     n = sum(len(p[0]) for p in parts)
     if not n:
         return None
     gid = np.concatenate([p[0] for p in parts])
-    layer = np.concatenate([np.full(len(p[0]), p[1], dtype=np.int64) for p in parts])
-    field = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int64) for p in parts])
-    lon = np.concatenate([p[3] for p in parts])
-    lat = np.concatenate([p[4] for p in parts])
+    narrow = np.int8 if max(len(keys), len(fields)) < 128 else np.int64
+    layer = np.concatenate([np.full(len(p[0]), p[1], dtype=narrow) for p in parts])
+    field = np.concatenate([np.full(len(p[0]), p[2], dtype=narrow) for p in parts])
+    spot = np.concatenate([p[3] for p in parts])
     del parts
-    texts = list(vocab)
-    del vocab
-    lows = pa.array([t.lower() for t in texts], type=pa.string())
+    # only the texts of some entry
+    used = np.bincount(gid, minlength=len(texts)) > 0
+    gid = (np.cumsum(used) - 1)[gid]
+    texts = texts.filter(pa.array(used))
+    del used
+    # lower case: Arrow's for ASCII, Python's for the rest (Unicode's special cases)
+    lows = _python_where(pc.utf8_lower(texts), pc.invert(pc.string_is_ascii(texts)), str.lower,
+                         source=texts)
     low_rank = pc.rank(lows, sort_keys="ascending",
                        tiebreaker="dense").to_numpy().astype(np.int64) - 1
-    text_rank = pc.rank(pa.array(texts, type=pa.string()), sort_keys="ascending",
+    text_rank = pc.rank(texts, sort_keys="ascending",
                         tiebreaker="dense").to_numpy().astype(np.int64) - 1
-    sorted_lows = np.empty(int(low_rank.max()) + 1, dtype=object)
-    sorted_lows[low_rank] = lows.to_numpy(zero_copy_only=False)
-    del lows
+    n_low = int(low_rank.max()) + 1
+    first_of = np.empty(n_low, dtype=np.int64)
+    first_of[low_rank] = np.arange(len(low_rank))
+    sorted_lows = lows.take(pa.array(first_of))
+    del lows, first_of
     entry_low = low_rank[gid]
     # as each shard's entries were sorted by (lower case, layer, field, text), in the
-    # order they were met where all four are equal
-    order = np.lexsort((np.arange(n), text_rank[gid], field, layer, entry_low))
+    # order they were met where all four are equal (a stable sort)
+    bits = [int(x).bit_length() for x in (n_low, len(keys), len(fields), len(text_rank))]
+    if sum(bits) < _KEY_BITS:  # the four keys as one integer
+        key = entry_low << (bits[1] + bits[2] + bits[3])
+        key |= layer.astype(np.int64) << (bits[2] + bits[3])
+        key |= field.astype(np.int64) << bits[3]
+        key |= text_rank[gid]
+        order = np.argsort(key, kind="stable")
+        del key
+    else:
+        order = np.lexsort((text_rank[gid], field, layer, entry_low))
     del text_rank
-    shards = _shard_ranges(sorted_lows.tolist(),
-                           np.bincount(entry_low, minlength=len(sorted_lows)))
+    shards = _shard_ranges(sorted_lows, np.bincount(entry_low, minlength=n_low))
     del sorted_lows
     # where each shard's entries start in the sorted entries
     starts = np.searchsorted(entry_low[order], [a for a, _b, _k in shards], side="left")
     ends = np.append(starts[1:], n)
-    escaped = pa.array([encode_basestring(t) for t in texts], type=pa.string())
+    escaped = _python_where(pc.binary_join_element_wise('"', texts, '"', ""),
+                            pc.match_substring_regex(texts, _ESCAPED),
+                            lambda q: encode_basestring(q[1:-1]))
     del texts
     tiles_dir.mkdir(parents=True, exist_ok=True)
     names = {shard_file(key) for _a, _b, key in shards}
     for old in tiles_dir.glob("search-*.json"):  # shards of an earlier index
         if old.name not in names:
             old.unlink(missing_ok=True)
-    small = [pa.scalar(str(i)) for i in range(max(len(keys), len(fields)))]
-    s = 0
-    while s < len(shards):
-        e = s + 1  # whole shards, about _WRITE_ROWS entries
-        while e < len(shards) and ends[e] - starts[s] <= _WRITE_ROWS:
-            e += 1
-        take = order[starts[s]:ends[e - 1]]
-        rows = pc.binary_join_element_wise(
-            "[", escaped.take(pa.array(gid[take])), ",",
-            pc.take(pa.array(small), pa.array(layer[take])), ",",
-            pc.take(pa.array(small), pa.array(field[take])), ",",
-            _decimals(lon[take]), ",", _decimals(lat[take]), "],", "")
-        offsets = np.frombuffer(rows.buffers()[1], dtype=np.int32)[
-            rows.offset:rows.offset + len(rows) + 1]
-        data = rows.buffers()[2]
-        base = starts[s]
-        for i in range(s, e):
-            first, last = offsets[starts[i] - base], offsets[ends[i] - base]
-            body = data[first:last - 1].to_pybytes()  # without the last row's comma
-            (tiles_dir / shard_file(shards[i][2])).write_bytes(b"[" + body + b"]")
-        s = e
+    small = pa.array([str(i) for i in range(max(len(keys), len(fields)))])
+    # the files are written on a thread while the next block's JSON is made
+    with ThreadPoolExecutor(1, thread_name_prefix="gisnet-search") as files:
+        pending: list[Future[None]] = []
+        for s, e in _blocks(starts, ends):
+            take = order[starts[s]:ends[e - 1]]
+            rows = pc.binary_join_element_wise(
+                "[", escaped.take(pa.array(gid[take])), ",",
+                pc.take(small, pa.array(layer[take])), ",",
+                pc.take(small, pa.array(field[take])), ",",
+                place.take(pa.array(spot[take])), "],", "")
+            for f in pending:
+                f.result()  # one block waits to be written at most
+            pending = [files.submit(_write_shards, tiles_dir, rows,
+                                    [(shards[i][2], starts[i] - starts[s], ends[i] - starts[s])
+                                     for i in range(s, e)])]
+        for f in pending:
+            f.result()
     counts = {key: int(ends[i] - starts[i]) for i, (_a, _b, key) in enumerate(shards)}
     manifest = {"format": _FORMAT, "prefix": PREFIX, "layers": keys, "fields": fields,
                 "shards": dict(sorted(counts.items()))}

@@ -161,6 +161,7 @@ class Tiler:
             finally:
                 release()  # the job's working arrays, before the next job's
 
+        log.info("cutting %d tile archives (%d features) on %d thread(s)", len(order), total, n)
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
             results = dict(zip(order, ex.map(cut, order), strict=True))
         t0 = time.perf_counter()

@@ -177,24 +177,28 @@ def changes_layer(previous: PreviousRun | None, obligations: pd.DataFrame, *, ru
     if previous is None or previous.obligations is None or "parcel_id" not in \
             previous.obligations.columns:
         return _empty(crs)
-    before = previous.obligations.copy()
-    before["parcel_id"] = before["parcel_id"].astype(str)
-    before = before.drop_duplicates("parcel_id").set_index("parcel_id")
-    after = pd.DataFrame(obligations.drop(columns=obligations.geometry.name)
-                         if isinstance(obligations, gpd.GeoDataFrame) else obligations).copy()
-    after["parcel_id"] = after["parcel_id"].astype(str)
-    geoms = dict(zip(after["parcel_id"], np.asarray(obligations.geometry.array, dtype=object),
-                     strict=False)) if isinstance(obligations, gpd.GeoDataFrame) else {}
-    after = after.drop_duplicates("parcel_id").set_index("parcel_id")
-    ids = sorted(set(before.index) | set(after.index))
-    b = before.reindex(ids)
-    a = after.reindex(ids)
+    # only the columns compared (a county's obligations are a million rows), the ids
+    # matched and sorted by pandas, not one Python object a parcel
+    wanted = ["parcel_id", "status", "distance_ft", "reason", "septic_deadline",
+              "deadline_date"]
+
+    def keyed(df: pd.DataFrame) -> pd.DataFrame:
+        out = pd.DataFrame({c: df[c] for c in wanted if c in df.columns})
+        out["parcel_id"] = out["parcel_id"].astype(str)
+        out["_here"] = True
+        return out.drop_duplicates("parcel_id").set_index("parcel_id")
+
+    before = keyed(previous.obligations)
+    after = keyed(obligations)
+    ids_index = before.index.union(after.index).sort_values()
+    b = before.reindex(ids_index)
+    a = after.reindex(ids_index)
     sb, sa = b.get("status"), a.get("status")
     db, da = _deadline(b), _deadline(a)
     xb = pd.to_numeric(b.get("distance_ft"), errors="coerce").round(1)
     xa = pd.to_numeric(a.get("distance_ft"), errors="coerce").round(1)
-    new = ~pd.Index(ids).isin(before.index)
-    gone = ~pd.Index(ids).isin(after.index)
+    new = b["_here"].isna().to_numpy()
+    gone = a["_here"].isna().to_numpy()
     st = (sb.fillna("") != sa.fillna("")).to_numpy() & ~new & ~gone
     dl = ~((db == da) | (db.isna() & da.isna())).to_numpy() & ~new & ~gone
     ds = (((xb - xa).abs() > SAME_DISTANCE_FT) | (xb.isna() != xa.isna())).to_numpy() \
@@ -203,7 +207,7 @@ def changes_layer(previous: PreviousRun | None, obligations: pd.DataFrame, *, ru
     since = _recent(register, previous.finished_at)
     rows = []
     for k in np.flatnonzero(keep):
-        pid = ids[k]
+        pid = ids_index[k]
         what = ("new" if new[k] else "removed" if gone[k] else
                 ";".join(n for n, f in (("status", st[k]), ("deadline", dl[k]),
                                         ("distance", ds[k])) if f))
@@ -218,11 +222,17 @@ def changes_layer(previous: PreviousRun | None, obligations: pd.DataFrame, *, ru
             "reason": reason,
             "run_before": previous.run_id, "run_before_at": previous.finished_at,
             "run_after": run_id, "run_after_at": run_at,
-            "geometry": geoms.get(pid),
         })
     if not rows:
         return _empty(crs)
     df = pd.DataFrame(rows)
+    geoms = np.full(len(df), None, dtype=object)  # the parcel's shape now (none: gone)
+    if isinstance(obligations, gpd.GeoDataFrame):
+        first = ~obligations["parcel_id"].astype(str).duplicated().to_numpy()
+        shapes = np.asarray(obligations.geometry.array, dtype=object)[first]
+        at = pd.Index(obligations["parcel_id"].astype(str)[first]).get_indexer(df["parcel_id"])
+        geoms[at >= 0] = shapes[at[at >= 0]]
+    df["geometry"] = geoms
     for c in ("status_before", "status_after"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     for c in ("deadline_before", "deadline_after"):
