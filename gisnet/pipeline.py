@@ -149,18 +149,25 @@ class Results(FollowUps):
                                                   compare=False)
     _released: bool = field(default=False, init=False, repr=False, compare=False)
 
-    def release_follow_ups(self) -> None:
+    def release_follow_ups(self, graph: bool = True) -> None:
         """Let go of what only follow-up questions read: the networkx graph (its
         headline figures kept for :meth:`summary`), the downstream index, the
         connection points and the capacity step's network arrays and flows; the
-        result layers stay. At county scale about 1.2 GB (``docs/performance.md``),
+        result layers stay. At county scale about 1 GB (``docs/performance.md``),
         for a command that ends once the layers are written and drawn (``gisnet
-        run``). Afterwards :meth:`trace` and :meth:`whatif` raise a
-        :class:`~gisnet.errors.ConfigError` saying so.
+        run``, :func:`analyse` with ``release_inputs``). Afterwards :meth:`trace` and
+        :meth:`whatif` raise a :class:`~gisnet.errors.ConfigError` saying so.
+
+        Parameters
+        ----------
+        graph
+            Let go of the graph too (False: all but the graph, which the quality
+            step still reads).
         """
-        if self.graph is not None:
+        if graph and self.graph is not None:
             self._graph_summary = graph_summary(self.graph)
             self.graph = None
+            self._released = True
         self._index = None
         for part, names in ((self.control, ("points", "index")),
                             (self.capacity, ("points", "flows", "index", "network",
@@ -169,7 +176,6 @@ class Results(FollowUps):
                 for name in names:
                     if getattr(part, name, None) is not None:
                         setattr(part, name, None)
-        self._released = True
         release()
 
     def __repr__(self) -> str:
@@ -364,7 +370,10 @@ def analyse(
         memory for writing and drawing a big town; follow-ups that measure from
         buildings must not be asked of these results. The buildings' polygons go
         once the obligations step (the last to measure from them) has ended: the
-        control step is given each building's centroid, made before.
+        control step is given each building's centroid, made before. What only
+        follow-up questions read goes too (:meth:`Results.release_follow_ups`): the
+        downstream index and connection points once the capacity step has ended, the
+        graph once the quality step has read it.
     release_written
         Once ``on_layers`` has been given them, empty the layers nothing after
         their step reads (:data:`RELEASED_ONCE_WRITTEN`; kept as frames of no rows
@@ -470,6 +479,8 @@ def analyse(
             res.unavailable.append(Unavailable("plant_increase",
                                                res.capacity.plant_increase_note))
         done()
+    if release_inputs:  # what only follow-ups read; the graph once the quality step has it
+        res.release_follow_ups(graph=False)
 
     if "quality" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
@@ -482,6 +493,8 @@ def analyse(
         res.worklist = worklist(res.quality, G, town)
     if release_inputs:
         unread_shapes_as_points(town)
+        del G  # the last reference but the results'
+        res.release_follow_ups()
     return res
 
 
@@ -607,8 +620,6 @@ def run(
                           release_written=early and release_inputs and not maps
                           and not tables)
             _add_changes(res, previous, register, run_id)
-            if release_inputs:  # the command ends with the run: no follow-up questions
-                res.release_follow_ups()
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
                                                      layer_names=list(layers)), town, *inputs)

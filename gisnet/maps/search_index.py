@@ -318,24 +318,25 @@ def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[s
     n = sum(len(p[0]) for p in parts)
     if not n:
         return None
-    gid = np.concatenate([p[0] for p in parts])
+    wide = np.int32 if max(base, at) < 2 ** 31 else np.int64
+    gid = np.concatenate([p[0] for p in parts]).astype(wide)
     narrow = np.int8 if max(len(keys), len(fields)) < 128 else np.int64
     layer = np.concatenate([np.full(len(p[0]), p[1], dtype=narrow) for p in parts])
     field = np.concatenate([np.full(len(p[0]), p[2], dtype=narrow) for p in parts])
-    spot = np.concatenate([p[3] for p in parts])
+    spot = np.concatenate([p[3] for p in parts]).astype(wide)
     del parts
     # only the texts of some entry
     used = np.bincount(gid, minlength=len(texts)) > 0
-    gid = (np.cumsum(used) - 1)[gid]
+    gid = (np.cumsum(used) - 1).astype(wide)[gid]
     texts = texts.filter(pa.array(used))
     del used
     # lower case: Arrow's for ASCII, Python's for the rest (Unicode's special cases)
     lows = _python_where(pc.utf8_lower(texts), pc.invert(pc.string_is_ascii(texts)), str.lower,
                          source=texts)
     low_rank = pc.rank(lows, sort_keys="ascending",
-                       tiebreaker="dense").to_numpy().astype(np.int64) - 1
+                       tiebreaker="dense").to_numpy().astype(wide) - 1
     text_rank = pc.rank(texts, sort_keys="ascending",
-                        tiebreaker="dense").to_numpy().astype(np.int64) - 1
+                        tiebreaker="dense").to_numpy().astype(wide) - 1
     n_low = int(low_rank.max()) + 1
     first_of = np.empty(n_low, dtype=np.int64)
     first_of[low_rank] = np.arange(len(low_rank))
@@ -346,10 +347,10 @@ def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[s
     # order they were met where all four are equal (a stable sort)
     bits = [int(x).bit_length() for x in (n_low, len(keys), len(fields), len(text_rank))]
     if sum(bits) < _KEY_BITS:  # the four keys as one integer
-        key = entry_low << (bits[1] + bits[2] + bits[3])
+        key = entry_low.astype(np.int64) << (bits[1] + bits[2] + bits[3])
         key |= layer.astype(np.int64) << (bits[2] + bits[3])
         key |= field.astype(np.int64) << bits[3]
-        key |= text_rank[gid]
+        key |= text_rank[gid].astype(np.int64)
         order = np.argsort(key, kind="stable")
         del key
     else:

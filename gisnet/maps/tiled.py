@@ -162,13 +162,23 @@ class Tiler:
                 release()  # the job's working arrays, before the next job's
 
         log.info("cutting %d tile archives (%d features) on %d thread(s)", len(order), total, n)
+
+        def search() -> dict[str, Any] | None:
+            t0 = time.perf_counter()
+            try:
+                made = write_search_index(out_dir / TILES_DIR, list(searched.values()))
+            finally:
+                release()
+            if made is not None:
+                log.info("search index: %d entries of %d layers in %.1f s", made["entries"],
+                         len(searched), time.perf_counter() - t0)
+            return made
+
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
+            # the index (one thread, mostly Arrow and numpy) beside the archives
+            indexing = ex.submit(search)
             results = dict(zip(order, ex.map(cut, order), strict=True))
-        t0 = time.perf_counter()
-        index = write_search_index(out_dir / TILES_DIR, list(searched.values()))
-        if index is not None:
-            log.info("search index: %d entries of %d layers in %.1f s", index["entries"],
-                     len(searched), time.perf_counter() - t0)
+            index = indexing.result()
         done: dict[str, dict[str, Any]] = {}
         for t in jobs:
             st, spec = results[t]
