@@ -175,9 +175,20 @@ class Tiler:
             return made
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
-            # the index (one thread, mostly Arrow and numpy) beside the archives
-            indexing = ex.submit(search)
-            results = dict(zip(order, ex.map(cut, order), strict=True))
+            # The index (one thread, mostly Arrow and numpy) is made beside the
+            # archives, once those of at least half the biggest's features have
+            # started: its working set (about 1 GB at county scale) beside the
+            # smaller archives' rather than the biggest's.
+            big = self.sources[order[0]].n / 2 if order else 0
+            indexing = None
+            cutting = {}
+            for t in order:
+                if indexing is None and self.sources[t].n < big:
+                    indexing = ex.submit(search)
+                cutting[t] = ex.submit(cut, t)
+            if indexing is None:
+                indexing = ex.submit(search)
+            results = {t: f.result() for t, f in cutting.items()}
             index = indexing.result()
         done: dict[str, dict[str, Any]] = {}
         for t in jobs:
