@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import networkx as nx
-import numpy as np
 import pandas as pd
-import shapely
 
 from .capacity import compute_capacity
 from .control import analyse_control
@@ -37,6 +35,7 @@ from .followup import FollowUps
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
+from .lean import buildings_as_points, empty_written
 from .memory import release
 from .obligations import analyse_obligations, frontage_reason
 from .output import write_tables
@@ -376,7 +375,7 @@ def analyse(
         graph once the quality step has read it.
     release_written
         Once ``on_layers`` has been given them, empty the layers nothing after
-        their step reads (:data:`RELEASED_ONCE_WRITTEN`; kept as frames of no rows
+        their step reads (:data:`gisnet.lean.RELEASED_ONCE_WRITTEN`; kept as frames of no rows
         with their columns): ``gisnet run`` without maps or tables, whose
         GeoPackage writer already holds them.
 
@@ -425,7 +424,7 @@ def analyse(
         if on_layers is not None:
             on_layers(res.layers())
             if release_written:
-                _empty_written(res)
+                empty_written(res)
 
     done()
 
@@ -447,7 +446,7 @@ def analyse(
 
     centroids = None
     if release_inputs and "control" in todo:
-        centroids = _buildings_as_points(town)
+        centroids = buildings_as_points(town)
     if "control" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
@@ -672,64 +671,6 @@ def run(
     finally:
         rep.close()
     return res
-
-
-#: Result layers no step reads after the one that makes them: ``(layer, part,
-#: field)`` of :class:`Results`, emptied once written (``release_written``).
-RELEASED_ONCE_WRITTEN = (("obligation_evidence", "obligations", "evidence"),
-                         ("control_paths", "control", "control_paths"))
-
-
-def _empty_written(res: Results) -> None:
-    """Replace each layer of :data:`RELEASED_ONCE_WRITTEN` by a frame of no rows with
-    its columns (a copy: a slice would keep the rows' arrays), and give the memory
-    back once the writer has let go of them."""
-    for _layer, part, name in RELEASED_ONCE_WRITTEN:
-        holder = getattr(res, part)
-        df = None if holder is None else getattr(holder, name)
-        if df is not None and len(df):
-            setattr(holder, name, df.iloc[:0].copy(deep=True))
-    release()
-
-
-def _buildings_as_points(town: Town) -> Callable[[], Any] | None:
-    """Let go of the buildings' polygons before the control step: each is replaced
-    by the point inside it that the maps draw (as :func:`unread_shapes_as_points`
-    does), and what the control step measures from, each building's centroid, is
-    kept as coordinates. Returns a function giving the centroids as points (None
-    for a building without a shape), called when the step needs them; None when
-    the town has no buildings, or no polygons among them.
-
-    Both points are taken as coordinates before the polygons go and made into
-    shapes after, so that the new shapes take the memory the polygons held."""
-    b = town.layers.get("buildings")
-    if not isinstance(b, gpd.GeoDataFrame) or not len(b) or b.geometry.name not in b.columns:
-        return None
-    name, crs = b.geometry.name, b.crs
-    geoms = np.asarray(b.geometry.array, dtype=object)
-    ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
-    if (shapely.get_type_id(geoms[ok]) == 0).all():
-        return None
-    centre = shapely.get_coordinates(shapely.centroid(geoms[ok]))
-    inside = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
-    kept = geoms.copy()  # missing and empty shapes stay as they are
-    kept[ok] = None
-    column = list(b.columns).index(name)
-    attrs = pd.DataFrame(b.drop(columns=name))
-    del b, geoms
-    town.layers["buildings"] = None  # the polygons go here (the key keeps its place)
-    release()
-    kept[ok] = shapely.points(inside)
-    del inside
-    attrs.insert(column, name, gpd.GeoSeries(kept, index=attrs.index, crs=crs))
-    town.layers["buildings"] = gpd.GeoDataFrame(attrs, geometry=name, crs=crs)
-
-    def centroids() -> Any:
-        out = np.full(len(ok), None, dtype=object)
-        out[ok] = shapely.points(centre)
-        return out
-
-    return centroids
 
 
 #: Input layers nothing after the analyses measures: the write and the maps use
