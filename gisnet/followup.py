@@ -57,7 +57,7 @@ class FollowUps:
     unavailable: list[Unavailable]
     files: list[Path | str]
     _index: Any
-    _released: bool
+    _graph_summary: dict[str, Any] | None
 
     @property
     def layers(self) -> LayerDict:
@@ -84,7 +84,7 @@ class FollowUps:
                 "capacity": self.capacity, "quality": self.quality}[step]
         if done is not None:
             return done
-        if step == "graph" and self._released:
+        if step == "graph" and self._graph_summary is not None:  # let go
             raise ConfigError(f"{what} needs the sewer graph, let go once the run's layers "
                               f"were written (gisnet run, town {self.town.name}): ask it of "
                               "gisnet.analyse(town), gisnet trace or the service")

@@ -146,7 +146,6 @@ class Results(FollowUps):
     #: (:meth:`release_follow_ups`).
     _graph_summary: dict[str, Any] | None = field(default=None, init=False, repr=False,
                                                   compare=False)
-    _released: bool = field(default=False, init=False, repr=False, compare=False)
 
     def release_follow_ups(self, graph: bool = True) -> None:
         """Let go of what only follow-up questions read: the networkx graph (its
@@ -166,7 +165,6 @@ class Results(FollowUps):
         if graph and self.graph is not None:
             self._graph_summary = graph_summary(self.graph)
             self.graph = None
-            self._released = True
         self._index = None
         for part, names in ((self.control, ("points", "index")),
                             (self.capacity, ("points", "flows", "index", "network",

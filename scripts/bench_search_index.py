@@ -24,21 +24,12 @@ import json
 import pickle
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 
 class _Saved(Exception):
     pass
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 def save(town_dir: Path, out: Path) -> None:
@@ -66,20 +57,11 @@ def save(town_dir: Path, out: Path) -> None:
 
 def write(path: Path, profile: bool) -> None:
     from gisnet.maps.search_index import write_search_index
+    from gisnet.testing.memory import PeakRss
 
     with open(path, "rb") as f:
         layers = pickle.load(f)
-    start = rss_mb()
-    peak = [start]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss_mb())
-            time.sleep(0.005)
-
-    threading.Thread(target=sample, daemon=True).start()
-    with tempfile.TemporaryDirectory() as tmp:
+    with PeakRss() as mem, tempfile.TemporaryDirectory() as tmp:
         t, c = time.perf_counter(), time.process_time()
         if profile:
             import cProfile
@@ -93,11 +75,10 @@ def write(path: Path, profile: bool) -> None:
             pstats.Stats(pr, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         files = len(list((Path(tmp) / "tiles").iterdir()))
-    stop.set()
     print(json.dumps({"seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
                       "entries": (got or {}).get("entries", 0), "files": files,
-                      "rss_start_mb": round(start), "rss_peak_above_start_mb":
-                      round(peak[0] - start)}))
+                      "rss_start_mb": round(mem.start_mb), "rss_peak_above_start_mb":
+                      round(mem.peak_mb - mem.start_mb)}))
 
 
 def main(argv: list[str] | None = None) -> int:

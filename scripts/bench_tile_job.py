@@ -30,17 +30,8 @@ import json
 import pickle
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 def save(town_dir: Path, out: Path, keys: set[str]) -> None:
@@ -74,38 +65,28 @@ def cut(job: Path, trace: bool) -> dict:
 
     from gisnet.maps.tiles import write_layer_tiles
     from gisnet.memory import release
+    from gisnet.testing.memory import PeakRss
 
     with open(job, "rb") as f:
         spec = pickle.load(f)
     release()
-    start = rss_mb()
-    peak = [start]
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss_mb())
-            time.sleep(0.005)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    if trace:
-        tracemalloc.start()
-    with tempfile.TemporaryDirectory(prefix="gisnet-bench-job-") as tmp:
-        t0, c0 = time.perf_counter(), time.process_time()
-        st = write_layer_tiles(Path(tmp) / "job.pmtiles", spec["gdf"], spec["props"],
-                               name=spec["name"], style_keys=spec["style_keys"],
-                               rank_key=spec["rank_key"])
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
-    if trace:
-        tracemalloc.stop()
-    stop.set()
-    th.join()
+    with PeakRss() as mem:
+        if trace:
+            tracemalloc.start()
+        with tempfile.TemporaryDirectory(prefix="gisnet-bench-job-") as tmp:
+            t0, c0 = time.perf_counter(), time.process_time()
+            st = write_layer_tiles(Path(tmp) / "job.pmtiles", spec["gdf"], spec["props"],
+                                   name=spec["name"], style_keys=spec["style_keys"],
+                                   rank_key=spec["rank_key"])
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
+        if trace:
+            tracemalloc.stop()
     return {"job": job.stem, "features": st.features, "tiles": st.tiles,
             "archive_mb": round(st.bytes / 1e6, 2), "seconds": round(seconds, 2),
             "cpu_seconds": round(cpu, 2),
-            "rss_start_mb": round(start), "rss_peak_above_start_mb": round(peak[0] - start),
+            "rss_start_mb": round(mem.start_mb),
+            "rss_peak_above_start_mb": round(mem.peak_mb - mem.start_mb),
             "traced_peak_mb": None if traced is None else round(traced)}
 
 

@@ -261,10 +261,10 @@ def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[s
     """Write the index of ``layers`` into ``tiles_dir`` (see the module docstring).
 
     Every step but the distinct texts' own (strip, lower case, JSON string) is over
-    arrays: the entries as codes into the distinct texts, sorted with one
-    ``lexsort``, shards as runs of the sorted distinct texts, each entry's JSON made
-    with Arrow's string kernels a block of shards at a time and a shard's file one
-    slice of that block's bytes.
+    arrays: the entries as codes into the distinct texts, sorted with one stable
+    ``argsort`` of their four keys packed into one integer, shards as runs of the
+    sorted distinct texts, each entry's JSON made with Arrow's string kernels a block
+    of shards at a time and a shard's file one slice of that block's bytes.
 
     Parameters
     ----------

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-__all__ = ["process_tree", "rss_kb", "tree_pss_kb"]
+import os
+import threading
+import time
+from typing import Any
+
+__all__ = ["PeakRss", "process_tree", "rss_kb", "tree_pss_kb"]
 
 
 def process_tree(pid: int) -> list[int]:
@@ -47,3 +52,36 @@ def tree_pss_kb(pid: int) -> int:
         except OSError:  # the process ended between the two reads
             pass
     return total
+
+
+class PeakRss:
+    """This process's resident set size when entered (``start_mb``) and its peak
+    while inside (``peak_mb``), sampled on a thread every ``every_s`` seconds
+    (a benchmark of one job: ``with PeakRss() as m: job()``, then
+    ``m.peak_mb - m.start_mb``)."""
+
+    def __init__(self, every_s: float = 0.005):
+        self.every_s = every_s
+        self.start_mb = self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _now_mb(self) -> float:
+        return (rss_kb(os.getpid()) or 0) / 1024.0
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, self._now_mb())
+            time.sleep(self.every_s)
+
+    def __enter__(self) -> PeakRss:
+        self.start_mb = self.peak_mb = self._now_mb()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak_mb = max(self.peak_mb, self._now_mb())
