@@ -108,7 +108,7 @@ def parcel_flows(town: Any) -> pd.DataFrame:
         todo &= ~ok
 
     return pd.DataFrame({
-        "parcel_id": parcels["parcel_id"].astype(str).to_numpy(),
+        "parcel_id": parcels["parcel_id"].astype("str").array,  # text held by Arrow
         "avg_flow_gpd": flow,
         "population": flow / gpp,
         "pe": flow / gppe,

@@ -199,6 +199,18 @@ def _ids(values: Any) -> np.ndarray:
     return out
 
 
+def _text_ids(values: pd.Series) -> pd.Series:
+    """Ids as text (pandas' ``str``, held by Arrow), NA where missing: the values of
+    :func:`_ids` without a Python string per row when they are text already."""
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.reset_index(drop=True).astype("str")
+    return pd.Series(_ids(values), dtype="str")
+
+
+def _no_ids(n: int) -> pd.Series:
+    return pd.Series(pd.array([None] * n, dtype="str"))
+
+
 def _numbers(s: pd.Series) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
@@ -229,34 +241,42 @@ def edge_inflows(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None = N
     if flows is None:
         flows = parcel_flows(town)
     n = len(points)
-    none = np.full(n, None, dtype=object)
-    pid = _ids(points["parcel_id"]) if "parcel_id" in points else none
-    uid = _ids(points["user_id"]) if "user_id" in points else none
-    ekey = _ids(points["edge_key"]) if "edge_key" in points else none
-    has_edge = pd.notna(ekey)
-    codes, uniq = pd.factorize(pd.Series(ekey, dtype=object), use_na_sentinel=True)
+    pid = _text_ids(points["parcel_id"]) if "parcel_id" in points else _no_ids(n)
+    uid = _text_ids(points["user_id"]) if "user_id" in points else _no_ids(n)
+    ekey = _text_ids(points["edge_key"]) if "edge_key" in points else _no_ids(n)
+    has_edge = ekey.notna().to_numpy(dtype=bool)
+    # edge keys as codes (first-seen order, Arrow's dictionary encoding): no Python
+    # string per connection point
+    codes, uniq = pd.factorize(ekey, use_na_sentinel=True)
     out = np.zeros((len(uniq), 3))
 
     # Parcels: flow / number of the parcel's points, domestic.
-    prc = has_edge & pd.isna(uid) & pd.notna(pid)
+    prc = has_edge & uid.isna().to_numpy(dtype=bool) & pid.notna().to_numpy(dtype=bool)
     if prc.any():
         fl = flows[flows["sewered"].to_numpy(dtype=bool)]
-        pos = pd.Index(_ids(fl["parcel_id"]), dtype=object).get_indexer(
-            pd.Index(pid[prc], dtype=object))
-        pcode, _ = pd.factorize(pd.Series(pid[prc], dtype=object))
-        share = np.bincount(pcode)[pcode].astype("float64")
+        fl_ids = _text_ids(fl["parcel_id"])
+        # each point's parcel among the flows' (the first row of a parcel id):
+        # one code per distinct id over both, then a table from code to flow row
+        both, _ = pd.factorize(pd.concat([fl_ids, pid[prc]], ignore_index=True),
+                               use_na_sentinel=True)
+        cf, cp = both[:len(fl_ids)], both[len(fl_ids):]
+        first = np.full(int(both.max()) + 1, -1, dtype=np.int64)
+        rows = np.flatnonzero(cf >= 0)[::-1]
+        first[cf[rows]] = rows
+        pos = first[cp]
+        share = np.bincount(cp)[cp].astype("float64")
         f = np.where(pos >= 0, fl["avg_flow_gpd"].to_numpy(dtype="float64")[pos], 0.0) / share
         p = np.where(pos >= 0, fl["population"].to_numpy(dtype="float64")[pos], 0.0) / share
         c = codes[prc]
         out[:, 0] += np.bincount(c, weights=f, minlength=len(uniq))
         out[:, 2] += np.bincount(c, weights=p, minlength=len(uniq))
     users = town.layers.get("users")
-    usr = has_edge & pd.notna(uid)
+    usr = has_edge & uid.notna().to_numpy(dtype=bool)
     if users is not None and usr.any() and "process_flow_gpd" in users:
         uf = pd.Series(_numbers(users["process_flow_gpd"]),
                        index=pd.Index(_ids(users["user_id"]), dtype=object))
         uf = uf[~uf.index.duplicated()]
-        pos = uf.index.get_indexer(pd.Index(uid[usr], dtype=object))
+        pos = uf.index.get_indexer(pd.Index(uid[usr].to_numpy(dtype=object), dtype=object))
         q = np.where(pos >= 0, np.nan_to_num(uf.to_numpy()[pos]), 0.0)
         out[:, 1] += np.bincount(codes[usr], weights=q, minlength=len(uniq))
     return pd.DataFrame(out, index=pd.Index(np.asarray(uniq, dtype=object), dtype=object,

@@ -9,9 +9,9 @@ import numpy as np
 import shapely
 
 from ..rules import is_active, is_public
+from ..threads import chunked, default_threads
 from ..town import Town
 from .measuring import check_town, eligible_mask
-from .spatial import default_threads
 
 #: Buffers per tile of :func:`tiled_union` (a few thousand: each tile's union is
 #: small and quick, and the tiles' pieces are few enough to merge in one union).
@@ -74,7 +74,10 @@ def connection_zone(town: Town) -> gpd.GeoDataFrame:
         ok = is_public(mh) & is_active(mh)
         geoms = np.concatenate([geoms, np.asarray(mh.geometry.values[ok], dtype=object)])
     d_u = con.distance_ft / town.ft_per_unit
-    zone = tiled_union(shapely.buffer(geoms, d_u, quad_segs=16))
+    # the buffers on threads too (GEOS releases the GIL): each is made on its own
+    buffers = np.concatenate(chunked(len(geoms), default_threads(), lambda lo, hi: shapely.buffer(
+        geoms[lo:hi], d_u, quad_segs=16)) or [np.empty(0, dtype=object)])
+    zone = tiled_union(buffers)
     area_acres = shapely.area(zone) * town.ft_per_unit ** 2 / 43_560.0
     return gpd.GeoDataFrame(
         {"distance_ft": [float(con.distance_ft)], "measure": [con.measure],

@@ -216,6 +216,28 @@ def _id_series(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
     return s.where(s.notna(), None).reset_index(drop=True)
 
 
+def _id_text(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
+    """``gdf[col]`` as it is held when it is text already (pandas' ``str``, Arrow:
+    no Python string per row), else as :func:`_id_series` gives it."""
+    if gdf is not None and col in gdf and isinstance(gdf[col].dtype, pd.StringDtype):
+        return gdf[col].reset_index(drop=True)
+    return _id_series(gdf, col)
+
+
+def _held(s: pd.Series) -> Any:
+    """A column's values for a new frame: text as held, anything else as objects."""
+    if isinstance(s.dtype, pd.StringDtype):
+        return s.array
+    return s.to_numpy(dtype=object)
+
+
+def _none_like(s: pd.Series, n: int) -> Any:
+    """``n`` missing values in ``s``'s kind: text missing when ``s`` is text."""
+    if isinstance(s.dtype, pd.StringDtype):
+        return pd.array(np.full(n, None, dtype=object), dtype=s.dtype)
+    return None
+
+
 def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
                         ) -> pd.DataFrame:
     """Rows to connect: each building, each parcel without a building.
@@ -233,7 +255,7 @@ def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
                              f"{len(buildings)} buildings")
         pts = (_as_points(buildings.geometry.to_numpy(), polygon_point="centroid")
                if building_points is None else building_points)
-        b_parcel = _id_series(buildings, "parcel_id")
+        b_parcel = _id_text(buildings, "parcel_id")
         missing = b_parcel.isna().to_numpy() & ~shapely.is_missing(pts.astype(object))
         if missing.any() and len(parcels):
             # building without a parcel id: the parcel its point lies in
@@ -243,25 +265,26 @@ def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
             idx = np.flatnonzero(missing)
             b_parcel = b_parcel.copy()
             b_parcel.iloc[idx[fill.index.to_numpy()]] = fill.to_numpy()
+        b_ids = _id_text(buildings, "building_id")
         frames.append(
             pd.DataFrame(
                 {
-                    "building_id": _id_series(buildings, "building_id"),
-                    "parcel_id": b_parcel,
-                    "user_id": None,
+                    "building_id": _held(b_ids),
+                    "parcel_id": _held(b_parcel),
+                    "user_id": _none_like(b_ids, len(b_ids)),
                     "point": pts,
                 }
             )
         )
-    with_bldg = set(b_parcel.dropna())
-    p_ids = _id_series(parcels, "parcel_id")
-    lone = ~p_ids.isin(with_bldg).to_numpy()
+    p_ids = _id_text(parcels, "parcel_id")
+    lone = ~p_ids.isin(b_parcel.dropna().unique()).to_numpy(dtype=bool)
     if lone.any():
         pts = _as_points(parcels.geometry.to_numpy()[lone], polygon_point="representative")
+        k = int(lone.sum())
         frames.append(
             pd.DataFrame(
-                {"building_id": None, "parcel_id": p_ids[lone].to_numpy(), "user_id": None,
-                 "point": pts}
+                {"building_id": _none_like(p_ids, k), "parcel_id": _held(p_ids[lone]),
+                 "user_id": _none_like(p_ids, k), "point": pts}
             )
         )
     if not frames:
@@ -365,9 +388,9 @@ def locate_taps(
 
     gdf = gpd.GeoDataFrame(
         {
-            "building_id": feats["building_id"].to_numpy(dtype=object),
-            "parcel_id": feats["parcel_id"].to_numpy(dtype=object),
-            "user_id": feats["user_id"].to_numpy(dtype=object),
+            "building_id": _held(feats["building_id"]),
+            "parcel_id": _held(feats["parcel_id"]),
+            "user_id": _held(feats["user_id"]),
             "main_id": _col(E.main_id[e]),
             "edge_u": _col(nodes[E.u[e]]),
             "edge_v": _col(nodes[E.v[e]]),
@@ -471,9 +494,13 @@ def _user_points(
     ub = _id_series(users, "building_id")
     up = _id_series(users, "parcel_id")
     cols = [*POINT_COLUMNS, "geometry"]
-    by_b = pts.dropna(subset=["building_id"]).drop_duplicates("building_id").set_index(
+    # the points of the users' buildings and parcels (a few rows of the town's)
+    mine = (pts["building_id"].isin(ub.dropna().unique())
+            | pts["parcel_id"].isin(up.dropna().unique())).to_numpy(dtype=bool)
+    near = pts[mine]
+    by_b = near.dropna(subset=["building_id"]).drop_duplicates("building_id").set_index(
         "building_id")[cols[1:]] if len(pts) else None
-    by_p = pts.dropna(subset=["parcel_id"]).drop_duplicates("parcel_id").set_index(
+    by_p = near.dropna(subset=["parcel_id"]).drop_duplicates("parcel_id").set_index(
         "parcel_id")[cols[2:]] if len(pts) else None
     rows: list[dict[str, Any]] = []
     own: list[int] = []
@@ -513,4 +540,7 @@ def _user_points(
     if lost.any():
         out.loc[lost, "source"] = "unresolved"
         out.loc[lost, "reason"] = "no building, parcel or geometry to place a connection point"
+    for c in ("building_id", "parcel_id", "user_id"):  # as the town's points hold them
+        if isinstance(pts[c].dtype, pd.StringDtype):
+            out[c] = out[c].astype(object).where(out[c].notna(), None).astype(pts[c].dtype)
     return out
