@@ -796,3 +796,27 @@ def test_layer_files_read_on_threads_keep_their_warnings_and_first_error(tmp_pat
     with pytest.raises(LayerError) as err:
         read_all(reads(()) + missing, 2)
     assert err.value.layer == "streets"
+
+
+def test_in_ids_matches_pandas_isin_for_text_and_objects() -> None:
+    """``in_ids`` (Arrow's ``is_in`` for text held by Arrow) answers as pandas'
+    ``isin`` does: missing values are in nothing, repeats and non-ASCII ids match,
+    ids of other types are matched as pandas matches them."""
+    import numpy as np
+    import pandas as pd
+
+    from gisnet.io.ids import in_ids
+
+    rng = np.random.default_rng(7)
+    pool = np.array(["P-1", "p-1", "P-2", "Ñ-3", "İ", " P-4", "P-4", "5", ""], dtype=object)
+    values = pd.Series(np.r_[rng.choice(pool, 400), [None] * 20], dtype="str")
+    among = pd.Series(np.r_[rng.choice(pool, 6), [None]], dtype="str")
+    want = values.isin(among.dropna()).to_numpy(dtype=bool)
+    got = in_ids(values, among)
+    assert got.dtype == bool and got.tolist() == want.tolist()
+    assert not got[values.isna().to_numpy()].any()
+    objects = pd.Series(["a", 5, None, "5"], dtype=object)
+    assert in_ids(objects, pd.Series([5, "a"], dtype=object)).tolist() == [True, True, False,
+                                                                             False]
+    assert in_ids(values.iloc[:0], among).tolist() == []
+    assert not in_ids(values, among.iloc[:0]).any()

@@ -1014,4 +1014,12 @@ def test_tiled_union_covers_the_same_area_as_one_union() -> None:
         assert shapely.is_valid(tiled)
         assert abs(tiled.area - one.area) <= 1e-9 * one.area
         assert shapely.symmetric_difference(tiled, one).area <= 1e-6 * one.area
+        # buffered tile by tile (grouped by the mains' centroids): the same area
+        by_tile = tiled_union(g, per_tile=per_tile, threads=2,
+                              each=lambda x: shapely.buffer(x, 300 / town.ft_per_unit,
+                                                            quad_segs=16))
+        assert shapely.is_valid(by_tile)
+        assert abs(by_tile.area - one.area) <= 1e-9 * one.area
+        assert shapely.symmetric_difference(by_tile, one).area <= 1e-6 * one.area
     assert tiled_union(b[:0]).is_empty
+    assert tiled_union(g[:0], each=shapely.envelope).is_empty

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import geopandas as gpd
@@ -9,7 +10,7 @@ import numpy as np
 import shapely
 
 from ..rules import is_active, is_public
-from ..threads import chunked, default_threads
+from ..threads import default_threads
 from ..town import Town
 from .measuring import check_town, eligible_mask
 
@@ -19,21 +20,29 @@ TILE_BUFFERS = 5_000
 
 
 def tiled_union(geoms: np.ndarray, *, threads: int | None = None,
-                per_tile: int = TILE_BUFFERS) -> shapely.Geometry:
-    """The union of ``geoms``, by square tiles of their centroids, on threads.
+                per_tile: int = TILE_BUFFERS,
+                each: Callable[[np.ndarray], np.ndarray] | None = None) -> shapely.Geometry:
+    """The union of ``geoms`` (of ``each(geoms)``), by square tiles of their
+    centroids, on threads.
 
     The geometries are grouped into a square grid of about ``per_tile`` each
     (by centroid, so each geometry is in one tile), each tile is unioned on its
     own (the tiles on ``threads`` threads: GEOS releases the GIL), then the
     tiles' unions are unioned. Union is associative, so the result covers the
     same area as ``shapely.union_all(geoms)``; only the order of the work differs.
+    With ``each`` (a vectorised shapely function, e.g. a buffer), each tile's
+    geometries go through it just before their union: only one tile's buffers
+    are held at a time, not the whole town's.
     """
     n = len(geoms)
     if n == 0:
         return shapely.Polygon()
+    if each is None:
+        def each(g: np.ndarray) -> np.ndarray:
+            return g
     k = int(np.sqrt(n / per_tile))
     if k <= 1:
-        return shapely.union_all(geoms)
+        return shapely.union_all(each(geoms))
     c = shapely.get_coordinates(shapely.centroid(geoms))
     lo, hi = c.min(axis=0), c.max(axis=0)
     span = np.where(hi > lo, hi - lo, 1.0)
@@ -44,7 +53,7 @@ def tiled_union(geoms: np.ndarray, *, threads: int | None = None,
     starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]])
     ends = np.r_[starts[1:], n]
     with ThreadPoolExecutor(max_workers=threads or default_threads()) as ex:
-        parts = list(ex.map(lambda se: shapely.union_all(geoms[order[se[0]:se[1]]]),
+        parts = list(ex.map(lambda se: shapely.union_all(each(geoms[order[se[0]:se[1]]])),
                             zip(starts, ends, strict=True)))
     return shapely.union_all(np.asarray(parts, dtype=object))
 
@@ -74,10 +83,9 @@ def connection_zone(town: Town) -> gpd.GeoDataFrame:
         ok = is_public(mh) & is_active(mh)
         geoms = np.concatenate([geoms, np.asarray(mh.geometry.values[ok], dtype=object)])
     d_u = con.distance_ft / town.ft_per_unit
-    # the buffers on threads too (GEOS releases the GIL): each is made on its own
-    buffers = np.concatenate(chunked(len(geoms), default_threads(), lambda lo, hi: shapely.buffer(
-        geoms[lo:hi], d_u, quad_segs=16)) or [np.empty(0, dtype=object)])
-    zone = tiled_union(buffers)
+    # the buffers made tile by tile (on the tiles' threads), grouped by the
+    # centroids of the mains and manholes they are made from
+    zone = tiled_union(geoms, each=lambda g: shapely.buffer(g, d_u, quad_segs=16))
     area_acres = shapely.area(zone) * town.ft_per_unit ** 2 / 43_560.0
     return gpd.GeoDataFrame(
         {"distance_ft": [float(con.distance_ft)], "measure": [con.measure],

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..io.ids import in_ids
 from ..threads import chunked, default_threads
 from .index import DownstreamIndex
 
@@ -238,6 +239,14 @@ def _none_like(s: pd.Series, n: int) -> Any:
     return None
 
 
+def _as_held(s: pd.Series, like: pd.Series) -> pd.Series:
+    """``s`` (a few ids) in ``like``'s dtype when that is text, to be matched
+    against it by Arrow."""
+    if isinstance(like.dtype, pd.StringDtype) and not isinstance(s.dtype, pd.StringDtype):
+        return s.dropna().astype(object).map(str).astype(like.dtype)
+    return s
+
+
 def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
                         ) -> pd.DataFrame:
     """Rows to connect: each building, each parcel without a building.
@@ -277,7 +286,7 @@ def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
             )
         )
     p_ids = _id_text(parcels, "parcel_id")
-    lone = ~p_ids.isin(b_parcel.dropna().unique()).to_numpy(dtype=bool)
+    lone = ~in_ids(p_ids, b_parcel)
     if lone.any():
         pts = _as_points(parcels.geometry.to_numpy()[lone], polygon_point="representative")
         k = int(lone.sum())
@@ -495,8 +504,8 @@ def _user_points(
     up = _id_series(users, "parcel_id")
     cols = [*POINT_COLUMNS, "geometry"]
     # the points of the users' buildings and parcels (a few rows of the town's)
-    mine = (pts["building_id"].isin(ub.dropna().unique())
-            | pts["parcel_id"].isin(up.dropna().unique())).to_numpy(dtype=bool)
+    mine = (in_ids(pts["building_id"], _as_held(ub, pts["building_id"]))
+            | in_ids(pts["parcel_id"], _as_held(up, pts["parcel_id"])))
     near = pts[mine]
     by_b = near.dropna(subset=["building_id"]).drop_duplicates("building_id").set_index(
         "building_id")[cols[1:]] if len(pts) else None
