@@ -6,7 +6,9 @@ the buildings' polygons once the obligations are measured
 (:func:`buildings_as_points`; the other input shapes nothing after the analyses
 measures go in :func:`gisnet.pipeline.unread_shapes_as_points`), and result layers the
 GeoPackage's writer already holds when nothing else reads them
-(:func:`empty_written`). See ``docs/performance.md``.
+(:func:`empty_written`); the connection points but for the columns the capacity
+step reads, once the control step is done (:func:`points_for_capacity`). See
+``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from .memory import release
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
 
-__all__ = ["RELEASED_ONCE_WRITTEN", "buildings_as_points", "empty_written"]
+__all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "buildings_as_points", "empty_written",
+           "points_for_capacity"]
+
+#: The columns of the connection points the capacity step reads
+#: (:func:`gisnet.capacity.compute_capacity`: which parcel or user taps which edge).
+CAPACITY_READS = ("parcel_id", "user_id", "edge_key")
 
 
 #: Result layers no step reads after the one that makes them: ``(layer, part,
@@ -83,3 +90,18 @@ def buildings_as_points(town: Town) -> Callable[[], Any] | None:
         return out
 
     return centroids
+
+
+def points_for_capacity(control: Any) -> pd.DataFrame | None:
+    """The connection points of ``control`` (a :class:`gisnet.results.ControlResult`)
+    with only :data:`CAPACITY_READS`, and the control result let go of them: their
+    tap points and other columns (about 0.3 GB for a county's million) are read by
+    no later step of a run that ends with itself (follow-up questions are given up
+    with :meth:`gisnet.pipeline.Results.release_follow_ups` after the capacity step)."""
+    points = None if control is None else control.points
+    if points is None:
+        return None
+    slim = pd.DataFrame({c: points[c] for c in CAPACITY_READS if c in points})
+    control.points = None
+    release()
+    return slim

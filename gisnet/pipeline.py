@@ -35,7 +35,7 @@ from .followup import FollowUps
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
-from .lean import buildings_as_points, empty_written
+from .lean import buildings_as_points, empty_written, points_for_capacity
 from .memory import release
 from .obligations import analyse_obligations, frontage_reason
 from .output import write_tables
@@ -462,11 +462,13 @@ def analyse(
     if "capacity" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
         c = res.control
+        pts = (points_for_capacity(c) if release_inputs
+               else None if c is None else c.points)
         res.capacity = step("capacity", "accumulating flows and checking capacity",
-                            lambda: compute_capacity(town, G,
-                                                     points=None if c is None else c.points,
+                            lambda: compute_capacity(town, G, points=pts,
                                                      index=None if c is None else c.index),
                             n_mains, "mains")
+        pts = None
         plants = town.layer("plants")
         if res.capacity is not None and (plants is None or not len(plants)):
             res.unavailable.append(Unavailable(

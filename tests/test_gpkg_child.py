@@ -197,8 +197,19 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
     # the sample's buildings are not all rectangles: a tap from the inside point would
     # differ from one from the centroid
     assert (shapely.distance(centroid, inside) > 0.01).sum() > 1000
+    given: list[list[str]] = []
+    compute = pipeline.compute_capacity
+
+    def capacity(*args, points=None, **kw):
+        given.append(list(points.columns))
+        return compute(*args, points=points, **kw)
+
+    monkeypatch.setattr(pipeline, "compute_capacity", capacity)
     res = pipeline.run(town, tmp_path / "lean", maps=False, progress=None,
                        release_inputs=True)
+    # the capacity step is given only the points' columns it reads; the tap points
+    # and the rest are let go once the control step is done
+    assert given == [["parcel_id", "user_id", "edge_key"]]
     a, b = tmp_path / "plain" / "gisnet-results.gpkg", tmp_path / "lean" / "gisnet-results.gpkg"
     names = sorted(str(r[0]) for r in pyogrio.list_layers(a))
     assert names == sorted(str(r[0]) for r in pyogrio.list_layers(b))

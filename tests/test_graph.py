@@ -802,3 +802,29 @@ def test_town_file_plant_tolerance_joins_a_distant_plant() -> None:
     assert of_kind(G_tight, "plant_snapped") == []
     d = float(re.search(r"([\d.]+) ft away", snap.message).group(1))
     assert f"ends {d:,.0f} ft from plant 1" in gap.message and 150 < d < 200
+
+
+def test_graph_attributes_share_one_object_per_distinct_text() -> None:
+    """The graph holds a main's texts once per distinct value (``kind``, ``owner``,
+    ``status``...), not a copy per edge; the values are those of the columns,
+    missing ones (None, NaN) kept as they are."""
+    import numpy as np
+
+    from gisnet.graph.columns import shared_values
+    from gisnet.io import load_town
+    from gisnet.townfile import default_layers_dir
+
+    a = np.array(["".join(["sani", "tary"]), "storm", None, "".join(["sanit", "ary"]),
+                  float("nan")], dtype=object)
+    assert a[0] is not a[3]
+    out = shared_values(a)
+    assert out[:4] == ["sanitary", "storm", None, "sanitary"] and out[0] is out[3]
+    assert isinstance(out[4], float) and np.isnan(out[4])
+    u = shared_values(np.array(["junction", "junction"]))
+    assert u == ["junction", "junction"] and u[0] is u[1] and type(u[0]) is str
+
+    G = build_sewer_graph(load_town(default_layers_dir()))
+    for attr in ("kind", "owner", "status", "direction_source"):
+        values = [d[attr] for _, _, d in G.edges(data=True)]
+        assert len({id(v) for v in values if v is not None}) == \
+            len({v for v in values if v is not None})

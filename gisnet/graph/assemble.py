@@ -8,7 +8,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .columns import none_for_nan
+from .columns import none_for_nan, shared_values
 from .direction import Direction
 from .inputs import GraphInputs
 from .outlets import Outlets
@@ -47,17 +47,17 @@ def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes
     src = np.where(is_s, structures.source[s_idx] if ns else "junction", "junction")
     xy = nodes_xy[nodes]
     ncols = {
-        "kind": kind.tolist(),
+        "kind": shared_values(kind),
         "x": xy[:, 0].tolist(),
         "y": xy[:, 1].tolist(),
         "public": public.astype(bool).tolist(),
         "active": active.astype(bool).tolist(),
         "is_manhole": is_mh.astype(bool).tolist(),
         "outlet": outlets.outlet[nodes].astype(bool).tolist(),
-        "plant_id": outlets.plant_of[nodes].tolist(),
+        "plant_id": shared_values(outlets.plant_of[nodes]),
         "rim_ft": none_for_nan(rim),
         "invert_ft": none_for_nan(inv),
-        "source": src.tolist(),
+        "source": shared_values(src),
     }
     keys = list(ncols)
     nid = outlets.node_id
@@ -75,16 +75,16 @@ def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes
         "slope_computed": none_for_nan(direction.slope_computed[m]),
         "up_invert_ft": none_for_nan(edges.up_invert),
         "down_invert_ft": none_for_nan(edges.down_invert),
-        "material": mains.material[m].tolist(),
-        "kind": mains.kind[m].tolist(),
-        "owner": mains.owner[m].tolist(),
-        "status": mains.status[m].tolist(),
-        "street": mains.street[m].tolist(),
+        "material": shared_values(mains.material[m]),
+        "kind": shared_values(mains.kind[m]),
+        "owner": shared_values(mains.owner[m]),
+        "status": shared_values(mains.status[m]),
+        "street": shared_values(mains.street[m]),
         "public": mains.public[m].tolist(),
         "active": mains.active[m].tolist(),
         "gravity": mains.gravity[m].tolist(),
         "eligible": mains.eligible[m].tolist(),
-        "direction_source": direction.source[m].tolist(),
+        "direction_source": shared_values(direction.source[m]),
         "geometry": list(edges.geom),
     }
     ekeys = list(ecols)

@@ -64,6 +64,19 @@ def none_for_nan(a: np.ndarray) -> list[Any]:
     return out
 
 
+def shared_values(a: np.ndarray) -> list[Any]:
+    """``a.tolist()``, in which equal values are one object (a main's ``kind``,
+    ``owner``, ``status``: a few distinct texts over 300,000 edges). The graph
+    holds each attribute as a Python object per edge; made from arrays, each
+    would be its own copy (about 55 bytes per text). Missing values (None, NaN)
+    are kept as they are."""
+    arr = np.asarray(a, dtype=object)
+    codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+    one = uniques.tolist()
+    vals = arr.tolist()
+    return [one[c] if c >= 0 else v for c, v in zip(codes.tolist(), vals, strict=True)]
+
+
 def unique_ids(ids: pd.Series, role: str, report_dups: bool,
                geoms: np.ndarray) -> tuple[list[str], list[Finding]]:
     """Ids as str; missing ids generated, duplicates suffixed ``#2``, ``#3``.
