@@ -35,8 +35,12 @@ CAPACITY_READS = ("parcel_id", "user_id", "edge_key")
 
 
 #: Result layers no step reads after the one that makes them: ``(layer, part,
-#: field)`` of :class:`Results`, emptied once written (``release_written``).
-RELEASED_ONCE_WRITTEN = (("obligation_evidence", "obligations", "evidence"),
+#: field)`` of :class:`Results` (part None: a field of the results themselves),
+#: emptied once written (``release_written``). The graph's layers are made from the
+#: graph, which the later steps read instead.
+RELEASED_ONCE_WRITTEN = (("graph_nodes", None, "graph_nodes"),
+                         ("graph_edges", None, "graph_edges"),
+                         ("obligation_evidence", "obligations", "evidence"),
                          ("control_paths", "control", "control_paths"))
 
 
@@ -45,7 +49,7 @@ def empty_written(res: Any) -> None:
     its columns (a copy: a slice would keep the rows' arrays), and give the memory
     back once the writer has let go of them."""
     for _layer, part, name in RELEASED_ONCE_WRITTEN:
-        holder = getattr(res, part)
+        holder = res if part is None else getattr(res, part)
         df = None if holder is None else getattr(holder, name)
         if df is not None and len(df):
             setattr(holder, name, df.iloc[:0].copy(deep=True))

@@ -181,8 +181,8 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
                                                              monkeypatch):
     """``gisnet run`` without maps or tables (``release_inputs``): the buildings'
     polygons go once the obligations are measured (the control step measures from
-    each centroid, made before), and the evidence lines and control paths once the
-    GeoPackage's writer has them. The GeoPackage is the same as a run that holds
+    each centroid, made before), and the graph's layers, the evidence lines and
+    control paths once the GeoPackage's writer has them. The GeoPackage is the same as a run that holds
     everything; the connection points still lie where the centroids put them."""
     from geopandas.testing import assert_geoseries_equal
 
@@ -217,7 +217,8 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
         pd.testing.assert_frame_equal(pyogrio.read_dataframe(a, layer=name),
                                       pyogrio.read_dataframe(b, layer=name))
     # what the run let go: no rows left, the columns kept (the metadata names them)
-    for df, full in ((res.obligations.evidence, plain.obligations.evidence),
+    for df, full in ((res.graph_nodes, plain.graph_nodes), (res.graph_edges, plain.graph_edges),
+                     (res.obligations.evidence, plain.obligations.evidence),
                      (res.control.control_paths, plain.control.control_paths)):
         assert len(df) == 0 and list(df.columns) == list(full.columns) and len(full) > 0
     assert len(res.control.control_manholes) == len(plain.control.control_manholes)
