@@ -291,8 +291,10 @@ def control_manholes(
         )
         lines = path_lines(idx, np.where(edge >= 0, edge, -1), np.clip(frac, 0, 1),
                            points.geometry.to_numpy(), mh)
+        # a selection, not a copy: pandas copies on write, so a change to either
+        # layer later leaves the other as it is
         cp = result[["building_id", "parcel_id", "user_id", "control_manhole_id",
-                     "path_length_ft", "source"]].copy()
+                     "path_length_ft", "source"]]
         out_layers["control_paths"] = gpd.GeoDataFrame(
             cp, geometry=gpd.GeoSeries(lines, crs=idx.crs), crs=idx.crs
         )
