@@ -182,8 +182,9 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
     """``gisnet run`` without maps or tables (``release_inputs``): the buildings'
     polygons go once the obligations are measured (the control step measures from
     each centroid, made before), and the graph's layers, the evidence lines and
-    control paths once the GeoPackage's writer has them. The GeoPackage is the same as a run that holds
-    everything; the connection points still lie where the centroids put them."""
+    control paths once the GeoPackage's writer has them. The GeoPackage is the same
+    as a run that holds everything; the connection points still lie where the
+    centroids put them."""
     from geopandas.testing import assert_geoseries_equal
 
     import gisnet.pipeline as pipeline

@@ -927,3 +927,34 @@ def test_path_lines_made_in_chunks_are_the_lines_made_at_once(sample_dir, monkey
     assert shapely.equals_exact(a[m], b[m], tolerance=0).all()
     pd.testing.assert_frame_equal(pd.DataFrame(cut.drop(columns="geometry")),
                                   pd.DataFrame(whole.drop(columns="geometry")))
+
+
+def test_edge_indices_match_as_codes_and_as_objects(sample_dir) -> None:
+    """Each connection point's edge, found from its ``edge_u``, ``edge_v`` and
+    ``edge_key`` held as Arrow text (codes) or as Python objects, is the same edge
+    of the index, and the one whose key, tail and head are the point's; a point
+    naming no edge, or an edge with other ends, gets -1."""
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+    from gisnet.tracing import DownstreamIndex, connection_points
+    from gisnet.tracing.paths import edge_indices
+
+    town = load_town(sample_dir)
+    G = build_sewer_graph(town)
+    idx = DownstreamIndex(G)
+    pts = connection_points(town, G, index=idx).reset_index(drop=True)
+    assert isinstance(pts["edge_key"].dtype, pd.StringDtype)
+    pts.loc[0, "edge_key"] = "no such edge"
+    pts.loc[1, "edge_u"] = pts.loc[2, "edge_v"]  # a key with other ends
+    pts.loc[3, ["edge_u", "edge_v", "edge_key"]] = None
+    as_codes = edge_indices(idx, pts)
+    as_objects = edge_indices(idx, pts.astype({c: object for c in
+                                               ("edge_u", "edge_v", "edge_key")}))
+    assert as_codes.tolist() == as_objects.tolist()
+    assert as_codes[:4].tolist() == [-1, -1, as_codes[2], -1] and as_codes[2] >= 0
+    ok = np.flatnonzero(as_codes >= 0)
+    assert len(ok) > 0.9 * len(pts)
+    e = as_codes[ok]
+    assert (idx.edges.key[e] == pts["edge_key"].to_numpy(dtype=object)[ok]).all()
+    assert (idx.nodes[idx.edges.u[e]] == pts["edge_u"].to_numpy(dtype=object)[ok]).all()
+    assert (idx.nodes[idx.edges.v[e]] == pts["edge_v"].to_numpy(dtype=object)[ok]).all()

@@ -18,23 +18,50 @@ from .index import DownstreamIndex
 def edge_indices(idx: DownstreamIndex, points: pd.DataFrame) -> np.ndarray:
     """Edge index of each connection point (-1 where it has none)."""
     n = len(points)
-    ku = points["edge_u"].to_numpy(dtype=object)
-    kv = points["edge_v"].to_numpy(dtype=object)
-    kk = points["edge_key"].to_numpy(dtype=object)
     out = np.full(n, -1, dtype=np.int64)
+    cols = [points[c] for c in ("edge_u", "edge_v", "edge_key")]
     keyed = pd.Index(idx.edges.key)
     if keyed.is_unique:  # graph-wide unique keys (main ids): one vectorised lookup
-        e = keyed.get_indexer(kk)
-        hit = e >= 0
-        eh = e[hit]
-        same = (idx.nodes[idx.edges.u[eh]] == ku[hit]) & (idx.nodes[idx.edges.v[eh]] == kv[hit])
+        if all(isinstance(c.dtype, pd.StringDtype) for c in cols) \
+                and _all_text(idx.nodes) and _all_text(idx.edges.key):
+            # text held by Arrow: matched as codes (no Python string per point)
+            pu, pv, e = (_positions(u, c) for u, c in zip(
+                (idx.nodes, idx.nodes, idx.edges.key), cols, strict=True))
+            hit = e >= 0
+            eh = e[hit]
+            same = (idx.edges.u[eh] == pu[hit]) & (idx.edges.v[eh] == pv[hit])
+        else:
+            ku, kv, kk = (c.to_numpy(dtype=object) for c in cols)
+            e = keyed.get_indexer(pd.Index(kk, dtype=object))
+            hit = e >= 0
+            eh = e[hit]
+            same = (idx.nodes[idx.edges.u[eh]] == ku[hit]) & \
+                (idx.nodes[idx.edges.v[eh]] == kv[hit])
         rows = np.flatnonzero(hit)[same]
         out[rows] = eh[same]
-    todo = np.flatnonzero((out < 0) & pd.notna(kk))
-    get = idx.edge_index.get
-    for i in todo:
-        out[i] = get((ku[i], kv[i], kk[i]), -1)
+    todo = np.flatnonzero((out < 0) & cols[2].notna().to_numpy(dtype=bool))
+    if len(todo):
+        get = idx.edge_index.get
+        ku, kv, kk = (c.iloc[todo].to_numpy(dtype=object) for c in cols)
+        out[todo] = [get((u, v, k), -1) for u, v, k in zip(ku, kv, kk, strict=True)]
     return out
+
+
+def _all_text(values: np.ndarray) -> bool:
+    return pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty")
+
+
+def _positions(universe: np.ndarray, values: pd.Series) -> np.ndarray:
+    """Position in ``universe`` (distinct texts) of each of ``values`` (text held by
+    Arrow); -1 where it is missing or not there."""
+    both, _ = pd.factorize(pd.concat([pd.Series(universe, dtype=values.dtype),
+                                      values.reset_index(drop=True)], ignore_index=True),
+                           use_na_sentinel=True)
+    cu, cv = both[:len(universe)], both[len(universe):]
+    # one slot more than the codes: a missing value (code -1) reads that last slot, -1
+    where = np.full(int(both.max(initial=-1)) + 2, -1, dtype=np.int64)
+    where[cu] = np.arange(len(universe))
+    return where[cv]
 
 
 def tail_coords(idx: DownstreamIndex, edge: np.ndarray, frac: np.ndarray, taps: np.ndarray):
