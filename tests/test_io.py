@@ -820,3 +820,28 @@ def test_in_ids_matches_pandas_isin_for_text_and_objects() -> None:
                                                                              False]
     assert in_ids(values.iloc[:0], among).tolist() == []
     assert not in_ids(values, among.iloc[:0]).any()
+
+
+def test_first_positions_finds_the_first_row_of_each_id() -> None:
+    """``first_positions``: the first row of ``universe`` equal to each value, -1 for
+    a missing value or one not there; as codes for Arrow text and through pandas'
+    object index otherwise, with the same answers (repeated ids in the universe
+    answer with their first row; pandas' ``get_indexer`` refuses them)."""
+    import numpy as np
+    import pandas as pd
+
+    from gisnet.io.ids import first_positions
+
+    rng = np.random.default_rng(11)
+    pool = np.array(["A", "a", "B", "İ", "ß", "SS", " A", ""], dtype=object)
+    universe = list(rng.choice(pool, 30))
+    values = [*rng.choice(pool, 200), None, "not there"]
+    want = [universe.index(v) if v in universe else -1 for v in values]
+    text = first_positions(pd.Series(universe, dtype="str"), pd.Series(values, dtype="str"))
+    objects = first_positions(pd.Series(universe, dtype=object),
+                              pd.Series(values, dtype=object))
+    assert text.tolist() == want and objects.tolist() == want
+    assert first_positions(pd.Series([], dtype="str"),
+                           pd.Series(["x", None], dtype="str")).tolist() == [-1, -1]
+    assert first_positions(pd.Series(["x"], dtype="str"),
+                           pd.Series([], dtype="str")).tolist() == []

@@ -90,3 +90,32 @@ def in_ids(values: pd.Series, among: pd.Series) -> np.ndarray:
         hit = pc.is_in(pa.array(values.array), value_set=pa.array(among.array).unique())
         return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
     return values.isin(among).to_numpy(dtype=bool)
+
+
+def first_positions(universe: pd.Series, values: pd.Series) -> np.ndarray:
+    """Position in ``universe`` of the first row equal to each of ``values``; -1 where
+    the value is missing or not there (``pd.Index(universe).get_indexer`` without its
+    refusal of repeated ids).
+
+    Text held by Arrow (pandas' ``str``) on both sides is matched as codes (one
+    dictionary encoding of both): no Python string per row, where pandas' object
+    hash tables make one of every value.
+    """
+    u = universe.reset_index(drop=True)
+    v = values.reset_index(drop=True)
+    if not (isinstance(u.dtype, pd.StringDtype) and isinstance(v.dtype, pd.StringDtype)):
+        index = pd.Index(u.to_numpy(dtype=object), dtype=object)
+        first = ~index.duplicated()
+        pos = pd.Index(index[first], dtype=object).get_indexer(
+            pd.Index(v.to_numpy(dtype=object), dtype=object))
+        out = np.flatnonzero(first)[np.maximum(pos, 0)]
+        out[(pos < 0) | v.isna().to_numpy(dtype=bool)] = -1
+        return out.astype(np.int64)
+    both, _ = pd.factorize(pd.concat([u.astype(v.dtype), v], ignore_index=True),
+                           use_na_sentinel=True)
+    cu, cv = both[:len(u)], both[len(u):]
+    # one slot more than the codes: a missing value (code -1) reads that last slot, -1
+    where = np.full(int(both.max(initial=-1)) + 2, -1, dtype=np.int64)
+    rows = np.flatnonzero(cu >= 0)[::-1]  # the first row of each id wins
+    where[cu[rows]] = rows
+    return where[cv]

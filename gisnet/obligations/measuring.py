@@ -36,6 +36,7 @@ import shapely
 from shapely import STRtree
 
 from ..errors import CRSError
+from ..io.ids import first_positions
 from ..rules import is_eligible_for_connection, within
 from ..town import Town
 from .spatial import flag_values, text_values
@@ -121,7 +122,10 @@ def building_rows(parcels: gpd.GeoDataFrame, b: gpd.GeoDataFrame) -> np.ndarray:
     pgeom = parcels.geometry.values
     bgeom = b.geometry.values
     row = np.full(len(b), -1, dtype=np.int64)
-    if "parcel_id" in b.columns:
+    if "parcel_id" in b.columns and isinstance(b["parcel_id"].dtype, pd.StringDtype) \
+            and isinstance(parcels["parcel_id"].dtype, pd.StringDtype):
+        row[:] = first_positions(parcels["parcel_id"], b["parcel_id"])  # as Arrow codes
+    elif "parcel_id" in b.columns:
         pos = pd.Series(np.arange(n), index=parcels["parcel_id"].astype(str).to_numpy())
         pos = pos[~pos.index.duplicated()]
         bp = text_values(b["parcel_id"])

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..io.ids import first_positions
 from .index import DownstreamIndex
 
 
@@ -25,7 +26,7 @@ def edge_indices(idx: DownstreamIndex, points: pd.DataFrame) -> np.ndarray:
         if all(isinstance(c.dtype, pd.StringDtype) for c in cols) \
                 and _all_text(idx.nodes) and _all_text(idx.edges.key):
             # text held by Arrow: matched as codes (no Python string per point)
-            pu, pv, e = (_positions(u, c) for u, c in zip(
+            pu, pv, e = (first_positions(pd.Series(u, dtype=c.dtype), c) for u, c in zip(
                 (idx.nodes, idx.nodes, idx.edges.key), cols, strict=True))
             hit = e >= 0
             eh = e[hit]
@@ -49,19 +50,6 @@ def edge_indices(idx: DownstreamIndex, points: pd.DataFrame) -> np.ndarray:
 
 def _all_text(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty")
-
-
-def _positions(universe: np.ndarray, values: pd.Series) -> np.ndarray:
-    """Position in ``universe`` (distinct texts) of each of ``values`` (text held by
-    Arrow); -1 where it is missing or not there."""
-    both, _ = pd.factorize(pd.concat([pd.Series(universe, dtype=values.dtype),
-                                      values.reset_index(drop=True)], ignore_index=True),
-                           use_na_sentinel=True)
-    cu, cv = both[:len(universe)], both[len(universe):]
-    # one slot more than the codes: a missing value (code -1) reads that last slot, -1
-    where = np.full(int(both.max(initial=-1)) + 2, -1, dtype=np.int64)
-    where[cu] = np.arange(len(universe))
-    return where[cv]
 
 
 def tail_coords(idx: DownstreamIndex, edge: np.ndarray, frac: np.ndarray, taps: np.ndarray):
