@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..flows import parcel_flows
+from ..io.ids import first_positions
 from ..rules import carries_sanitary_flow
 
 __all__ = ["NODE_COLUMN", "Accumulation", "Network", "accumulate", "edge_inflows",
@@ -254,17 +255,10 @@ def edge_inflows(town: Any, points: pd.DataFrame, flows: pd.DataFrame | None = N
     prc = has_edge & uid.isna().to_numpy(dtype=bool) & pid.notna().to_numpy(dtype=bool)
     if prc.any():
         fl = flows[flows["sewered"].to_numpy(dtype=bool)]
-        fl_ids = _text_ids(fl["parcel_id"])
-        # each point's parcel among the flows' (the first row of a parcel id):
-        # one code per distinct id over both, then a table from code to flow row
-        both, _ = pd.factorize(pd.concat([fl_ids, pid[prc]], ignore_index=True),
-                               use_na_sentinel=True)
-        cf, cp = both[:len(fl_ids)], both[len(fl_ids):]
-        first = np.full(int(both.max()) + 1, -1, dtype=np.int64)
-        rows = np.flatnonzero(cf >= 0)[::-1]
-        first[cf[rows]] = rows
-        pos = first[cp]
-        share = np.bincount(cp)[cp].astype("float64")
+        # each point's parcel among the flows' (the first row of a parcel id), as codes
+        pos = first_positions(_text_ids(fl["parcel_id"]), pid[prc])
+        pcode, _ = pd.factorize(pid[prc])
+        share = np.bincount(pcode)[pcode].astype("float64")
         f = np.where(pos >= 0, fl["avg_flow_gpd"].to_numpy(dtype="float64")[pos], 0.0) / share
         p = np.where(pos >= 0, fl["population"].to_numpy(dtype="float64")[pos], 0.0) / share
         c = codes[prc]

@@ -37,7 +37,7 @@ import pandas as pd
 from ..errors import ConfigError
 from .index import DownstreamIndex
 from .paths import edge_indices, path_lines
-from .points import connection_points
+from .points import connection_points, held_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..town import Town
@@ -169,15 +169,6 @@ def _reasons(points: pd.DataFrame, source: np.ndarray, mh_id: np.ndarray,
     return out
 
 
-def _column(s: pd.Series) -> Any:
-    """A column passed on as it is held: text already in pandas' text dtype stays
-    there (no Python string made per row); anything else as objects, for the
-    frame to infer its dtype as before."""
-    if isinstance(s.dtype, pd.StringDtype):
-        return s.array
-    return s.to_numpy(dtype=object)
-
-
 def control_manholes(
     town: Town | None,
     G: nx.MultiDiGraph,
@@ -256,13 +247,13 @@ def control_manholes(
         section[own] = sec_k
     result = gpd.GeoDataFrame(
         {
-            "building_id": _column(points["building_id"]),
-            "parcel_id": _column(points["parcel_id"]),
-            "user_id": _column(points["user_id"]),
-            "main_id": _column(points["main_id"]),
+            "building_id": held_values(points["building_id"]),
+            "parcel_id": held_values(points["parcel_id"]),
+            "user_id": held_values(points["user_id"]),
+            "main_id": held_values(points["main_id"]),
             "tap_distance_ft": tap_ft,
-            "edge_key": _column(points["edge_key"]),
-            "tap_source": _column(points["source"]),
+            "edge_key": held_values(points["edge_key"]),
+            "tap_source": held_values(points["source"]),
             "control_manhole_id": mh_id,
             "plant_id": plant,
             "path_length_ft": mh_ft,

@@ -225,8 +225,10 @@ def _id_text(gdf: gpd.GeoDataFrame | None, col: str) -> pd.Series:
     return _id_series(gdf, col)
 
 
-def _held(s: pd.Series) -> Any:
-    """A column's values for a new frame: text as held, anything else as objects."""
+def held_values(s: pd.Series) -> Any:
+    """A column's values for a new frame, as they are held: text already in pandas'
+    text dtype stays there (no Python string made per row); anything else as
+    objects, for the frame to infer its dtype."""
     if isinstance(s.dtype, pd.StringDtype):
         return s.array
     return s.to_numpy(dtype=object)
@@ -239,7 +241,7 @@ def _none_like(s: pd.Series, n: int) -> Any:
     return None
 
 
-def _as_held(s: pd.Series, like: pd.Series) -> pd.Series:
+def _asheld_values(s: pd.Series, like: pd.Series) -> pd.Series:
     """``s`` (a few ids) in ``like``'s dtype when that is text, to be matched
     against it by Arrow."""
     if isinstance(like.dtype, pd.StringDtype) and not isinstance(s.dtype, pd.StringDtype):
@@ -278,8 +280,8 @@ def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
         frames.append(
             pd.DataFrame(
                 {
-                    "building_id": _held(b_ids),
-                    "parcel_id": _held(b_parcel),
+                    "building_id": held_values(b_ids),
+                    "parcel_id": held_values(b_parcel),
                     "user_id": _none_like(b_ids, len(b_ids)),
                     "point": pts,
                 }
@@ -292,7 +294,7 @@ def features_to_connect(town: Town, *, building_points: np.ndarray | None = None
         k = int(lone.sum())
         frames.append(
             pd.DataFrame(
-                {"building_id": _none_like(p_ids, k), "parcel_id": _held(p_ids[lone]),
+                {"building_id": _none_like(p_ids, k), "parcel_id": held_values(p_ids[lone]),
                  "user_id": _none_like(p_ids, k), "point": pts}
             )
         )
@@ -397,9 +399,9 @@ def locate_taps(
 
     gdf = gpd.GeoDataFrame(
         {
-            "building_id": _held(feats["building_id"]),
-            "parcel_id": _held(feats["parcel_id"]),
-            "user_id": _held(feats["user_id"]),
+            "building_id": held_values(feats["building_id"]),
+            "parcel_id": held_values(feats["parcel_id"]),
+            "user_id": held_values(feats["user_id"]),
             "main_id": _col(E.main_id[e]),
             "edge_u": _col(nodes[E.u[e]]),
             "edge_v": _col(nodes[E.v[e]]),
@@ -504,8 +506,8 @@ def _user_points(
     up = _id_series(users, "parcel_id")
     cols = [*POINT_COLUMNS, "geometry"]
     # the points of the users' buildings and parcels (a few rows of the town's)
-    mine = (in_ids(pts["building_id"], _as_held(ub, pts["building_id"]))
-            | in_ids(pts["parcel_id"], _as_held(up, pts["parcel_id"])))
+    mine = (in_ids(pts["building_id"], _asheld_values(ub, pts["building_id"]))
+            | in_ids(pts["parcel_id"], _asheld_values(up, pts["parcel_id"])))
     near = pts[mine]
     by_b = near.dropna(subset=["building_id"]).drop_duplicates("building_id").set_index(
         "building_id")[cols[1:]] if len(pts) else None
@@ -551,5 +553,5 @@ def _user_points(
         out.loc[lost, "reason"] = "no building, parcel or geometry to place a connection point"
     for c in ("building_id", "parcel_id", "user_id"):  # as the town's points hold them
         if isinstance(pts[c].dtype, pd.StringDtype):
-            out[c] = out[c].astype(object).where(out[c].notna(), None).astype(pts[c].dtype)
+            out[c] = out[c].astype(pts[c].dtype)
     return out
