@@ -20,7 +20,7 @@ from shapely.geometry import LineString, Point, Polygon, box
 
 from gisnet import maps
 from gisnet.errors import ConfigError, NotFoundError
-from gisnet.maps.encoding import fmt_number
+from gisnet.maps.encoding import TextCodes, fmt_auto, fmt_number, fmt_text
 from gisnet.profile import load_profile
 from gisnet.testing import towns
 from gisnet.town import Town
@@ -550,3 +550,29 @@ def test_dissolved_paths_draw_the_lines_of_the_union() -> None:
     assert got.length == pytest.approx(shapely.LineString(pipe).length + 10)
     assert shapely.symmetric_difference(got, want).length == pytest.approx(0, abs=1e-9)
     assert dissolved_paths(np.array([None], dtype=object)).is_empty
+
+
+def test_a_text_column_becomes_codes_by_arrow_as_python_would_read_it():
+    """``fmt_text`` (and ``fmt_auto`` of a text column) gives the column as
+    :class:`TextCodes` made by Arrow, for pandas' Arrow text and for objects alike: the
+    codes, distinct texts and values of the Python path (``pd.factorize`` of the values
+    with every blank text, empty or white space as Python's ``isspace`` says, made
+    None)."""
+    texts = ["A1", "", " ", "\u3000", "\x1c", "\x85", "\xa0x", "İ", "ß", "a\x00b", "A1 ", "x ",
+             None, "\t\n", "ünï", "\u200b", "\U0001f6bd", "\u2029"]
+    rng = np.random.default_rng(7)
+    values = [texts[i] for i in rng.integers(0, len(texts), 600)] + [np.nan]
+    ref = [None if not isinstance(v, str) or not v or v.isspace() else v for v in values]
+    made = TextCodes.of(ref)
+    for s in (pd.Series(values, dtype="str"), pd.Series(values, dtype=object)):
+        for got in (fmt_text(s), fmt_auto("owner", s)):
+            assert isinstance(got, TextCodes)
+            assert list(got) == ref and len(got) == len(ref)
+            assert got.codes.tolist() == made.codes.tolist()
+            assert got.texts().tolist() == made.texts().tolist() == list(dict.fromkeys(
+                v for v in ref if v is not None))
+            assert got[5] == ref[5] and got[10:20] == ref[10:20]
+    # the blanks Python sees: the RE2 class and str.isspace agree on every character
+    odd = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())
+    assert list(fmt_text(pd.Series([odd, odd + "x", "\u200b"], dtype="str"))) == \
+        [None, odd + "x", "\u200b"]

@@ -127,7 +127,7 @@ def fields_for(df: pd.DataFrame, order: Iterable[str], skip: Iterable[str] = (),
     return cols
 
 
-def auto_props(df: pd.DataFrame, cols: Iterable[str]) -> dict[str, Prop | list[Any]]:
+def auto_props(df: pd.DataFrame, cols: Iterable[str]) -> dict[str, Prop | Sequence[Any]]:
     """Each column formatted by its name (:func:`~gisnet.maps.encoding.fmt_auto`)."""
     return {c: fmt_auto(c, df[c]) for c in cols}
 

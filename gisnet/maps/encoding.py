@@ -23,6 +23,8 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import shapely
 
 from ..errors import ConfigError
@@ -47,15 +49,20 @@ def blank_texts(texts: Collection[str]) -> np.ndarray:
     return np.fromiter((not t or t.isspace() for t in texts), dtype=bool, count=len(texts))
 
 
-def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> list[Any]:
+def per_value(s: pd.Series, fn: Any, *, text_as_is: bool = False) -> Sequence[Any]:
     """``[fn(v) for v in s]`` with ``fn`` called once per distinct value (missing
     values -> None): a county's million rows hold few distinct statuses or dates.
     Object columns of mixed kinds (``True`` and ``1`` are equal keys to a hash table)
     go value by value. ``text_as_is``: ``fn`` gives text back unchanged, so a text
-    column (a million distinct ids) needs only its blanks found."""
+    column (a million distinct ids) needs only its blanks found, and comes back as
+    :class:`TextCodes` (no Python string made for its values)."""
     kind = pd.api.types.infer_dtype(s, skipna=True)
     if s.dtype == object and kind not in ("string", "empty"):
         return [None if is_missing(v) else fn(v) for v in s.tolist()]
+    if text_as_is and kind == "string":
+        made = TextCodes.of_text(s)
+        if made is not None:
+            return made
     try:
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
     except TypeError:  # unhashable values
@@ -104,20 +111,34 @@ class Prop:
         return np.array([np.nan if v is None else float(v) for v in self.values], dtype=float)
 
 
+#: Every character Python's ``str.isspace()`` and ``str.strip()`` take for white space,
+#: as a character class of RE2 (Arrow's regular expressions).
+SPACE_CLASS = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(0x10000)) if c.isspace())
+#: RE2: a text that is empty or only white space (:func:`blank_texts`).
+BLANK_TEXT = f"^[{SPACE_CLASS}]*$"
+
+
 class TextCodes(Sequence[Any]):
     """A text property held as a code per row into its distinct values (-1 = missing).
 
     A tiled layer's properties wait in memory while every page is built and the
     archives are cut; a million-row text column as a Python list holds a million
-    string objects (about 70 MB), as codes 4 MB plus its distinct values. It reads
+    string objects (about 70 MB), as codes 4 MB plus its distinct values in one Arrow
+    array (``uniques``, in order of first appearance: about 15 bytes a value). It reads
     as the sequence it was made from (a missing value, None or NaN, reads None).
     """
 
     __slots__ = ("codes", "uniques")
 
-    def __init__(self, codes: np.ndarray, uniques: np.ndarray):
+    def __init__(self, codes: np.ndarray, uniques: Any):
         self.codes = codes
-        self.uniques = uniques
+        #: The distinct texts, an Arrow ``large_string`` array.
+        self.uniques = uniques if isinstance(uniques, pa.Array) else \
+            pa.array(np.asarray(uniques, dtype=object), type=pa.large_string())
+
+    @staticmethod
+    def _code_dtype(n: int) -> Any:
+        return np.int32 if n < 2 ** 31 - 1 else np.int64
 
     @classmethod
     def of(cls, values: Any) -> TextCodes | None:
@@ -128,24 +149,55 @@ class TextCodes(Sequence[Any]):
                                                                                 "empty"):
             return None
         codes, uniques = pd.factorize(pd.Series(arr, dtype=object), use_na_sentinel=True)
-        dtype = np.int32 if len(uniques) < 2 ** 31 - 1 else np.int64
-        return cls(codes.astype(dtype), np.asarray(uniques, dtype=object))
+        return cls(codes.astype(cls._code_dtype(len(uniques))), np.asarray(uniques, dtype=object))
+
+    @classmethod
+    def of_text(cls, s: pd.Series) -> TextCodes | None:
+        """A column of text (each value text or missing) as codes, its blank texts
+        (:func:`blank_texts`) missing, made by Arrow: no Python string per row or per
+        distinct value. The codes and texts are those :meth:`of` gives for the column's
+        values with the blanks made None. None when Arrow does not take the column
+        as text."""
+        try:
+            arr = pa.array(s, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            return None
+        enc = pc.dictionary_encode(arr)  # distinct texts in order of first appearance
+        texts = enc.dictionary
+        codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        blank = pc.match_substring_regex(texts, BLANK_TEXT).to_numpy(zero_copy_only=False)
+        if blank.any():
+            new = np.where(blank, -1, np.cumsum(~blank) - 1)
+            codes = np.where(codes >= 0, new[np.maximum(codes, 0)], -1)
+            texts = texts.filter(pa.array(~blank))
+        return cls(codes.astype(cls._code_dtype(len(texts))), texts.cast(pa.large_string()))
+
+    def texts(self, which: np.ndarray | None = None) -> np.ndarray:
+        """The distinct texts (those at positions ``which``) as Python strings."""
+        u = self.uniques if which is None else \
+            self.uniques.take(pa.array(np.asarray(which, dtype=np.int64)))
+        return np.asarray(u.to_pylist(), dtype=object)
 
     def __len__(self) -> int:
         return len(self.codes)
 
-    def _value(self, c: int) -> Any:
-        return None if c < 0 else self.uniques[c]
+    def _table(self) -> np.ndarray:
+        table = np.empty(len(self.uniques) + 1, dtype=object)
+        table[:-1] = self.texts()
+        return table  # the last entry (code -1) None
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self._value(int(c)) for c in self.codes[i]]
-        return self._value(int(self.codes[i]))
+            return self._table()[self.codes[i]].tolist()
+        c = int(self.codes[i])
+        return None if c < 0 else self.uniques[c].as_py()
 
     def __iter__(self) -> Any:
-        u = self.uniques
-        for c in self.codes.tolist():
-            yield None if c < 0 else u[c]
+        return iter(self._table()[self.codes].tolist())
 
 
 def format_value(v: Any, fmt: Sequence[Any] | None) -> Any:
@@ -171,12 +223,12 @@ def fmt_pct(s: pd.Series, decimals: int = 1) -> Prop:
     return Prop(np.round(numbers(s), decimals + 2), ("p", decimals))
 
 
-def fmt_bool(s: pd.Series) -> list[str | None]:
+def fmt_bool(s: pd.Series) -> Sequence[str | None]:
     """Booleans as ``yes``/``no`` (text kept as it is, missing -> None)."""
     return per_value(s, lambda v: v if isinstance(v, str) else "yes" if bool(v) else "no")
 
 
-def fmt_text(s: pd.Series) -> list[str | None]:
+def fmt_text(s: pd.Series) -> Sequence[str | None]:
     """Values as text (missing -> None)."""
     return per_value(s, str, text_as_is=True)
 
@@ -189,7 +241,7 @@ _UNIT_FORMATS: dict[str, tuple[int, str]] = {
 }
 
 
-def fmt_auto(name: str, s: pd.Series) -> Prop | list[Any]:
+def fmt_auto(name: str, s: pd.Series) -> Prop | Sequence[Any]:
     """Format a column by its name's unit suffix (``_ft``, ``_gpd`` ...); code values
     (``status``, ``measure``, ``flags`` ...) in words (:func:`gisnet.labels.value_label`)."""
     for suffix, (digits, unit) in _UNIT_FORMATS.items():

@@ -91,7 +91,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                                   "path_length_ft"])
         small = len(paths) <= 5000 or ctx.tiler is not None  # tiled pages: every path
         if small:
-            props = auto_props(paths, cols)
+            props: dict[str, Any] = auto_props(paths, cols)
             data, n = ctx.geojson(paths, props, precision=6, simplify_ft=0.5)
         else:  # city scale: one dissolved drawing of every path
             merged = dissolved_paths(np.asarray(paths.geometry.array))

@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import shapely
 
-from .encoding import TextCodes
+from .encoding import SPACE_CLASS, TextCodes
 
 __all__ = ["INDEX_FILE", "PREFIX", "SearchLayer", "shard_file", "write_search_index"]
 
@@ -105,9 +105,8 @@ def _places(lon: np.ndarray, lat: np.ndarray) -> pa.Array:
     return out
 
 
-#: Every character Python's ``str.strip()`` takes away, as a character class of RE2.
-_SPACE = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(0x10000)) if c.isspace())
-_EDGE_SPACE = f"^[{_SPACE}]|[{_SPACE}]$"
+#: A text with white space (what Python's ``str.strip()`` takes away) at an end, in RE2.
+_EDGE_SPACE = f"^[{SPACE_CLASS}]|[{SPACE_CLASS}]$"
 #: What JSON escapes in a string (``ensure_ascii=False``).
 _ESCAPED = r'["\\\x{0}-\x{1f}]'
 
@@ -139,7 +138,8 @@ def _texts(values: Sequence[Any]) -> tuple[np.ndarray, pa.Array]:
                               else str(v) for v in values], dtype=object)
             c, u = pd.factorize(text, use_na_sentinel=True)
             codes, uniques = c, np.asarray(u, dtype=object)
-    arr = pa.array(uniques, type=pa.string(), from_pandas=True)
+    arr = uniques.cast(pa.string()) if isinstance(uniques, pa.Array) else \
+        pa.array(uniques, type=pa.string(), from_pandas=True)
     # Python strips the few with white space at an end (its own idea of white space)
     arr = _python_where(arr, pc.match_substring_regex(arr, _EDGE_SPACE), str.strip)
     return np.asarray(codes, dtype=np.int64), arr

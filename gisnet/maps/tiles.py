@@ -443,8 +443,7 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
             seen, first = pd.factorize(sub[present])
             codes = np.full(len(sub), -1, dtype=np.int64)
             codes[present] = seen
-            codes, uniques = _without_blanks(codes,
-                                             col.uniques[np.asarray(first, dtype=np.int64)])
+            codes, uniques = _without_blanks(codes, col.texts(first))
         else:
             if isinstance(col, Prop):
                 arr, kind = col.floats()[rows], "floating"
