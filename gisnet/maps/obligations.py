@@ -13,7 +13,7 @@ from typing import Any
 import geopandas as gpd
 import pandas as pd
 
-from ..labels import STATUS_LABELS, column_label, status_label
+from ..labels import ATTENTION_STATUSES, STATUS_LABELS, column_label, status_label
 from ..palettes import SIMPLE_COLOURS
 from .common import STATUS_COLOURS, MapContext, MapLayer, auto_props, cited, fields_for
 from .encoding import column, field_label, fmt_text
@@ -63,7 +63,7 @@ def _with_address(ob: gpd.GeoDataFrame, parcels: gpd.GeoDataFrame | None) -> gpd
 
 
 #: Statuses drawn strongly with every field (the others lightly with a few).
-ATTENTION = ("required", "review", "subject_to_notice")
+ATTENTION = ATTENTION_STATUSES
 OBLIGATION_ORDER = ("parcel_id", "address", "status", "distance_ft", "main_id",
                     "within_distance", "abuts_sewered_street", "deadline_days",
                     "deadline_date", "notice_date", "septic_deadline", "measure", "building_id",
@@ -107,15 +107,19 @@ def obligation_layers(ctx: MapContext) -> list[MapLayer]:
                 sel = ~status.isin(list(STATUS_COLOURS)).to_numpy()
             if not sel.any():
                 continue
-            part = ob[sel]
             colour = STATUS_COLOURS.get(st, "#bdbdbd")
             if light:
                 show_cols = [c for c in ("parcel_id", "address", "distance_ft", "main_id",
-                                         "section") if c in part.columns]
+                                         "section") if c in ob.columns]
                 style = {"color": colour, "weight": 0.6, "fillColor": colour,
                          "fillOpacity": 0.12, "opacity": 0.7}
                 precision, simp = 5, 2.0
-            else:
+            # the rows of the status with the columns drawn (a county's connected
+            # parcels with every column would be a copy of 0.3 GB)
+            read = [c for c in dict.fromkeys([*show_cols, "parcel_id", ob.geometry.name])
+                    if c in ob.columns] if light else list(ob.columns)
+            part = ob.loc[sel, read]
+            if not light:
                 show_cols = [c for c in cols if c != "status"]
                 attention.update(fmt_text(column(part, "parcel_id")))
                 style = {"color": colour, "weight": 1.5, "fillColor": colour,

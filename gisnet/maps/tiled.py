@@ -120,7 +120,9 @@ class Tiler:
     def write(self, pages: Iterable[Page], out_dir: Path, *,
               threads: int | None = None) -> dict[str, TileStats]:
         """Write ``out_dir/tiles/<layer key>.pmtiles`` for each placeholder of ``pages``
-        and replace the placeholders with what the page needs to draw them.
+        and replace the placeholders with what the page needs to draw them. Each kept
+        layer (:attr:`sources`) is let go once its archive is cut and the search index
+        has read it.
 
         With archives of :data:`PARALLEL_MIN_FEATURES` features or more in all, they
         are cut on ``threads`` threads (default: gisnet's thread share,
@@ -150,28 +152,36 @@ class Tiler:
                         if isinstance(src.props.get(k), list | TextCodes)}
                 if cols and token not in searched:
                     searched[token] = SearchLayer(lyr.key, src.gdf, cols)
-        order = sorted(jobs, key=lambda t: -self.sources[t].n)
-        total = sum(self.sources[t].n for t in order)
+        sizes = {t: self.sources[t].n for t in jobs}
+        order = sorted(jobs, key=lambda t: -sizes[t])
+        total = sum(sizes.values())
         n = threads if threads is not None else min(MAX_THREADS, default_threads())
         n = max(1, min(n, len(order))) if total >= PARALLEL_MIN_FEATURES else 1
+        indexed = set(searched)
 
         def cut(t: str) -> tuple[TileStats, dict[str, Any]]:
             try:
                 return self._cut(t, *jobs[t], out_dir)
             finally:
-                release()  # the job's working arrays, before the next job's
+                # the layer's shapes and properties go once cut (and once indexed: the
+                # search index holds what it reads), then the job's working arrays
+                self.sources.pop(t, None)
+                release()
 
         log.info("cutting %d tile archives (%d features) on %d thread(s)", len(order), total, n)
 
         def search() -> dict[str, Any] | None:
             t0 = time.perf_counter()
+            layers = list(searched.values())
+            searched.clear()  # (the layers then go with the index's work)
             try:
-                made = write_search_index(out_dir / TILES_DIR, list(searched.values()))
+                made = write_search_index(out_dir / TILES_DIR, layers)
             finally:
+                del layers
                 release()
             if made is not None:
                 log.info("search index: %d entries of %d layers in %.1f s", made["entries"],
-                         len(searched), time.perf_counter() - t0)
+                         len(indexed), time.perf_counter() - t0)
             return made
 
         with ThreadPoolExecutor(n, thread_name_prefix="gisnet-tiles") as ex:
@@ -179,11 +189,11 @@ class Tiler:
             # archives, once those of at least half the biggest's features have
             # started: its working set (about 1 GB at county scale) beside the
             # smaller archives' rather than the biggest's.
-            big = self.sources[order[0]].n / 2 if order else 0
+            big = sizes[order[0]] / 2 if order else 0
             indexing = None
             cutting = {}
             for t in order:
-                if indexing is None and self.sources[t].n < big:
+                if indexing is None and sizes[t] < big:
                     indexing = ex.submit(search)
                 cutting[t] = ex.submit(cut, t)
             if indexing is None:
@@ -196,7 +206,7 @@ class Tiler:
             self.stats[jobs[t][0]] = st
             log.info("tiles %s: %d features, %d tiles, %.1f MB in %.1f s", st.path.name,
                      st.features, st.tiles, st.bytes / 1e6, st.seconds)
-            if index is not None and t in searched:  # found by the page's search box
+            if index is not None and t in indexed:  # found by the page's search box
                 spec["tiled"]["search"] = index["url"]
             done[t] = spec
         for lyr, token in todo:
