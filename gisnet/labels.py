@@ -30,6 +30,9 @@ STATUS_LABELS: dict[str, str] = {
     "not_required": "Not required",
     "outside_district": "Outside the district",
 }
+#: Statuses that need attention: the maps draw them strongly with every field and
+#: their evidence lines (the others lightly with a few).
+ATTENTION_STATUSES = ("required", "review", "subject_to_notice")
 #: Label of a status gisnet does not know (never a raw code).
 UNKNOWN_STATUS_LABEL = "Status unknown"
 #: Finding severity code -> label.

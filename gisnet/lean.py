@@ -7,8 +7,11 @@ the buildings' polygons once the obligations are measured
 measures go in :func:`gisnet.pipeline.unread_shapes_as_points`), and result layers the
 GeoPackage's writer already holds when nothing else reads them
 (:func:`empty_written`); the connection points but for the columns the capacity
-step reads, once the control step is done (:func:`points_for_capacity`). See
-``docs/performance.md``.
+step reads, once the control step is done (:func:`points_for_capacity`); with
+maps, the evidence but for the rows the pages draw, once written
+(:func:`evidence_for_maps`), and every result layer and the town's layers once
+the GeoPackage is written and the pages are built, before their tiles are cut
+(:func:`release_drawn`). See ``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from .memory import release
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
 
-__all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "buildings_as_points", "empty_written",
-           "points_for_capacity"]
+__all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "buildings_as_points",
+           "empty_written", "evidence_for_maps", "points_for_capacity", "release_drawn"]
 
 #: The columns of the connection points the capacity step reads
 #: (:func:`gisnet.capacity.compute_capacity`: which parcel or user taps which edge).
@@ -109,3 +112,58 @@ def points_for_capacity(control: Any) -> pd.DataFrame | None:
     control.points = None
     release()
     return slim
+
+
+#: The fields of :class:`gisnet.pipeline.Results` holding result layers.
+RESULT_FIELDS = ("graph_nodes", "graph_edges", "obligations", "control", "capacity", "quality",
+                 "worklist", "overdue", "changes")
+
+
+def release_drawn(res: Any, layers: dict[str, Any]) -> dict[str, Any]:
+    """Let go of every result layer (those of ``res``, a :class:`gisnet.pipeline.Results`,
+    and the dict ``layers`` of them) and of the town's layers, once the GeoPackage is
+    written and the pages are built: the tile archives then read only what the pages
+    kept of them (each tiled layer's shapes and properties). A county's result frames
+    and input attributes are about 1.5 GB (``docs/performance.md``).
+
+    :meth:`~gisnet.pipeline.Results.summary` keeps its figures. Returns the town's
+    record for the run's manifest (:func:`gisnet.output.town_record.town_record`),
+    made before the layers go."""
+    from .output.town_record import town_record
+
+    town = res.town
+    info = town_record(town, {u.analysis: u.reason for u in res.unavailable})
+    res.keep_summary()
+    layers.clear()
+    for name in RESULT_FIELDS:
+        setattr(res, name, None)
+    town.layers.clear()
+    release()
+    return info
+
+
+def evidence_for_maps(res: Any) -> None:
+    """Once the GeoPackage's writer has the ``obligation_evidence`` layer, keep of it
+    only the rows the obligations page draws: those of the parcels it marks for
+    attention (:data:`gisnet.labels.ATTENTION_STATUSES`), every row when there are
+    none (:func:`gisnet.maps.obligations.obligation_layers`). A county's evidence is
+    a line for each of a million parcels (about 0.3 GB), of which the page draws the
+    few thousand that need attention. The columns stay."""
+    from .io.ids import in_ids
+    from .labels import ATTENTION_STATUSES
+
+    ob = None if res.obligations is None else res.obligations.obligations
+    ev = None if res.obligations is None else res.obligations.evidence
+    if ob is None or ev is None or not len(ev) or "parcel_id" not in ev.columns \
+            or "status" not in ob.columns or "parcel_id" not in ob.columns:
+        return
+    marked = ob.loc[ob["status"].astype(object).isin(ATTENTION_STATUSES).to_numpy(), "parcel_id"]
+    if not len(marked):
+        return
+    # (a row without a parcel id stays: the page decides on it)
+    keep = in_ids(ev["parcel_id"].astype(str), marked.astype(str)) | \
+        ev["parcel_id"].isna().to_numpy()
+    if keep.all():
+        return
+    res.obligations.evidence = ev[keep].copy(deep=True)  # a slice would keep the rows
+    release()

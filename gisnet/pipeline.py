@@ -35,7 +35,13 @@ from .followup import FollowUps
 from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
-from .lean import buildings_as_points, empty_written, points_for_capacity
+from .lean import (
+    buildings_as_points,
+    empty_written,
+    evidence_for_maps,
+    points_for_capacity,
+    release_drawn,
+)
 from .memory import release
 from .obligations import analyse_obligations, frontage_reason
 from .output import write_tables
@@ -146,6 +152,13 @@ class Results(FollowUps):
     #: (:meth:`release_follow_ups`).
     _graph_summary: dict[str, Any] | None = field(default=None, init=False, repr=False,
                                                   compare=False)
+    #: :meth:`summary` but for timings and files, kept when the layers are let go
+    #: (:func:`gisnet.lean.release_drawn`).
+    _kept: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def keep_summary(self) -> None:
+        """Keep :meth:`summary`'s figures (its timings and files stay live)."""
+        self._kept = {k: v for k, v in self.summary().items() if k not in ("timings_s", "files")}
 
     def release_follow_ups(self, graph: bool = True) -> None:
         """Let go of what only follow-up questions read: the networkx graph (its
@@ -198,7 +211,10 @@ class Results(FollowUps):
 
     def summary(self) -> dict[str, Any]:
         """Headline figures, for ``gisnet run`` (plain JSON data)."""
-
+        if self._kept is not None:
+            return to_jsonable({**self._kept, "timings_s": {
+                k: round(v, 3) for k, v in self.timings_s.items()},
+                "files": [str(p) for p in self.files]})
         town = self.town
         out: dict[str, Any] = {
             "town": town.name,
@@ -327,6 +343,7 @@ def analyse(
     as_of: dt.date | None = None,
     release_inputs: bool = False,
     release_written: bool = False,
+    on_written: Callable[[Results], None] | None = None,
 ) -> Results:
     """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
 
@@ -376,6 +393,10 @@ def analyse(
         their step reads (:data:`gisnet.lean.RELEASED_ONCE_WRITTEN`; kept as frames of no rows
         with their columns): ``gisnet run`` without maps or tables, whose
         GeoPackage writer already holds them.
+    on_written
+        Called with the results once ``on_layers`` has been given each step's
+        layers (``gisnet run`` with maps: the evidence cut to the rows the pages
+        draw, :func:`gisnet.lean.evidence_for_maps`).
 
     Returns
     -------
@@ -423,6 +444,8 @@ def analyse(
             on_layers(res.layers())
             if release_written:
                 empty_written(res)
+            if on_written is not None:
+                on_written(res)
 
     done()
 
@@ -571,7 +594,10 @@ def run(
         each before the results are written and drawn (see :func:`analyse`), and
         let go of what only follow-up questions read once the analyses end
         (:meth:`Results.release_follow_ups`: the graph, the downstream index, the
-        connection points). For a command that ends with the run (``gisnet run``).
+        connection points). With maps, every result layer and the town's layers go
+        once the GeoPackage is written and the pages built, before their tiles are
+        cut (:func:`gisnet.lean.release_drawn`; :meth:`Results.summary` keeps its
+        figures). For a command that ends with the run (``gisnet run``).
 
     Raises
     ------
@@ -607,17 +633,18 @@ def run(
     parcels = town.layers.get("parcels")
     early = default_threads() > 1 and parcels is not None \
         and len(parcels) >= GPKG_CHILD_MIN_PARCELS
+    town_info: dict[str, Any] = {}  # the town's record, made before its layers go
     try:
         with ExitStack() as stack:
             if early:
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
-            # without maps or tables, the GeoPackage's writer is the last to read the
-            # layers no later step reads: they go once it has them
+            # without tables, the GeoPackage's writer is the last to read the layers no
+            # later step reads (with maps: the evidence but for the rows drawn)
+            lean = early and release_inputs and not tables
             res = analyse(town, progress=rep, on_layers=gpkg.add if early else None,
-                          release_inputs=release_inputs,
-                          release_written=early and release_inputs and not maps
-                          and not tables)
+                          release_inputs=release_inputs, release_written=lean and not maps,
+                          on_written=evidence_for_maps if lean and maps else None)
             _add_changes(res, previous, register, run_id)
             layers = res.layers()
             refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
@@ -625,7 +652,8 @@ def run(
             if not early:  # nothing is written before the analyses have run
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE))
-            rows = sum(len(df) for df in layers.values())
+            # (a layer the writer has is counted as it was given: some are cut since)
+            rows = sum({**{k: len(df) for k, df in layers.items()}, **gpkg.rows}.values())
             what = "the GeoPackage" + (f" and {', '.join(tables)} tables" if tables else "")
 
             def write() -> float:
@@ -649,21 +677,24 @@ def run(
                     writing = ex.submit(write) if ex is not None else None
 
                     def written() -> None:
-                        res.timings_s["write"] = writing.result() if writing else write()
+                        if "write" not in res.timings_s:
+                            res.timings_s["write"] = writing.result() if writing else write()
+                        if release_inputs and not town_info:  # written and drawn: let go
+                            town_info.update(release_drawn(res, layers))
 
                     t = time.perf_counter()
                     with rep.step("write+maps", f"writing web maps and {what}", count=rows,
                                   unit="rows"):
                         write_maps(town, layers, stage, self_contained=self_contained,
-                                   tiles=tiles, before_tiles=None if writing else written)
-                        if writing:
-                            written()
+                                   tiles=tiles, before_tiles=written)
+                        written()
                     res.timings_s["maps"] = time.perf_counter() - t
             with rep.step("publish", "publishing"):
                 res.files.extend(publish(stage, out,
                                          manifest_of(stage, run_id=run_id, town=town,
                                                      unavailable={u.analysis: u.reason for u
-                                                                  in res.unavailable}),
+                                                                  in res.unavailable},
+                                                     town_info=town_info or None),
                                          town))
                 from .register import ensure_register
 

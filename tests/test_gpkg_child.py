@@ -237,3 +237,64 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
     assert "graph" not in res.summary().get("not_computed", {})
     with pytest.raises(ConfigError, match="let go once the run's layers were written"):
         res.trace(str(full["parcel_id"].dropna().iloc[0]))
+
+
+def test_run_with_maps_lets_go_of_the_layers_once_written_and_drawn(sample_dir: Path,
+                                                                   tmp_path: Path,
+                                                                   monkeypatch):
+    """``gisnet run`` with maps (``release_inputs``): the evidence keeps only the rows
+    the obligations page draws once the GeoPackage's writer has the layer, and every
+    result layer and the town's layers go once the GeoPackage is written and the
+    pages built. The GeoPackage, the pages, the manifest's record of the town and the
+    summary are those of a run that holds everything."""
+    import json
+
+    import gisnet.lean as lean
+    import gisnet.pipeline as pipeline
+    from gisnet.labels import ATTENTION_STATUSES
+
+    plain = pipeline.run(load_town(sample_dir), tmp_path / "plain", progress=None)
+    monkeypatch.setattr(pipeline, "GPKG_CHILD_MIN_PARCELS", 0)
+    monkeypatch.setenv("GISNET_THREADS", "2")
+    cut: list[tuple[int, int]] = []
+
+    def evidence(res):
+        def rows():
+            return None if res.obligations is None else len(res.obligations.evidence)
+
+        before = rows()
+        lean.evidence_for_maps(res)
+        cut.append((before, rows()))
+
+    monkeypatch.setattr(pipeline, "evidence_for_maps", evidence)
+    town = load_town(sample_dir)
+    res = pipeline.run(town, tmp_path / "lean", progress=None, release_inputs=True)
+    # the evidence of the parcels that need attention, from the obligations step on
+    full = plain.obligations.evidence
+    marked = plain.obligations.obligations["status"].astype(object).isin(ATTENTION_STATUSES)
+    drawn = full["parcel_id"].isin(plain.obligations.obligations.loc[marked, "parcel_id"])
+    assert 0 < drawn.sum() < len(full)
+    n = int(drawn.sum())  # once a step: the graph's, then the evidence's and after
+    assert cut == [(None, None), (len(full), n), (n, n), (n, n)]
+    a, b = tmp_path / "plain", tmp_path / "lean"
+    names = sorted(str(r[0]) for r in pyogrio.list_layers(a / "gisnet-results.gpkg"))
+    assert names == sorted(str(r[0]) for r in pyogrio.list_layers(b / "gisnet-results.gpkg"))
+    assert "obligation_evidence" in names
+    for name in names:
+        pd.testing.assert_frame_equal(
+            pyogrio.read_dataframe(a / "gisnet-results.gpkg", layer=name),
+            pyogrio.read_dataframe(b / "gisnet-results.gpkg", layer=name))
+    pages = sorted(p.name for p in a.glob("*.html"))
+    assert pages and pages == sorted(p.name for p in b.glob("*.html"))
+    for page in pages:
+        assert (a / page).read_bytes() == (b / page).read_bytes(), page
+    info = [json.loads((d / "gisnet-manifest.json").read_text())["town_info"] for d in (a, b)]
+    assert info[0] == info[1] and info[0]["layers"][0]["features"] > 0
+    # let go: the results' layers and the town's; the summary keeps its figures
+    assert res.obligations is None and res.control is None and res.capacity is None
+    assert res.graph_nodes is None and not res.layers() and not town.layers
+    s, p = res.summary(), plain.summary()
+    assert set(s["timings_s"]) == set(p["timings_s"])
+    for k in ("timings_s", "files", "register"):  # (the register: beside each output)
+        s.pop(k), p.pop(k)
+    assert s == p and s["layers"]["parcels"] == len(load_town(sample_dir).layers["parcels"])

@@ -62,6 +62,8 @@ class GpkgWriter:
         self.path = Path(path)
         self.path.unlink(missing_ok=True)
         self.written: list[str] = []
+        #: Rows of each layer, as it was given.
+        self.rows: dict[str, int] = {}
         self._caught: list[warnings.WarningMessage] = []
         self._child = None
         if process:
@@ -79,6 +81,7 @@ class GpkgWriter:
         """Write (or queue for the child) the layers of ``layers`` not written yet."""
         for name in sorted(set(layers) - set(self.written)):
             self.written.append(name)
+            self.rows[name] = len(layers[name])
             if self._child is not None:
                 self._child.put(name, layers[name])
             else:

@@ -274,10 +274,12 @@ def staged_files(stage: Path) -> list[str]:
 
 
 def make_manifest(stage: Path, *, run_id: str, town: Any,
-                  unavailable: Mapping[str, str] | None = None) -> dict[str, Any]:
+                  unavailable: Mapping[str, str] | None = None,
+                  town_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The manifest of the files in ``stage`` for a run on ``town``; its ``town_info``
-    (:func:`~gisnet.output.town_record.town_record`) is what ``gisnet serve
-    --results`` needs of the town, ``unavailable`` the analyses not computed."""
+    (:func:`~gisnet.output.town_record.town_record`, or ``town_info`` when made
+    before the town's layers were let go) is what ``gisnet serve --results`` needs
+    of the town, ``unavailable`` the analyses not computed."""
     from .. import __version__
     from .town_record import town_record
 
@@ -295,7 +297,8 @@ def make_manifest(stage: Path, *, run_id: str, town: Any,
         "town_file_sha256": (sha256_file(town_file) if town_file is not None
                              and town_file.is_file() else None),
         "profile_id": str(town.profile.profile.id),
-        "town_info": town_record(town, unavailable),
+        "town_info": dict(town_info) if town_info is not None
+        else town_record(town, unavailable),
         "files": files,
     }
 
