@@ -43,7 +43,7 @@ from .lean import (
     release_drawn,
 )
 from .memory import release
-from .obligations import analyse_obligations, frontage_reason
+from .obligations import analyse_obligations, connection_zone, frontage_reason
 from .output import write_tables
 from .progress import ProgressLike, as_reporter
 from .report import Report
@@ -57,7 +57,7 @@ from .results import (
     short_repr,
 )
 from .serialize import to_jsonable
-from .threads import default_threads
+from .threads import default_threads, in_background
 from .town import Town
 from .worklist import worklist, worklist_lines
 
@@ -430,6 +430,8 @@ def analyse(
         finally:
             timings[name] = time.perf_counter() - t
 
+    # the zone's GEOS union on a free core while the graph's Python holds the other
+    zone = in_background(lambda: connection_zone(town)) if "obligations" in todo else False
     if "graph" in todo:
         t = time.perf_counter()
         with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
@@ -451,7 +453,7 @@ def analyse(
 
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
-                               lambda: analyse_obligations(town, parcels=parcels,
+                               lambda: analyse_obligations(town, parcels=parcels, zone=zone,
                                                             assume_abutting=assume_abutting),
                                n_parcels, "parcels")
         if res.obligations is not None and res.obligations.frontage is None:

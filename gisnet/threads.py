@@ -16,17 +16,18 @@ depend on it, only the speed.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
 __all__ = ["MAX_THREADS", "MIN_THREADED", "THREADS_ENV", "available_cores", "chunked",
-           "default_threads", "thread_limit"]
+           "default_threads", "in_background", "thread_limit"]
 
 #: At most this many threads for one step (the measured gain stops at about 4).
 MAX_THREADS = 4
@@ -80,6 +81,43 @@ def thread_limit(n: int | None) -> Iterator[None]:
         yield
     finally:
         _limit.reset(token)
+
+
+def in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Start ``fn()`` on a thread of its own now; returns the call that waits for it
+    and gives its result (or raises what it raised).
+
+    For work that releases the GIL (GEOS) run beside a step that holds it (the
+    graph's Python): the two share the cores instead of taking turns. The thread
+    runs in a copy of the caller's context, so a :func:`thread_limit` in effect
+    holds inside it too. A daemon thread: a run that fails meanwhile does not wait
+    for it.
+
+    Examples
+    --------
+    >>> later = in_background(lambda: sum(range(10)))
+    >>> later()
+    45
+    """
+    out: dict[str, Any] = {}
+    ctx = copy_context()
+
+    def work() -> None:
+        try:
+            out["value"] = ctx.run(fn)
+        except BaseException as exc:  # raised again in the caller's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=work, name="gisnet-background", daemon=True)
+    t.start()
+
+    def result() -> Any:
+        t.join()
+        if "error" in out:
+            raise out["error"]
+        return out["value"]
+
+    return result
 
 
 def chunked(n: int, threads: int, func: Callable[[int, int], Any], *,

@@ -9,6 +9,7 @@ from gisnet.threads import (
     THREADS_ENV,
     available_cores,
     default_threads,
+    in_background,
     thread_limit,
 )
 
@@ -46,3 +47,28 @@ def test_environment_variable_caps_the_threads(monkeypatch) -> None:
 def test_a_limit_below_one_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least 1"), thread_limit(0):
         pass
+
+
+def test_work_in_background_keeps_the_limit_and_raises_where_it_is_awaited(
+        monkeypatch) -> None:
+    import threading
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    seen: dict[str, object] = {}
+
+    def work() -> int:
+        seen["thread"] = threading.current_thread().name
+        seen["threads"] = default_threads()
+        return 7
+
+    with thread_limit(1):
+        later = in_background(work)
+    assert later() == 7
+    assert seen == {"thread": "gisnet-background", "threads": 1}
+
+    def fails() -> None:
+        raise ValueError("no mains")
+
+    failing = in_background(fails)
+    with pytest.raises(ValueError, match="no mains"):
+        failing()

@@ -21,7 +21,7 @@ returns a :class:`gisnet.results.ObligationsResult`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -173,7 +173,7 @@ def analyse_obligations(
     town: Town,
     *,
     parcels: Any = None,
-    zone: bool = True,
+    zone: bool | Callable[[], gpd.GeoDataFrame] = True,
     frontage: bool | None = None,
     assume_abutting: bool = False,
     threads: int | None = None,
@@ -185,7 +185,9 @@ def analyse_obligations(
     town, parcels, assume_abutting, threads
         As for :func:`compute_obligations`.
     zone
-        Compute the connection zone (:func:`connection_zone`, the whole town).
+        Compute the connection zone (:func:`connection_zone`, the whole town); or
+        the call that gives it, made after the obligations (the zone started
+        beside an earlier step: :func:`gisnet.threads.in_background`).
     frontage
         Compute the frontage of every parcel of the town
         (:func:`gisnet.obligations.frontage`); default (None): when the profile
@@ -201,7 +203,8 @@ def analyse_obligations(
         frontage = has_frontage_rule(town)
     return ObligationsResult(
         obligations=ob, evidence=ev,
-        connection_zone=connection_zone(town) if zone else None,
+        connection_zone=(zone() if callable(zone) else connection_zone(town) if zone
+                         else None),
         frontage=frontage_layer(town) if frontage else None,
     )
 
