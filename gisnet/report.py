@@ -60,11 +60,17 @@ class Finding:
         return d
 
 
+_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
 @dataclass
 class Report:
     """An ordered collection of findings."""
 
     findings: list[Finding] = field(default_factory=list)
+    #: Log each finding as it is added (False: kept quiet until :meth:`replay`
+    #: gives it to a logging report, in order, from one thread).
+    logs: bool = field(default=True, repr=False, compare=False)
 
     def add(
         self,
@@ -80,9 +86,17 @@ class Report:
         fid = None if feature_id is None else str(feature_id)
         f = Finding(kind, severity, message, layer, fid, geometry)
         self.findings.append(f)
-        level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
-        log.log(level[severity], "%s", message)
+        if self.logs:
+            log.log(_LEVELS[severity], "%s", message)
         return f
+
+    def replay(self, other: Report) -> None:
+        """Add ``other``'s findings in their order, logging them as :meth:`add` does
+        (``other`` made quietly on another thread: ``Report(logs=False)``)."""
+        for f in other.findings:
+            self.findings.append(f)
+            if self.logs:
+                log.log(_LEVELS[f.severity], "%s", f.message)
 
     def add_once(self, kind: str, severity: str, message: str, *, layer: str | None = None,
                  feature_id: object | None = None,

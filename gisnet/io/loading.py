@@ -52,7 +52,7 @@ from .reading import (
     read_layer,
     read_plant_flows,
 )
-from .town_layers import canonical_layers, check_plant_ids
+from .town_layers import canonical_layers, check_plant_ids, map_on_reader, named_working_crs
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +120,13 @@ def load_town(
     # the elevation raster is checked first: a missing extra or a bad raster stops here
     elevation = None if tf.elevation is None else open_elevation(tf.elevation, tf.path)
     report = Report()
-    raw, infos = read_layers(tf, engine, report)
-    layers, working = canonical_layers(raw, tf, infos, crs, report)
-    del raw
+    # with the working CRS named, each layer is mapped on its reader's thread as soon
+    # as it is read, beside the files still being read
+    working = named_working_crs(crs, tf)
+    raw, infos, mapped = read_layers(
+        tf, engine, report, None if working is None else map_on_reader(working))
+    layers, working = canonical_layers(raw, tf, infos, crs, report, mapped=mapped)
+    del raw, mapped
     release()  # the read's Arrow buffers and raw frames, back to the system
     plant_flows = read_plant_flows(tf.plant_flows) if tf.plant_flows is not None else None
     check_plant_ids(plant_flows, layers, report)
@@ -191,49 +195,77 @@ def town_file_with_overrides(layers_dir: str | Path | None,
     return tf
 
 
-def read_layers(tf: TownFile, engine: str, report: Report
-                ) -> tuple[dict[str, gpd.GeoDataFrame], dict[str, LayerInfo]]:
+#: What :func:`read_layers` runs on a layer's reader thread once it is read (the
+#: mapping to the canonical schema, :func:`gisnet.io.town_layers.map_on_reader`):
+#: ``(spec, layer as read, info) -> anything``, kept in the third result.
+BesideRead = Callable[[LayerSpec, gpd.GeoDataFrame, LayerInfo], Any]
+
+
+def read_layers(tf: TownFile, engine: str, report: Report, then: BesideRead | None = None,
+                ) -> tuple[dict[str, gpd.GeoDataFrame | None], dict[str, LayerInfo],
+                           dict[str, Any]]:
     """Read every layer of a town file as it is (source columns, source CRS).
 
     A source without a CRS takes its layer's ``crs``, else the town's, with a
     ``crs_assumed`` finding.
 
+    Parameters
+    ----------
+    then
+        Run on each layer (not empty) on its reader's thread as soon as it is
+        read, while the other files are still being read; the layer as read is
+        then not kept.
+
     Returns
     -------
     raw : dict
-        Role -> layer as read.
+        Role -> layer as read (None for a layer given to ``then``).
     infos : dict
         Role -> :class:`~gisnet.io.LayerInfo` (completed by the mapping).
+    done : dict
+        Role -> what ``then`` returned for it.
 
     Raises
     ------
     LayerError
-        A layer cannot be read or has no features.
+        A layer cannot be read or has no features (the first, in the town
+        file's order).
     """
-    raw: dict[str, gpd.GeoDataFrame] = {}
+    raw: dict[str, gpd.GeoDataFrame | None] = {}
     infos: dict[str, LayerInfo] = {}
+    done: dict[str, Any] = {}
 
-    def reader(role: str, spec: LayerSpec) -> Callable[[], gpd.GeoDataFrame]:
+    def reader(role: str, spec: LayerSpec) -> Callable[[], tuple[Any, ...]]:
         assumed = spec.crs if spec.crs is not None else tf.crs
-        return lambda: read_layer(spec.path, layer=spec.layer, where=spec.where,
-                                  engine=engine, crs=assumed, role=role)
+
+        def read() -> tuple[Any, ...]:
+            g = read_layer(spec.path, layer=spec.layer, where=spec.where, engine=engine,
+                           crs=assumed, role=role)
+            info = LayerInfo(role, redact(spec.path), spec.layer, spec.where, engine,
+                             None if g.crs is None else g.crs.to_string(),
+                             crs_assumed=bool(g.attrs.get(CRS_ASSUMED_ATTR)))
+            if then is None or len(g) == 0:
+                return g, info, len(g), g.crs, None
+            return None, info, len(g), g.crs, then(spec, g, info)
+
+        return read
 
     # the files are read on gisnet's threads (pyogrio's reads leave the GIL), the
     # layers then checked one by one in the town file's order
     layers = list(tf.layers.items())
     frames = read_all([(role, redact(spec.path), reader(role, spec)) for role, spec in layers],
                       default_threads() if engine == "pyogrio" else 1)
-    for (role, spec), g in zip(layers, frames, strict=True):
-        if len(g) == 0:
+    for (role, spec), (g, info, n, crs, after) in zip(layers, frames, strict=True):
+        if n == 0:
             what = f"no features match where = {spec.where!r}" if spec.where else "no features"
             raise LayerError(f"empty layer: {what}", path=redact(spec.path), layer=role)
-        infos[role] = LayerInfo(role, redact(spec.path), spec.layer, spec.where, engine,
-                                None if g.crs is None else g.crs.to_string(),
-                                crs_assumed=bool(g.attrs.get(CRS_ASSUMED_ATTR)))
+        infos[role] = info
         raw[role] = g
-        if infos[role].crs_assumed:
+        if after is not None:
+            done[role] = after
+        if info.crs_assumed:
             report.add("crs_assumed", "info",
-                       f"{role}: source has no CRS; {crs_label(g.crs)} from the town file "
+                       f"{role}: source has no CRS; {crs_label(crs)} from the town file "
                        f"assumed", layer=role)
-        log.debug("read %s: %d features from %s", role, len(g), spec.path)
-    return raw, infos
+        log.debug("read %s: %d features from %s", role, n, spec.path)
+    return raw, infos, done

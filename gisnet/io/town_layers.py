@@ -6,7 +6,11 @@ GeoDataFrames share.
 (:func:`frames_as_read`, the same checks a read layer gets). Both then go
 through :func:`canonical_layers`: the working CRS (:func:`choose_working_crs`),
 each layer's canonical mapping (:func:`gisnet.io.canonical_layer`), a layer far
-from the others refused, the required roles filled with empty layers.
+from the others refused, the required roles filled with empty layers. When the
+working CRS is named (the caller's or the town file's, :func:`named_working_crs`)
+a read layer is mapped on its reader's thread (:func:`map_on_reader`), beside the
+files still being read; its findings and its error, if any, then take their place
+as if it had been mapped after every read.
 
 A town given as frames has a town file made in memory (:func:`frames_town_file`),
 checked by :func:`gisnet.townfile.parse_town_file`, so column maps, value maps,
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,7 @@ from pyproj import CRS
 from .. import schema
 from ..errors import ConfigError, CRSError, LayerError
 from ..report import Report
-from ..townfile import TownFile, parse_town_file
+from ..townfile import LayerSpec, TownFile, parse_town_file
 from ..units import feet_per_unit
 from .canonical import canonical_layer, empty_layer
 from .extent import check_crs_fits, layer_far_from_town
@@ -115,9 +119,49 @@ def crs_of(given: Any, what: str, *, path: Any = None) -> CRS:
                        path=path) from None
 
 
-def canonical_layers(raw: Mapping[str, gpd.GeoDataFrame], tf: TownFile,
+def named_working_crs(crs_arg: Any, tf: TownFile) -> CRS | None:
+    """The working CRS when the caller or the town file names it (and it is a
+    projected CRS pyproj knows), else None: then it is chosen from the layers
+    read, and a bad one is refused by :func:`choose_working_crs` in its place."""
+    if crs_arg is None and tf.crs is None:
+        return None
+    try:
+        return choose_working_crs(crs_arg, tf, {}, Report(logs=False))
+    except CRSError:
+        return None
+
+
+class Mapped:
+    """A layer mapped on its reader's thread (:func:`map_on_reader`): the canonical
+    layer or the exception its mapping raised, and its findings, not yet logged."""
+
+    __slots__ = ("error", "findings", "layer")
+
+    def __init__(self, layer: gpd.GeoDataFrame | None, error: BaseException | None,
+                 findings: Report) -> None:
+        self.layer, self.error, self.findings = layer, error, findings
+
+
+def map_on_reader(working: CRS
+                  ) -> Callable[[LayerSpec, gpd.GeoDataFrame, LayerInfo], Mapped]:
+    """What :func:`gisnet.io.loading.read_layers` runs on each layer as it is read:
+    :func:`canonical_layer` in ``working``, its findings kept quiet and its
+    exception kept (:class:`Mapped`) for :func:`canonical_layers`, which gives
+    them in the town file's order once every file is read."""
+    def mapped(spec: LayerSpec, raw: gpd.GeoDataFrame, info: LayerInfo) -> Mapped:
+        findings = Report(logs=False)
+        try:
+            return Mapped(canonical_layer(raw, spec, working, findings, info), None, findings)
+        except Exception as exc:  # raised in order by canonical_layers
+            return Mapped(None, exc, findings)
+
+    return mapped
+
+
+def canonical_layers(raw: Mapping[str, gpd.GeoDataFrame | None], tf: TownFile,
                      infos: Mapping[str, LayerInfo], crs_arg: Any, report: Report, *,
-                     arg: str = "--crs", hint: str = "name crs in the town file"
+                     arg: str = "--crs", hint: str = "name crs in the town file",
+                     mapped: Mapping[str, Mapped] | None = None,
                      ) -> tuple[dict[str, gpd.GeoDataFrame], CRS]:
     """Every raw layer of a town mapped to its role's canonical schema in one CRS.
 
@@ -134,6 +178,9 @@ def canonical_layers(raw: Mapping[str, gpd.GeoDataFrame], tf: TownFile,
         The caller's working CRS and how to name it (:func:`choose_working_crs`).
     report
         Every finding goes here.
+    mapped
+        Role -> the layer already mapped on its reader's thread (:func:`map_on_reader`,
+        in the CRS :func:`named_working_crs` gives); its raw layer is None.
 
     Returns
     -------
@@ -155,7 +202,17 @@ def canonical_layers(raw: Mapping[str, gpd.GeoDataFrame], tf: TownFile,
     working = choose_working_crs(crs_arg, tf, raw, report, arg=arg, hint=hint)
     layers: dict[str, gpd.GeoDataFrame] = {}
     for role, spec in tf.layers.items():
-        layers[role] = canonical_layer(raw[role], spec, working, report, infos[role])
+        done = (mapped or {}).get(role)
+        if done is None:
+            layer = raw[role]
+            assert layer is not None  # a layer not mapped on its reader is kept as read
+            layers[role] = canonical_layer(layer, spec, working, report, infos[role])
+            continue
+        report.replay(done.findings)
+        if done.error is not None:
+            raise done.error
+        assert done.layer is not None
+        layers[role] = done.layer
     odd = layer_far_from_town(layers)
     if odd is not None:
         role, dist = odd
