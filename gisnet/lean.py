@@ -25,6 +25,7 @@ import pandas as pd
 import shapely
 
 from .memory import release
+from .threads import chunked, default_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
@@ -77,8 +78,18 @@ def buildings_as_points(town: Town) -> Callable[[], Any] | None:
     ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
     if (shapely.get_type_id(geoms[ok]) == 0).all():
         return None
-    centre = shapely.get_coordinates(shapely.centroid(geoms[ok]))
-    inside = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
+    shapes = geoms[ok]
+
+    def points(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        part = shapes[lo:hi]
+        return (shapely.get_coordinates(shapely.centroid(part)),
+                shapely.get_coordinates(shapely.point_on_surface(part)))
+
+    parts = chunked(len(shapes), default_threads(), points)  # GEOS leaves the GIL
+    centre = np.concatenate([c for c, _ in parts]) if parts else np.empty((0, 2))
+    inside = np.concatenate([i for _, i in parts]) if parts else np.empty((0, 2))
+    parts.clear()
+    shapes = shapes[:0]  # the polygons' last references but the layer's
     kept = geoms.copy()  # missing and empty shapes stay as they are
     kept[ok] = None
     column = list(b.columns).index(name)
