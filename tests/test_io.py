@@ -845,3 +845,84 @@ def test_first_positions_finds_the_first_row_of_each_id() -> None:
                            pd.Series(["x", None], dtype="str")).tolist() == [-1, -1]
     assert first_positions(pd.Series(["x"], dtype="str"),
                            pd.Series([], dtype="str")).tolist() == []
+
+
+# ------------------------------------------------------------- layers mapped as they are read
+
+
+def _named_crs_town(town_dir: Path) -> Path:
+    text = (town_dir / "gisnet.toml").read_text(encoding="utf-8")
+    (town_dir / "gisnet.toml").write_text(f'crs = "{NY_EAST}"\n' + text, encoding="utf-8")
+    return town_dir
+
+
+def _read_then_mapped(monkeypatch) -> None:
+    """The way without a named CRS: every file read, then each layer mapped."""
+    import gisnet.io.loading
+
+    monkeypatch.setattr(gisnet.io.loading, "named_working_crs", lambda crs, tf: None)
+
+
+def test_layers_mapped_on_their_readers_give_the_same_town_report_and_log(
+        town_dir, monkeypatch, caplog):
+    town_dir = _named_crs_town(town_dir)
+
+    def load() -> tuple[Town, list[tuple[str, str]]]:
+        from gisnet.threads import thread_limit
+
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="gisnet"), thread_limit(2):
+            town = load_town(town_dir)
+        return town, [(r.levelname, r.getMessage()) for r in caplog.records
+                      if not r.getMessage().startswith("read ")]
+
+    import threading
+
+    import gisnet.io.town_layers
+
+    mapped_on: list[str] = []
+    canonical = gisnet.io.town_layers.canonical_layer
+
+    def recorded(*args, **kwargs):
+        mapped_on.append(threading.current_thread().name)
+        return canonical(*args, **kwargs)
+
+    monkeypatch.setattr(gisnet.io.town_layers, "canonical_layer", recorded)
+    beside, beside_log = load()
+    assert len(mapped_on) == 2 and all(n.startswith("gisnet-read") for n in mapped_on)
+    with monkeypatch.context() as m:
+        _read_then_mapped(m)
+        after, after_log = load()
+    # the findings of both layers (duplicate id, multipart, null and invalid shapes),
+    # in the same order, logged in the same order
+    kinds = [f.kind for f in beside.report]
+    assert {"duplicate_id", "multipart_exploded", "null_geometry"} <= set(kinds)
+    assert [f.as_dict() for f in beside.report] == [f.as_dict() for f in after.report]
+    assert beside_log == after_log and beside_log
+    for role in ("mains", "parcels"):
+        assert_geodataframe_equal(beside.layers[role], after.layers[role])
+        assert vars(beside.settings.extra["layer_info"][role]) == \
+            vars(after.settings.extra["layer_info"][role])
+
+
+def test_a_layer_that_cannot_be_read_is_reported_before_one_that_cannot_be_mapped(
+        town_dir, monkeypatch):
+    town_dir = _named_crs_town(town_dir)
+    toml = (town_dir / "gisnet.toml").read_text(encoding="utf-8")
+    # mains (first in the file) cannot be mapped: its id column is not there
+    bad_map = toml.replace('[layers.mains]\npath = "mains.shp"\n',
+                           '[layers.mains]\npath = "mains.shp"\n'
+                           '[layers.mains.columns]\nmain_id = "NO_SUCH"\n')
+    (town_dir / "gisnet.toml").write_text(bad_map, encoding="utf-8")
+    with pytest.raises(SchemaError, match="NO_SUCH"):
+        load_town(town_dir)
+    # ... and the parcels (second) cannot be read at all: the read error comes first,
+    # as when every file is read before any layer is mapped
+    (town_dir / "parcels.gpkg").write_bytes(b"not a geopackage")
+    with pytest.raises(LayerError, match="cannot read") as beside:
+        load_town(town_dir)
+    with monkeypatch.context() as m:
+        _read_then_mapped(m)
+        with pytest.raises(LayerError, match="cannot read") as after:
+            load_town(town_dir)
+    assert str(beside.value) == str(after.value)
