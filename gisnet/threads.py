@@ -91,7 +91,9 @@ def in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
     graph's Python): the two share the cores instead of taking turns. The thread
     runs in a copy of the caller's context, so a :func:`thread_limit` in effect
     holds inside it too. A daemon thread: a run that fails meanwhile does not wait
-    for it.
+    for it. With one thread to use (:func:`default_threads` 1: ``GISNET_THREADS=1``,
+    a batch worker's share) nothing starts: ``fn`` runs when its result is asked for,
+    on the caller's thread.
 
     Examples
     --------
@@ -100,6 +102,13 @@ def in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
     45
     """
     out: dict[str, Any] = {}
+    if default_threads() < 2:
+        def later() -> Any:
+            if "value" not in out:
+                out["value"] = fn()
+            return out["value"]
+
+        return later
     ctx = copy_context()
 
     def work() -> None:

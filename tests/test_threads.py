@@ -61,10 +61,17 @@ def test_work_in_background_keeps_the_limit_and_raises_where_it_is_awaited(
         seen["threads"] = default_threads()
         return 7
 
-    with thread_limit(1):
+    with thread_limit(2):
         later = in_background(work)
     assert later() == 7
-    assert seen == {"thread": "gisnet-background", "threads": 1}
+    assert seen == {"thread": "gisnet-background", "threads": 2}
+    # with one thread to use, the work waits to be asked for, on the caller's thread
+    seen.clear()
+    with thread_limit(1):
+        later = in_background(work)
+        assert seen == {}
+        assert later() == 7 and later() == 7
+    assert seen == {"thread": threading.current_thread().name, "threads": 1}
 
     def fails() -> None:
         raise ValueError("no mains")
