@@ -38,6 +38,7 @@ import shapely
 
 from ..errors import ConfigError
 from ..memory import release
+from .wkb import wkb_array
 from .writing import file_form, gpkg_ready
 
 log = logging.getLogger(__name__)
@@ -184,9 +185,8 @@ class ArrowLayer:
             part = pa.Table.from_pandas(self.attributes.iloc[i:i + rows],
                                         schema=self.columns, preserve_index=False)
             cols = [c.combine_chunks() for c in part.columns]
-            if self.geometry is not None:
-                wkb = shapely.to_wkb(self.geometry[i:i + rows])
-                cols.insert(self.position, pa.array(wkb, type=pa.binary()))
+            if self.geometry is not None:  # (numpy's WKB: shapely's bytes, not its GIL)
+                cols.insert(self.position, wkb_array(self.geometry[i:i + rows]))
             yield pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
