@@ -42,6 +42,7 @@ from .measuring import (
     accessory_only,
     availability,
     building_age,
+    building_rows,
     check_town,
     connected,
     measured_geometries,
@@ -227,7 +228,11 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
 
     clock = Clock()
     # ---- distances: one nearest search for every measured geometry
-    all_geoms, all_meta = measured_geometries(town, P, measure)
+    # each building's parcel, found once for the measuring and the accessory uses
+    blds = town.layer("buildings")
+    brows = None if blds is None else building_rows(P, blds.reset_index(drop=True))
+    del blds
+    all_geoms, all_meta = measured_geometries(town, P, measure, brows)
     j, d_u = nearest(all_geoms, mgeom, mains.rank, threads=threads)
     all_meta["j"] = j
     all_meta["distance_ft"] = d_u * fpu
@@ -306,7 +311,7 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         district_given=nf.district_given, in_district=nf.in_district,
         notice_date=nf.notice_date, hazard=nf.hazard, highway=nf.highway,
         residential=nf.residential, use_known=nf.use_known, use=use,
-        accessory_only=accessory_only(town, P, tuple(con.accessory_uses or ())),
+        accessory_only=accessory_only(town, P, tuple(con.accessory_uses or ()), brows),
         unknown_ids=unknown.ids, unknown_values=unknown.values,
         unknown_main=near_unknown.main, unknown_distance_ft=near_unknown.distance_ft,
         unknown_within=(near_unknown.main >= 0) & within(near_unknown.distance_ft, limit_ft),

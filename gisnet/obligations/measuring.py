@@ -141,9 +141,12 @@ def building_rows(parcels: gpd.GeoDataFrame, b: gpd.GeoDataFrame) -> np.ndarray:
     return row
 
 
-def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
-                        ) -> tuple[np.ndarray, pd.DataFrame]:
+def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str,
+                        rows: np.ndarray | None = None) -> tuple[np.ndarray, pd.DataFrame]:
     """Geometry to measure from, one per parcel row or one per building.
+
+    ``rows``: :func:`building_rows` of ``parcels`` and the town's buildings, when
+    the caller has them (made here when None).
 
     Returns the geometries and a frame aligned with them: ``row`` (parcel row),
     ``building_id``, ``built_date``, ``approximate``, ``no_building``.
@@ -161,7 +164,7 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
         })
         if buildings is not None:  # the property line is measured; note the buildings
             b = buildings.reset_index(drop=True)
-            row = building_rows(parcels, b)
+            row = building_rows(parcels, b) if rows is None else rows
             ok = row >= 0
             bid = text_values(b["building_id"]).to_numpy(dtype=object)[ok]
             use = text_values(b["use"]).to_numpy(dtype=object)[ok] if "use" in b.columns \
@@ -174,7 +177,7 @@ def measured_geometries(town: Town, parcels: gpd.GeoDataFrame, measure: str
         return np.asarray(pgeom, dtype=object), meta
     b = buildings.reset_index(drop=True)
     bgeom = b.geometry.values
-    row = building_rows(parcels, b)
+    row = building_rows(parcels, b) if rows is None else rows
     keep = row >= 0
     meta = pd.DataFrame({
         "row": row[keep],
@@ -210,8 +213,8 @@ def is_one_of(value: object, codes: tuple[str, ...]) -> bool:
     return any(s == c or s.startswith(c + "_") for c in (c.strip().lower() for c in codes))
 
 
-def accessory_only(town: Town, parcels: gpd.GeoDataFrame, accessory_uses: tuple[str, ...]
-                   ) -> np.ndarray:
+def accessory_only(town: Town, parcels: gpd.GeoDataFrame, accessory_uses: tuple[str, ...],
+                   rows: np.ndarray | None = None) -> np.ndarray:
     """Parcels whose every building has an accessory use (garage, shed ...).
 
     The buildings layer's ``use`` decides: a building is accessory when its use is
@@ -226,7 +229,7 @@ def accessory_only(town: Town, parcels: gpd.GeoDataFrame, accessory_uses: tuple[
     if buildings is None or not accessory_uses or "use" not in buildings.columns:
         return out
     b = buildings.reset_index(drop=True)
-    row = building_rows(parcels, b)
+    row = building_rows(parcels, b) if rows is None else rows  # (as measured_geometries)
     ok = row >= 0
     if not ok.any():
         return out
