@@ -32,7 +32,7 @@ from .capacity import compute_capacity
 from .control import analyse_control
 from .errors import ConfigError, GisnetError
 from .followup import FollowUps
-from .graph import build_sewer_graph, graph_summary, graph_to_gdfs, quality_gdf
+from .graph import build_sewer_graph_and_layers, graph_summary, graph_to_gdfs, quality_gdf
 from .io import crs_label
 from .io.postgis import is_database
 from .lean import (
@@ -435,8 +435,8 @@ def analyse(
     if "graph" in todo:
         t = time.perf_counter()
         with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
-            res.graph = build_sewer_graph(town) if graph is None else graph
-            res.graph_nodes, res.graph_edges = graph_to_gdfs(res.graph)
+            res.graph, res.graph_nodes, res.graph_edges = build_sewer_graph_and_layers(town) \
+                if graph is None else (graph, *graph_to_gdfs(graph))
         timings["graph"] = time.perf_counter() - t
     G = res.graph
 

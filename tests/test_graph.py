@@ -828,3 +828,55 @@ def test_graph_attributes_share_one_object_per_distinct_text() -> None:
         values = [d[attr] for _, _, d in G.edges(data=True)]
         assert len({id(v) for v in values if v is not None}) == \
             len({v for v in values if v is not None})
+
+
+# ----------------------------------------------------- the graph's layers from its columns
+
+
+def _same_layers(G, nodes, edges) -> None:
+    from geopandas.testing import assert_geodataframe_equal
+
+    want_nodes, want_edges = graph_to_gdfs(G)
+    for got, want in ((nodes, want_nodes), (edges, want_edges)):
+        assert list(got.columns) == list(want.columns)
+        assert list(got.dtypes) == list(want.dtypes)
+        assert_geodataframe_equal(got, want, check_dtype=True)
+        assert got.attrs["gisnet_graph"].outlets == want.attrs["gisnet_graph"].outlets
+
+
+def test_graph_layers_from_the_columns_are_the_ones_read_back_from_the_graph() -> None:
+    from gisnet.graph.build import build_sewer_graph_and_layers
+
+    # parallel pipes between two manholes, an upstream node whose pipes are drawn
+    # far apart in the layer, a split main and a pipe with no diameter: the edges
+    # come out of the graph by upstream node, then by downstream node first met
+    mains = gpd.GeoDataFrame({
+        "main_id": ["A1", "X", "A2", "B", "C", "A3", "D"],
+        "diameter_in": [8.0, 10.0, 12.0, None, 8.0, 6.0, 15.0],
+        "kind": ["sanitary"] * 7,
+    }, geometry=[
+        LineString([(0, 0), (100, 0)]),
+        LineString([(500, 0), (400, 0)]),
+        LineString([(0, 0), (50, 50), (100, 0)]),
+        LineString([(100, 0), (200, 0)]),
+        LineString([(200, 0), (300, 0), (400, 0)]),
+        LineString([(0, 0), (0, 100)]),
+        LineString([(400, 0), (400, -100)]),
+    ], crs="EPSG:2260")
+    manholes = gpd.GeoDataFrame({"node_id": ["M0", "M1", "M2", "M3", "M4", "M5", "OUT"]},
+                                geometry=[Point(0, 0), Point(100, 0), Point(200, 0),
+                                          Point(400, 0), Point(500, 0), Point(0, 100),
+                                          Point(400, -100)], crs="EPSG:2260")
+    G, nodes, edges = build_sewer_graph_and_layers(
+        {"mains": mains, "manholes": manholes}, outlet_nodes=["OUT"])
+    assert G.number_of_edges("M0", "M1") == 2
+    _same_layers(G, nodes, edges)
+    assert edges["edge_key"].tolist() != list(mains["main_id"])  # the graph's order
+
+
+def test_graph_layers_from_the_columns_on_the_sample(sample_dir) -> None:
+    from gisnet.graph.build import build_sewer_graph_and_layers
+
+    town = io.load_town(sample_dir)
+    G, nodes, edges = build_sewer_graph_and_layers(town)
+    _same_layers(G, nodes, edges)

@@ -59,7 +59,8 @@ module                 stage
 :mod:`.quality`        findings about mains (slopes, kind_assumed, excluded_main)
 :mod:`.topology`       findings about the network (cycles, dangling ends, pieces)
 :mod:`.layers`         graph_to_gdfs, graph_from_gdfs, graph_summary, quality_gdf
-:mod:`.build`          :func:`build_sewer_graph`: the stages in order
+:mod:`.build`          :func:`build_sewer_graph`: the stages in order (with the
+                       graph's layers: :func:`build_sewer_graph_and_layers`)
 :mod:`.snap`           vectorised clustering and component labelling
 =====================  ===============================================================
 """
@@ -68,7 +69,7 @@ from __future__ import annotations
 
 from ..rules import DEFAULT_SNAP_TOLERANCE_FT
 from .assemble import EDGE_COLUMNS, NODE_COLUMNS
-from .build import build_sewer_graph
+from .build import build_sewer_graph, build_sewer_graph_and_layers
 from .layers import graph_from_gdfs, graph_summary, graph_to_gdfs, quality_gdf
 from .outlets import OUTLET_KINDS
 from .quality import SLOPE_MISMATCH_ABS, SLOPE_MISMATCH_REL
@@ -83,6 +84,7 @@ __all__ = [
     "SLOPE_MISMATCH_ABS",
     "SLOPE_MISMATCH_REL",
     "build_sewer_graph",
+    "build_sewer_graph_and_layers",
     "graph_from_gdfs",
     "graph_summary",
     "graph_to_gdfs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
@@ -29,11 +30,51 @@ EDGE_COLUMNS: tuple[str, ...] = (
 )
 
 
+@dataclass
+class GraphColumns:
+    """The graph's nodes and edges as columns (lists of the attribute values the
+    graph holds, in the order they are added): what :func:`assemble_graph` fills the
+    graph with, and what :func:`gisnet.graph.layers.layers_from_columns` makes the
+    ``graph_nodes`` and ``graph_edges`` layers of without reading the graph back."""
+
+    node_ids: list[Any]
+    nodes: dict[str, list[Any]]
+    u: list[Any]
+    v: list[Any]
+    keys: list[Any]
+    edges: dict[str, list[Any]]
+
+
 def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes_xy: np.ndarray,
-                   direction: Direction, edges: Edges, outlets: Outlets) -> nx.MultiDiGraph:
+                   direction: Direction, edges: Edges, outlets: Outlets,
+                   columns: GraphColumns | None = None) -> nx.MultiDiGraph:
     """The graph: used nodes with :data:`NODE_COLUMNS`, edges keyed by
     ``edges.key`` with :data:`EDGE_COLUMNS` and ``geometry``; ``G.graph`` has
-    ``crs``, ``ft_per_unit``, ``outlets`` and ``snap_tolerance_ft``."""
+    ``crs``, ``ft_per_unit``, ``outlets`` and ``snap_tolerance_ft``. ``columns``:
+    :func:`graph_columns` of the same stages, when the caller has them."""
+    c = columns if columns is not None else graph_columns(mains, structures, nodes_xy,
+                                                          direction, edges, outlets)
+    nkeys = list(c.nodes)
+    node_rows = [(n, dict(zip(nkeys, vals, strict=True)))
+                 for n, vals in zip(c.node_ids, zip(*c.nodes.values(), strict=True),
+                                    strict=True)]
+    ekeys = list(c.edges)
+    edge_rows = zip(c.u, c.v, c.keys,
+                    (dict(zip(ekeys, vals, strict=True))
+                     for vals in zip(*c.edges.values(), strict=True)), strict=True)
+    G: nx.MultiDiGraph = nx.MultiDiGraph(
+        crs=inp.crs,
+        ft_per_unit=inp.ft_per_unit,
+        outlets=sorted(outlets.node_id[np.flatnonzero(outlets.outlet)].tolist()),
+        snap_tolerance_ft=inp.tolerance_ft,
+    )
+    fill_graph(G, node_rows, edge_rows)
+    return G
+
+
+def graph_columns(mains: Mains, structures: Structures, nodes_xy: np.ndarray,
+                  direction: Direction, edges: Edges, outlets: Outlets) -> GraphColumns:
+    """The used nodes' and the edges' attributes as :class:`GraphColumns`."""
     nodes = np.flatnonzero(outlets.used)
     ns = structures.count
     is_s = nodes < ns
@@ -59,11 +100,7 @@ def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes
         "invert_ft": none_for_nan(inv),
         "source": shared_values(src),
     }
-    keys = list(ncols)
     nid = outlets.node_id
-    node_rows = [(n, dict(zip(keys, vals, strict=True)))
-                 for n, vals in zip(nid[nodes].tolist(), zip(*ncols.values(), strict=True),
-                                    strict=True)]
     m = edges.main
     ecols = {
         "main_id": mains.main_id[m].tolist(),
@@ -87,18 +124,8 @@ def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes
         "direction_source": shared_values(direction.source[m]),
         "geometry": list(edges.geom),
     }
-    ekeys = list(ecols)
-    edge_rows = zip(nid[edges.u].tolist(), nid[edges.v].tolist(), edges.key.tolist(),
-                    (dict(zip(ekeys, vals, strict=True))
-                     for vals in zip(*ecols.values(), strict=True)), strict=True)
-    G: nx.MultiDiGraph = nx.MultiDiGraph(
-        crs=inp.crs,
-        ft_per_unit=inp.ft_per_unit,
-        outlets=sorted(nid[np.flatnonzero(outlets.outlet)].tolist()),
-        snap_tolerance_ft=inp.tolerance_ft,
-    )
-    fill_graph(G, node_rows, edge_rows)
-    return G
+    return GraphColumns(nid[nodes].tolist(), ncols, nid[edges.u].tolist(),
+                        nid[edges.v].tolist(), edges.key.tolist(), ecols)
 
 
 def fill_graph(G: nx.MultiDiGraph, node_rows: Iterable[tuple[Any, dict[str, Any]]],

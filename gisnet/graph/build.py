@@ -11,9 +11,10 @@ import networkx as nx
 
 from ..report import Report
 from ..town import Town
-from .assemble import assemble_graph
+from .assemble import GraphColumns, assemble_graph, graph_columns
 from .direction import orient_edges, resolve_direction
 from .inputs import read_inputs
+from .layers import graph_to_gdfs, layers_from_columns
 from .outlets import find_outlets, terminal_outlets
 from .prepare import ground_at_structures, prepare_mains, prepare_structures
 from .quality import isolated_structures, kind_findings, main_findings
@@ -84,6 +85,32 @@ def build_sewer_graph(
     >>> G.number_of_nodes()
     3
     """
+    return _build(town_or_layers, snap_tolerance_ft, outlet_nodes, plant_tolerance_ft)[0]
+
+
+def build_sewer_graph_and_layers(
+    town_or_layers: Town | Mapping[str, gpd.GeoDataFrame],
+    *,
+    snap_tolerance_ft: float | None = None,
+    outlet_nodes: Iterable[str] | None = None,
+    plant_tolerance_ft: float | None = None,
+) -> tuple[nx.MultiDiGraph, gpd.GeoDataFrame, gpd.GeoDataFrame]:
+    """:func:`build_sewer_graph` and the graph's ``graph_nodes`` and ``graph_edges``
+    layers, as :func:`~gisnet.graph.graph_to_gdfs` gives them, made from the columns
+    the graph is filled from (:func:`~gisnet.graph.layers.layers_from_columns`)
+    rather than read back from its dictionaries (3.8 s of a county's 300,000 mains).
+    """
+    G, columns = _build(town_or_layers, snap_tolerance_ft, outlet_nodes, plant_tolerance_ft)
+    made = layers_from_columns(columns, G)
+    del columns
+    nodes, edges = made if made is not None else graph_to_gdfs(G)
+    return G, nodes, edges
+
+
+def _build(town_or_layers: Town | Mapping[str, gpd.GeoDataFrame],
+           snap_tolerance_ft: float | None, outlet_nodes: Iterable[str] | None,
+           plant_tolerance_ft: float | None) -> tuple[nx.MultiDiGraph, GraphColumns]:
+    """The stages in order: the graph, and the columns it was filled from."""
     inp = read_inputs(town_or_layers, snap_tolerance_ft, outlet_nodes, plant_tolerance_ft)
     fpu = inp.ft_per_unit
     report_dups = not inp.from_loader
@@ -109,7 +136,9 @@ def build_sewer_graph(
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        G = assemble_graph(inp, mains, structures, nodes.node_xy, direction, edges, outlets)
+        columns = graph_columns(mains, structures, nodes.node_xy, direction, edges, outlets)
+        G = assemble_graph(inp, mains, structures, nodes.node_xy, direction, edges, outlets,
+                           columns=columns)
         report.extend(main_findings(mains, direction))
         report.extend(kind_findings(mains, inp.eligible_kinds))
         report.extend(isolated_structures(structures, outlets, inp.tolerance_ft,
@@ -123,4 +152,4 @@ def build_sewer_graph(
     counts = report.counts()
     if counts:
         log.info("graph findings: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    return G
+    return G, columns

@@ -19,7 +19,7 @@ from pyproj import CRS
 from ..errors import CRSError, LayerError
 from ..report import Report
 from ..units import feet_per_unit
-from .assemble import EDGE_COLUMNS, NODE_COLUMNS
+from .assemble import EDGE_COLUMNS, NODE_COLUMNS, GraphColumns
 from .columns import none_for_nan
 
 
@@ -76,6 +76,55 @@ def graph_to_gdfs(G: nx.MultiDiGraph) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFram
     edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
     meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
                       list(G.graph.get("outlets") or []))
+    nodes.attrs["gisnet_graph"] = meta
+    edges.attrs["gisnet_graph"] = meta
+    return nodes, edges
+
+
+def layers_from_columns(c: GraphColumns, G: nx.MultiDiGraph
+                        ) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame] | None:
+    """:func:`graph_to_gdfs` of a graph just assembled from the columns ``c``
+    (:func:`gisnet.graph.assemble.graph_columns`), made from the columns instead of
+    read back from the graph's dictionaries: the same frames, rows in the order the
+    graph gives them (nodes as added; edges by their upstream node, then by the
+    first edge to each downstream node, then as added). None when the columns do
+    not map one to one onto the graph (repeated node ids or edge keys): then read
+    the graph."""
+    import operator
+
+    m, n = len(c.keys), len(c.node_ids)
+    if m != G.number_of_edges() or n != G.number_of_nodes() or \
+            len(set(c.keys)) != m or set(c.nodes) != set(NODE_COLUMNS[1:]) or \
+            set(c.edges) != set(EDGE_COLUMNS) - {"edge_key", "from_node", "to_node"} \
+            | {"geometry"}:
+        return None
+    crs = G.graph.get("crs")
+    ncols = pd.concat([pd.DataFrame({"node_id": c.node_ids}),
+                       pd.DataFrame({k: c.nodes[k] for k in NODE_COLUMNS[1:]})], axis=1)
+    ngeom = shapely.points(np.column_stack([
+        np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
+    ) if n else np.empty(0, dtype=object)
+    nodes = gpd.GeoDataFrame(ncols, geometry=gpd.GeoSeries(ngeom, crs=crs), crs=crs)
+    # the order networkx walks its adjacency in
+    at = pd.Index(c.node_ids)
+    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
+    pair = upos.astype(np.int64) * max(n, 1) + vpos
+    _, inverse = np.unique(pair, return_inverse=True)
+    first = np.full(inverse.max() + 1 if m else 0, m, dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(m))
+    order = np.lexsort((np.arange(m), first[inverse], upos)).tolist()
+
+    def ordered(values: list[Any]) -> list[Any]:
+        if m == 1:
+            return list(values)
+        return list(operator.itemgetter(*order)(values)) if m else []
+
+    table = {"edge_key": c.keys, "from_node": c.u, "to_node": c.v, **c.edges}
+    edf = pd.DataFrame({k: ordered(table[k]) for k in EDGE_COLUMNS})
+    egeom = ordered(c.edges["geometry"])
+    edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
+    meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
+                     list(G.graph.get("outlets") or []))
     nodes.attrs["gisnet_graph"] = meta
     edges.attrs["gisnet_graph"] = meta
     return nodes, edges
