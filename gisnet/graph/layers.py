@@ -54,16 +54,11 @@ def graph_to_gdfs(G: nx.MultiDiGraph) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFram
         Both in ``G.graph["crs"]``; default RangeIndex. Attributes a graph
         carries beyond these become extra columns.
     """
-    crs = G.graph.get("crs")
     node_ids = list(G.nodes)
     ndata = [G.nodes[n] for n in node_ids]
     extra_n = sorted(set().union(*ndata) - set(NODE_COLUMNS))
     ncols = pd.concat([pd.DataFrame({"node_id": node_ids}),
                        _records(ndata, NODE_COLUMNS[1:] + tuple(extra_n))], axis=1)
-    ngeom = shapely.points(np.column_stack([
-        np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
-    ) if node_ids else np.empty(0, dtype=object)
-    nodes = gpd.GeoDataFrame(ncols, geometry=gpd.GeoSeries(ngeom, crs=crs), crs=crs)
     rows = list(G.edges(keys=True, data=True))
     edata = [r[3] for r in rows]
     extra_e = sorted(set().union(*edata) - set(EDGE_COLUMNS) - {"geometry"})
@@ -72,13 +67,7 @@ def graph_to_gdfs(G: nx.MultiDiGraph) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFram
     attrs = _records(edata, tuple(c for c in EDGE_COLUMNS + tuple(extra_e) if c not in ends))
     edf = pd.DataFrame({c: ends[c] if c in ends else attrs[c]
                         for c in EDGE_COLUMNS + tuple(extra_e)})
-    egeom = [d.get("geometry") for d in edata]
-    edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
-    meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
-                      list(G.graph.get("outlets") or []))
-    nodes.attrs["gisnet_graph"] = meta
-    edges.attrs["gisnet_graph"] = meta
-    return nodes, edges
+    return _as_layers(ncols, edf, [d.get("geometry") for d in edata], G)
 
 
 def layers_from_columns(c: GraphColumns, G: nx.MultiDiGraph
@@ -90,21 +79,14 @@ def layers_from_columns(c: GraphColumns, G: nx.MultiDiGraph
     first edge to each downstream node, then as added). None when the columns do
     not map one to one onto the graph (repeated node ids or edge keys): then read
     the graph."""
-    import operator
-
     m, n = len(c.keys), len(c.node_ids)
     if m != G.number_of_edges() or n != G.number_of_nodes() or \
             len(set(c.keys)) != m or set(c.nodes) != set(NODE_COLUMNS[1:]) or \
             set(c.edges) != set(EDGE_COLUMNS) - {"edge_key", "from_node", "to_node"} \
             | {"geometry"}:
         return None
-    crs = G.graph.get("crs")
     ncols = pd.concat([pd.DataFrame({"node_id": c.node_ids}),
                        pd.DataFrame({k: c.nodes[k] for k in NODE_COLUMNS[1:]})], axis=1)
-    ngeom = shapely.points(np.column_stack([
-        np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
-    ) if n else np.empty(0, dtype=object)
-    nodes = gpd.GeoDataFrame(ncols, geometry=gpd.GeoSeries(ngeom, crs=crs), crs=crs)
     # the order networkx walks its adjacency in
     at = pd.Index(c.node_ids)
     upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
@@ -112,16 +94,27 @@ def layers_from_columns(c: GraphColumns, G: nx.MultiDiGraph
     _, inverse = np.unique(pair, return_inverse=True)
     first = np.full(inverse.max() + 1 if m else 0, m, dtype=np.int64)
     np.minimum.at(first, inverse, np.arange(m))
-    order = np.lexsort((np.arange(m), first[inverse], upos)).tolist()
+    order = np.lexsort((np.arange(m), first[inverse], upos))
 
     def ordered(values: list[Any]) -> list[Any]:
-        if m == 1:
-            return list(values)
-        return list(operator.itemgetter(*order)(values)) if m else []
+        held = np.empty(m, dtype=object)
+        held[:] = values
+        return held[order].tolist()  # the same objects, as a list (pandas infers its type)
 
     table = {"edge_key": c.keys, "from_node": c.u, "to_node": c.v, **c.edges}
     edf = pd.DataFrame({k: ordered(table[k]) for k in EDGE_COLUMNS})
-    egeom = ordered(c.edges["geometry"])
+    return _as_layers(ncols, edf, ordered(c.edges["geometry"]), G)
+
+
+def _as_layers(ncols: pd.DataFrame, edf: pd.DataFrame, egeom: list[Any], G: nx.MultiDiGraph
+               ) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
+    """The two layers from their attribute frames: each node a point at its ``x``,
+    ``y``, each edge its line, both in the graph's CRS with its :class:`GraphMeta`."""
+    crs = G.graph.get("crs")
+    ngeom = shapely.points(np.column_stack([
+        np.asarray(ncols["x"], dtype=float), np.asarray(ncols["y"], dtype=float)])
+    ) if len(ncols) else np.empty(0, dtype=object)
+    nodes = gpd.GeoDataFrame(ncols, geometry=gpd.GeoSeries(ngeom, crs=crs), crs=crs)
     edges = gpd.GeoDataFrame(edf, geometry=gpd.GeoSeries(egeom, crs=crs), crs=crs)
     meta = GraphMeta(G.graph.get("snap_tolerance_ft"), G.graph.get("report"),
                      list(G.graph.get("outlets") or []))
