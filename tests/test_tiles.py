@@ -169,6 +169,38 @@ def _raw_layer(data: bytes):
     return t.layers[0]
 
 
+def test_text_values_read_from_arrow_are_the_bytes_of_python_strings(monkeypatch):
+    """Text properties held as codes (``TextCodes``) are encoded from Arrow's buffers
+    with their blanks found by RE2: the value ids, constants and value bytes are
+    those the Python strings give (blank = empty or Python's ``isspace``)."""
+    import pyarrow as pa
+
+    from gisnet.maps.encoding import TextCodes
+
+    texts = ["P-1", "", "  ", "\u00e9t\u00e9 7", "P-1", None, "\u3000\t", "Z\U0001f600",
+             "\u2028", "a b", "x" * 200, "\x85", float("nan"), "P-1"]
+    rows = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+    for pick in (rows, rows[::-1], rows[[1, 2, 5, 6, 8]], rows[[0, 4, 13]]):
+        want = T.property_columns({"t": [texts[i] for i in range(len(texts))]}, pick)
+        got = T.property_columns({"t": TextCodes.of(texts)}, pick)
+        assert got.names == want.names and got.constants == want.constants
+        np.testing.assert_array_equal(got.codes, want.codes)
+        for a, b in ((got.table.buf, want.table.buf), (got.table.start, want.table.start),
+                     (got.table.size, want.table.size)):
+            np.testing.assert_array_equal(a, b)
+    # Arrow arrays of both offset widths, sliced, and chunked as lists are
+    words = [f"w{i}-\u00e9" * (i % 5) for i in range(300)]
+    for arr in (pa.array(words, type=pa.string()), pa.array(words, type=pa.large_string())):
+        for a, b in ((0, 300), (7, 290), (299, 300)):
+            want, got = mvt.text_table(words[a:b]), mvt.text_table(arr[a:b])
+            assert bytes(got.buf) == bytes(want.buf)
+            np.testing.assert_array_equal(got.start, want.start)
+    monkeypatch.setattr(mvt, "_CHUNK_VALUES", 16)
+    got, want = mvt.text_table(pa.array(words)[3:]), mvt.text_table(words[3:])
+    assert bytes(got.buf) == bytes(want.buf)
+    np.testing.assert_array_equal(got.size, want.size)
+
+
 def test_detail_tiles_hold_each_parcel_with_its_properties(tmp_path: Path):
     gdf = _parcels()
     st = T.write_layer_tiles(tmp_path / "p.pmtiles", gdf, _props(gdf), name="parcels")

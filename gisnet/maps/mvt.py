@@ -102,11 +102,31 @@ def _message_fields(msg_size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return buf, start, size, start + 1 + head
 
 
-def text_table(texts: list[str]) -> ValueTable:
-    """Text values as ``Value.string_value`` (field 1)."""
+def _utf8_of_arrow(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's UTF-8 length and all their bytes, read from the buffers of an Arrow
+    ``string`` / ``large_string`` array without nulls (no Python string made)."""
+    import pyarrow as pa
+
+    if texts.null_count:
+        raise ValueError("text values must not be null")
+    offs_type = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    _, obuf, dbuf = texts.buffers()
+    n, at = len(texts), texts.offset
+    offs = np.frombuffer(obuf, dtype=offs_type, count=at + n + 1)[at:].astype(np.int64)
+    data = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None and dbuf.size \
+        else np.zeros(0, dtype=np.uint8)
+    return np.diff(offs), data[offs[0]:offs[-1]]
+
+
+def text_table(texts: Any) -> ValueTable:
+    """Text values as ``Value.string_value`` (field 1): a list of ``str``, or an
+    Arrow string array (read from its buffers: no Python string per value)."""
     if len(texts) > _CHUNK_VALUES:  # bounds the index arrays (8 bytes per text byte)
         return concat_tables([text_table(texts[i:i + _CHUNK_VALUES])
                                for i in range(0, len(texts), _CHUNK_VALUES)])
+    if not isinstance(texts, list):
+        tlen, utf8 = _utf8_of_arrow(texts)
+        return _text_fields(tlen, utf8)
     joined = "".join(texts)
     raw = joined.encode("utf-8")
     if len(raw) == len(joined):  # ASCII: a byte per character
@@ -114,12 +134,17 @@ def text_table(texts: list[str]) -> ValueTable:
     else:
         tlen = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64,
                            count=len(texts))
+    return _text_fields(tlen, np.frombuffer(raw, dtype=np.uint8))
+
+
+def _text_fields(tlen: np.ndarray, utf8: np.ndarray) -> ValueTable:
+    """``values`` fields of texts of UTF-8 lengths ``tlen``, bytes ``utf8`` end to end."""
     lsize = _varint_sizes(tlen)
     buf, start, size, body = _message_fields(1 + lsize + tlen)
     buf[body] = 0x0A
     lb, _ = _varints(tlen)
     buf[_spread(body + 1, lsize)] = lb
-    buf[_spread(body + 1 + lsize, tlen)] = np.frombuffer(raw, dtype=np.uint8)
+    buf[_spread(body + 1 + lsize, tlen)] = utf8
     return ValueTable(buf, start, size)
 
 

@@ -51,10 +51,12 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import shapely
 
 from ..output import atomic_path
-from .encoding import Prop, TextCodes, blank_texts, is_missing
+from .encoding import BLANK_TEXT, Prop, TextCodes, blank_texts, is_missing
 from .mvt import (
     EXTENT,
     ValueTable,
@@ -416,6 +418,15 @@ def _without_blanks(codes: np.ndarray, uniques: np.ndarray) -> tuple[np.ndarray,
     return np.where(codes >= 0, new[np.maximum(codes, 0)], -1), uniques[~blank]
 
 
+def _without_blank_texts(codes: np.ndarray, texts: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """:func:`_without_blanks` of texts held in Arrow (:data:`BLANK_TEXT`, in RE2)."""
+    blank = pc.match_substring_regex(texts, BLANK_TEXT).to_numpy(zero_copy_only=False)
+    if not blank.any():
+        return codes, texts
+    new = np.where(blank, -1, np.cumsum(~blank) - 1)
+    return np.where(codes >= 0, new[np.maximum(codes, 0)], -1), texts.filter(pa.array(~blank))
+
+
 def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
     """Columns of ``props`` (rows ``rows``) as value ids; one-valued columns apart.
 
@@ -443,7 +454,9 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
             seen, first = pd.factorize(sub[present])
             codes = np.full(len(sub), -1, dtype=np.int64)
             codes[present] = seen
-            codes, uniques = _without_blanks(codes, col.texts(first))
+            # the texts stay in Arrow (blanks found by RE2, bytes read from its buffers)
+            codes, uniques = _without_blank_texts(codes, col.uniques.take(
+                pa.array(first.astype(np.int64, copy=False))))
         else:
             if isinstance(col, Prop):
                 arr, kind = col.floats()[rows], "floating"
@@ -474,7 +487,8 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
         if len(uniques) == 0:
             continue
         if len(uniques) == 1 and (codes >= 0).all():
-            one = float(uniques[0]) if numeric else str(uniques[0])
+            one = float(uniques[0]) if numeric else \
+                uniques[0].as_py() if isinstance(uniques, pa.Array) else str(uniques[0])
             constants[name] = format_value(one, fmt)
             continue
         names.append(name)
@@ -482,7 +496,8 @@ def property_columns(props: Mapping[str, Any], rows: np.ndarray) -> _Columns:
         small = nvalues + len(uniques) < np.iinfo(np.int32).max
         cols.append(np.where(codes >= 0, codes + nvalues, -1).astype(
             np.int32 if small else np.int64, copy=False))
-        tables.append(number_table(uniques) if numeric else text_table(list(uniques)))
+        tables.append(number_table(uniques) if numeric else text_table(
+            uniques if isinstance(uniques, pa.Array) else list(uniques)))
         nvalues += len(uniques)
         if fmt is not None:
             formats[name] = list(fmt)

@@ -39,7 +39,7 @@ from pyproj import CRS
 from .. import __version__
 from ..errors import ConfigError
 from ..io.postgis import is_database
-from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_file
+from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_files
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
@@ -103,11 +103,15 @@ def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
                           "run `gisnet run` again", path=path)
     if RESULTS_FILE not in man["files"]:
         raise ConfigError(f"run {run} wrote no {RESULTS_FILE}", path=path)
-    for rel, rec in sorted(man["files"].items()):
+    listed = sorted(man["files"].items())
+    for rel, _ in listed:
+        if not (folder / rel).is_file():
+            raise ConfigError(f"missing: run {run} wrote it (its manifest lists it)",
+                              path=folder / rel)
+    digests = sha256_files([folder / rel for rel, _ in listed])
+    for (rel, rec), digest in zip(listed, digests, strict=True):
         p = folder / rel
-        if not p.is_file():
-            raise ConfigError(f"missing: run {run} wrote it (its manifest lists it)", path=p)
-        if not isinstance(rec, dict) or sha256_file(p) != rec.get("sha256"):
+        if not isinstance(rec, dict) or digest != rec.get("sha256"):
             raise ConfigError(f"changed since run {run} wrote it (its SHA-256 is not the "
                               f"one in {MANIFEST_FILE}); run `gisnet run` again",
                               path=p)
