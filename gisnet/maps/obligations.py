@@ -52,9 +52,10 @@ def _with_address(ob: gpd.GeoDataFrame, parcels: gpd.GeoDataFrame | None) -> gpd
     if parcels is None or "address" not in parcels.columns or "parcel_id" not in ob.columns \
             or "parcel_id" not in parcels.columns:
         return ob
-    by_id = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
+    by_id = parcels[["parcel_id", "address"]].drop_duplicates("parcel_id") \
+        .set_index("parcel_id")["address"]
     found = ob["parcel_id"].map(by_id)
-    out = ob.copy()
+    out = ob.copy(deep=False)  # the result frame shares its columns (only read here)
     if "address" in ob.columns:
         out["address"] = ob["address"].where(ob["address"].notna(), found)
     else:

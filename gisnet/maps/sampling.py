@@ -18,7 +18,7 @@ import shapely
 
 from ..labels import SOURCE_LABELS
 from .common import MapContext, MapLayer, auto_props, cited, fields_for, point_geoms
-from .encoding import column, field_label, fmt_text, is_true
+from .encoding import TextCodes, column, field_label, fmt_text, is_true
 from .layers import mains_layer, node_frame, parcels_layer
 
 #: Tap colour by ``control_manholes.source`` (``lateral`` is the layer's default style).
@@ -113,7 +113,8 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
         parcels = ctx.layer("parcels")
         if parcels is not None and "address" not in taps.columns and "parcel_id" in taps.columns \
                 and "address" in parcels.columns:
-            addr = parcels.drop_duplicates("parcel_id").set_index("parcel_id")["address"]
+            addr = parcels[["parcel_id", "address"]].drop_duplicates("parcel_id") \
+                .set_index("parcel_id")["address"]
             taps = taps.assign(address=taps["parcel_id"].map(addr))
         per_row_section = "section" in taps.columns and \
             taps["section"].dropna().astype(str).nunique() > 1
@@ -123,9 +124,8 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                                  "plant_id", "reason"]
                           + (["section"] if per_row_section else []))
         props = auto_props(taps, cols)
-        source = column(taps, "source").astype(object)
-        kinds = [s if isinstance(s, str) else "lateral" for s in source.tolist()]
-        props["_s"] = kinds
+        kinds = _tap_kinds(column(taps, "source"))
+        props["_s"] = TextCodes.of_text(kinds) or kinds.tolist()
         fields: list[tuple[Any, ...]] = [
             (field_label(c), c, c in ("reason", "entry_node_id", "private_length_ft"))
             for c in cols]
@@ -133,7 +133,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
         if cm_section and not per_row_section:
             consts["section"] = cm_section
             fields.append(("Ordinance section", "section"))
-        present = set(kinds)
+        present = set(kinds.unique())
         k_cite = cited(ctx.profile.control_manhole.owner_manhole_section)
         data, n = ctx.geojson(taps, props, precision=6)
         layers.append(MapLayer(
@@ -150,14 +150,15 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                     for k, (c, label) in SOURCE_STYLE.items() if k in present]
             or [{"label": "tap (where the building sewer connects)", "color": "#80deea",
                  "shape": "point"}], legend_title="Taps"))
-        lost = _unresolved_layer(ctx, cm_rows)
-        if lost is not None:
-            layers.append(lost)
         if "control_manhole_id" in taps.columns:
             served = taps["control_manhole_id"].dropna().astype(str).value_counts()
             if "source" in taps.columns:
                 own = taps["source"].astype(object) == "owner_manhole"
                 owner_ids = set(taps.loc[own, "control_manhole_id"].dropna().astype(str))
+        del taps, props, kinds  # (a county's million taps: not held while the rest is drawn)
+        lost = _unresolved_layer(ctx, cm_rows)
+        if lost is not None:
+            layers.append(lost)
     nodes = node_frame(ctx)
     if served is not None and nodes is not None and len(served):
         idcol = "node_id"
@@ -230,6 +231,14 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
                 legend=[{"label": name.lower(), "color": colour, "shape": "point"}],
                 legend_title="Industrial users"))
     return layers
+
+
+def _tap_kinds(source: pd.Series) -> pd.Series:
+    """Each tap's ``source`` as text, ``lateral`` where it has none that is text."""
+    if isinstance(source.dtype, pd.StringDtype):  # text or missing: no string made per row
+        return source.fillna("lateral")
+    return pd.Series([s if isinstance(s, str) else "lateral" for s in source.tolist()],
+                     index=source.index, dtype=object)
 
 
 def _with_owner_manholes(ctx: MapContext, cm: gpd.GeoDataFrame, owner_ids: set[str],
