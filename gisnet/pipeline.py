@@ -627,11 +627,10 @@ def run(
     # the analyses (quality is quick), write (with the maps beside it), publish
     rep.plan(len(STEPS) - 1 + 2)
     run_id = new_run_id()
-    # With a second core, a big town's GeoPackage is written by a child process while
-    # the analyses go on, each analysis's layers as soon as it ends (pyogrio holds the
-    # GIL while GDAL writes: a thread would stop the analyses); the maps are drawn
-    # meanwhile. With one thread to use (a batch worker's share), it is written after
-    # the analyses (before the pages' tiles when there are maps).
+    # With a second core, a big town's GeoPackage is written by a child process while the
+    # analyses go on, each analysis's layers as soon as it ends (pyogrio holds the GIL
+    # while GDAL writes), the maps drawn meanwhile. With one thread to use (a batch
+    # worker's share), it is written after the analyses (before the pages' tiles).
     parcels = town.layers.get("parcels")
     early = default_threads() > 1 and parcels is not None \
         and len(parcels) >= GPKG_CHILD_MIN_PARCELS
@@ -640,9 +639,11 @@ def run(
         with ExitStack() as stack:
             if early:
                 stage = stack.enter_context(staging_area(out, run_id))
-                gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True))
-            # without tables, the GeoPackage's writer is the last to read the layers no
-            # later step reads (with maps: the evidence but for the rows drawn)
+                gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True,
+                                                           digest=maps))
+            # without tables, the writer is the last to read the layers no later step
+            # reads (with maps: the evidence but for the rows drawn; the file hashed on
+            # the thread that closes it, beside the pages)
             lean = early and release_inputs and not tables
             res = analyse(town, progress=rep, on_layers=gpkg.add if early else None,
                           release_inputs=release_inputs, release_written=lean and not maps,

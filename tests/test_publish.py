@@ -183,6 +183,28 @@ def test_publish_writes_manifest_last_and_removes_what_the_old_run_listed(tmp_pa
     assert _leftovers(out) == []
 
 
+def test_manifest_takes_a_remembered_hash_only_of_the_unchanged_file(tmp_path: Path):
+    """A hash made when a file was finished (``remember_sha256``, the GeoPackage's on the
+    thread that closes it) is the manifest's only while the file is the same file, same
+    size and time; a file rewritten since, even to the same size, is hashed again."""
+    from gisnet.output.publish import remember_sha256
+
+    out = tmp_path / "out"
+    town = _fake_town(out)
+    with staging_area(out, "run1") as stage:
+        kept, redone = stage / "gisnet-results.gpkg", stage / "index.html"
+        kept.write_bytes(b"k" * 5000)
+        redone.write_bytes(b"a" * 5000)
+        assert remember_sha256(kept) == hashlib.sha256(b"k" * 5000).hexdigest()
+        remember_sha256(redone)
+        st = redone.stat()
+        redone.write_bytes(b"b" * 5000)  # same size; its time set back to the hashed one
+        os.utime(redone, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        man = make_manifest(stage, run_id="run1", town=town)
+    assert man["files"]["gisnet-results.gpkg"]["sha256"] == hashlib.sha256(b"k" * 5000).hexdigest()
+    assert man["files"]["index.html"]["sha256"] == hashlib.sha256(b"b" * 5000).hexdigest()
+
+
 def test_a_committed_publish_is_completed_by_the_next_reader(tmp_path: Path) -> None:
     """Killed after the commit rename: the publish folder holds the new set and the
     manifest; read_manifest (gisnet map, the next run) finishes the renames."""

@@ -201,6 +201,25 @@ def test_text_values_read_from_arrow_are_the_bytes_of_python_strings(monkeypatch
     np.testing.assert_array_equal(got.size, want.size)
 
 
+def test_search_points_of_shapes_shared_by_layers_are_each_layers_own():
+    """The search index finds each shape's inner point once however many layers hold
+    it: the points are ``shapely.point_on_surface`` of each layer's own features."""
+    from gisnet.maps.search_index import _inner_points
+
+    parcels = _parcels(60)
+    by_status = parcels.iloc[::3].reset_index(drop=True)  # the same shapes, other frame
+    other = _parcels(20, seed=9)
+    other.loc[4, "geometry"] = None
+    other.loc[7, "geometry"] = shapely.Polygon()
+    frames = [parcels, by_status, other]
+    for frame, got in zip(frames, _inner_points(frames), strict=True):
+        geoms = np.asarray(frame.geometry.array, dtype=object)
+        ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+        want = np.full((len(frame), 2), np.nan)
+        want[ok] = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
+        np.testing.assert_array_equal(got, want)
+
+
 def test_detail_tiles_hold_each_parcel_with_its_properties(tmp_path: Path):
     gdf = _parcels()
     st = T.write_layer_tiles(tmp_path / "p.pmtiles", gdf, _props(gdf), name="parcels")

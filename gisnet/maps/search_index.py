@@ -73,25 +73,49 @@ def shard_file(shard: str) -> str:
     return f"search-{shard.encode('utf-8').hex()}.json"
 
 
-def _points(gdf: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Longitude and latitude (6 decimals) of a point inside each feature (NaN where none).
+def _inner_points(gdfs: Sequence[gpd.GeoDataFrame]) -> list[np.ndarray]:
+    """A point inside each feature of each frame (``shapely.point_on_surface``; NaN
+    where the feature has no geometry), as (n, 2) coordinates in the frame's CRS.
+
+    A shape that several layers hold (a county's parcels are drawn whole and again by
+    their status) is the same Python object in each: its point is found once.
+    """
+    geoms = [np.asarray(g.geometry.array, dtype=object) for g in gdfs]
+    oks = [~(shapely.is_missing(g) | shapely.is_empty(g)) for g in geoms]
+    have = [g[ok] for g, ok in zip(geoms, oks, strict=True)]
+    out = [np.full((len(g), 2), np.nan) for g in geoms]
+    every = np.concatenate(have) if have else np.zeros(0, dtype=object)
+    if not len(every):
+        return out
+    # (every object is alive here, so no two share an id)
+    ids = np.fromiter(map(id, every), dtype=np.int64, count=len(every))
+    _, first, again = np.unique(ids, return_index=True, return_inverse=True)
+    xy = shapely.get_coordinates(shapely.point_on_surface(every[first]))[again.reshape(-1)]
+    at = 0
+    for o, ok, h in zip(out, oks, have, strict=True):
+        o[ok] = xy[at:at + len(h)]
+        at += len(h)
+    return out
+
+
+def _points(gdf: gpd.GeoDataFrame, inner: np.ndarray | None = None) -> tuple[np.ndarray,
+                                                                              np.ndarray]:
+    """Longitude and latitude (6 decimals) of a point inside each feature (NaN where none);
+    ``inner``: those points in the frame's CRS (:func:`_inner_points`), when found.
 
     The points' coordinates go through PROJ as arrays: the transformation
     :meth:`geopandas.GeoSeries.to_crs` makes (``always_xy``), without making the
     points again in degrees.
     """
-    geoms = np.asarray(gdf.geometry.array, dtype=object)
-    ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))
-    xy = np.full((len(geoms), 2), np.nan)
-    if ok.any():
-        xy[ok] = shapely.get_coordinates(shapely.point_on_surface(geoms[ok]))
-        if gdf.crs is not None:
-            from pyproj import CRS, Transformer
+    xy = inner if inner is not None else _inner_points([gdf])[0]
+    ok = ~np.isnan(xy[:, 0])
+    if ok.any() and gdf.crs is not None:
+        from pyproj import CRS, Transformer
 
-            to = CRS.from_user_input("EPSG:4326")
-            if not CRS.from_user_input(gdf.crs).equals(to):
-                tr = Transformer.from_crs(gdf.crs, to, always_xy=True)
-                xy[:, 0], xy[:, 1] = tr.transform(xy[:, 0], xy[:, 1])
+        to = CRS.from_user_input("EPSG:4326")
+        if not CRS.from_user_input(gdf.crs).equals(to):
+            tr = Transformer.from_crs(gdf.crs, to, always_xy=True)
+            xy[:, 0], xy[:, 1] = tr.transform(xy[:, 0], xy[:, 1])
     return np.round(xy[:, 0], 6), np.round(xy[:, 1], 6)
 
 
@@ -286,10 +310,10 @@ def write_search_index(tiles_dir: Path, layers: Sequence[SearchLayer]) -> dict[s
     chunks: list[pa.Array] = []
     places: list[pa.Array] = []
     base = at = 0
+    layers = [lyr for lyr in layers if lyr.columns and len(lyr.gdf)]
+    inner = _inner_points([lyr.gdf for lyr in layers])
     for lyr in layers:
-        if not lyr.columns or not len(lyr.gdf):
-            continue
-        lon, lat = _points(lyr.gdf)
+        lon, lat = _points(lyr.gdf, inner.pop(0))
         placed = ~np.isnan(lon)
         places.append(_places(lon, lat))  # once a feature, for each of its columns
         li = len(keys)

@@ -58,8 +58,11 @@ class GpkgWriter:
     finished. Frames given to :meth:`add` must not change afterwards.
     """
 
-    def __init__(self, path: str | Path, *, process: bool = False):
+    def __init__(self, path: str | Path, *, process: bool = False, digest: bool = False):
         self.path = Path(path)
+        #: Hash the file once it is closed (:func:`gisnet.output.publish.remember_sha256`:
+        #: the manifest's hash is then made on the thread that closes the writer).
+        self.digest = digest
         self.path.unlink(missing_ok=True)
         self.written: list[str] = []
         #: Rows of each layer, as it was given.
@@ -107,6 +110,10 @@ class GpkgWriter:
                 write_project(self.path)
         for m in messages + [str(w.message).strip() for w in self._caught + caught]:
             log.warning("%s: %s", self.path, m)
+        if self.digest:
+            from .publish import remember_sha256
+
+            remember_sha256(self.path)
         return self.path
 
     def __enter__(self) -> GpkgWriter:

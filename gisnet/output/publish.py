@@ -40,6 +40,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -78,6 +79,37 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+#: Hashes made as files were finished (:func:`remember_sha256`), by path, with the
+#: file's identity then (device, inode, size, modification time in ns).
+_REMEMBERED: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+_REMEMBERED_LOCK = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    st = path.stat()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def remember_sha256(path: Path) -> str:
+    """Hash a file just finished (on the thread that finished it, beside other work)
+    for :func:`make_manifest`, which takes the hash while the file is unchanged: same
+    device, inode, size and modification time."""
+    before = _identity(path)
+    digest = sha256_file(path)
+    if _identity(path) == before:
+        with _REMEMBERED_LOCK:
+            _REMEMBERED[str(path.resolve())] = (before, digest)
+    return digest
+
+
+def _sha256_remembered(path: Path) -> str:
+    with _REMEMBERED_LOCK:
+        known = _REMEMBERED.pop(str(path.resolve()), None)
+    if known is not None and known[0] == _identity(path):
+        return known[1]
+    return sha256_file(path)
 
 
 def _each_file(fn: Any, paths: Sequence[Path]) -> list[Any]:
@@ -304,8 +336,8 @@ def make_manifest(stage: Path, *, run_id: str, town: Any,
     town_file = Path(town_file) if town_file is not None else None
     rels = staged_files(stage)
     files = {rel: {"sha256": digest, "bytes": (stage / rel).stat().st_size}
-             for rel, digest in zip(rels, sha256_files([stage / r for r in rels]),
-                                    strict=True)}
+             for rel, digest in zip(rels, _each_file(_sha256_remembered,
+                                                    [stage / r for r in rels]), strict=True)}
     return {
         "format": MANIFEST_FORMAT,
         "run_id": run_id,
