@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigError
@@ -225,13 +225,18 @@ def remove_leftovers(out_dir: str | os.PathLike[str]) -> list[Path]:
 def _move_all(pub: Path, out: Path, order: Sequence[str]) -> None:
     """Step 3 of :func:`publish`: move the files of ``pub`` onto ``out`` in ``order``
     (relative paths; the manifest last), then remove the obsolete files."""
+    made: set[Path] = set()
     for rel in order:
-        src = pub / rel
-        if not src.exists():  # moved before a kill
-            continue
-        dst = out / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dst)
+        src, dst = pub / rel, out / rel
+        if dst.parent not in made:  # (a run's thousands of tiles share a folder)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dst.parent)
+        try:
+            os.replace(src, dst)
+        except FileNotFoundError:
+            if src.exists():
+                raise
+            continue  # moved before a kill
         kill_point("publish")
     obsolete = pub / _OBSOLETE
     if obsolete.exists():
@@ -384,7 +389,8 @@ def publish(stage: Path, out_dir: str | os.PathLike[str], manifest: Mapping[str,
     with folder_lock(out):
         (stage / _OBSOLETE).write_text(json.dumps(_obsolete(out, rels, town)),
                                        encoding="utf-8")
-        for d in {stage, *(p for p in stage.rglob("*") if p.is_dir())}:
+        # the folders that hold the files (found from their paths, not by a walk)
+        for d in {stage, *(stage / p for rel in rels for p in PurePosixPath(rel).parents)}:
             _fsync(d)
         pub = out / stage.name.replace(STAGING_PREFIX, PUBLISH_PREFIX, 1)
         os.rename(stage, pub)  # the commit point
