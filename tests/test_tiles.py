@@ -220,6 +220,34 @@ def test_search_points_of_shapes_shared_by_layers_are_each_layers_own():
         np.testing.assert_array_equal(got, want)
 
 
+def test_kept_layers_share_the_distinct_texts_of_a_property(monkeypatch):
+    """Tiled layers drawing the same ids keep one array of their distinct texts (the
+    codes renumbered): each layer reads back its own values, and its tiles' values
+    are the bytes of its unshared texts."""
+    from gisnet.maps import tiled
+    from gisnet.maps.encoding import TextCodes
+
+    monkeypatch.setattr(tiled, "SHARED_TEXTS_MIN", 1)
+    tiler = tiled.Tiler(min_features=1)
+    whole = _parcels(30)
+    ids = [f"P{i:03d}" for i in range(30)]
+    some = [ids[i] for i in (29, 3, 3, 17, 0)] + [None]  # other order, a subset, a gap
+    other = [f"Q{i}" for i in range(6)]  # texts the first has not
+    tiler.defer(whole, {"parcel_id": ids})
+    tiler.defer(whole.iloc[:6], {"parcel_id": some})
+    tiler.defer(whole.iloc[:6], {"parcel_id": other})
+    kept = [src.props["parcel_id"] for src in tiler.sources.values()]
+    assert all(isinstance(k, TextCodes) for k in kept)
+    assert kept[1].uniques is kept[0].uniques and kept[2].uniques is not kept[0].uniques
+    for k, values in zip(kept, (ids, some, other), strict=True):
+        assert list(k) == values
+        rows = np.arange(len(values))[::-1]
+        got = T.property_columns({"p": k}, rows)
+        want = T.property_columns({"p": TextCodes.of(values)}, rows)
+        np.testing.assert_array_equal(got.codes, want.codes)
+        assert bytes(got.table.buf) == bytes(want.table.buf)
+
+
 def test_detail_tiles_hold_each_parcel_with_its_properties(tmp_path: Path):
     gdf = _parcels()
     st = T.write_layer_tiles(tmp_path / "p.pmtiles", gdf, _props(gdf), name="parcels")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import numpy as np
+import pyarrow.compute as pc
 
 from ..errors import ConfigError
 from ..memory import release
@@ -58,6 +59,8 @@ PARALLEL_MIN_FEATURES = 200_000
 #: by the blocks of :mod:`gisnet.maps.tiles`: 150-175 MB above the layer itself for
 #: 300,000 parcels or taps, ``docs/performance.md``).
 MAX_THREADS = 2
+#: Distinct texts of a kept property shared with another layer's from this many.
+SHARED_TEXTS_MIN = 10_000
 #: Choices of ``--tiles``.
 TILE_MODES = ("auto", "always", "never")
 #: Folder of the archives, beside the pages.
@@ -97,6 +100,7 @@ class Tiler:
         self.min_features = min_features
         self.sources: dict[str, _Source] = {}
         self.stats: dict[str, TileStats] = {}
+        self._texts: dict[str, list[Any]] = {}  # distinct texts kept, by property
 
     def defer(self, gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None) -> \
             tuple[str, int] | None:
@@ -112,10 +116,34 @@ class Tiler:
         # only the geometry is kept (the page's frame with every column can go)
         geom = gpd.GeoDataFrame(geometry=gdf.geometry.reset_index(drop=True), crs=gdf.crs)
         # text columns as codes: they wait here while every page is built
-        kept = {k: (TextCodes.of(v) or v) if isinstance(v, list | np.ndarray) else v
+        kept = {k: self._shared(k, (TextCodes.of(v) or v)
+                                if isinstance(v, list | np.ndarray) else v)
                 for k, v in (props or {}).items()}
         self.sources[token] = _Source(geom, kept, n)
         return json.dumps({"tiled": token, "n": n}, separators=(",", ":")), n
+
+    def _shared(self, name: str, col: Any) -> Any:
+        """``col`` with its distinct texts the very array another kept layer holds for
+        the property ``name`` when that array has them all (in any order: the codes
+        are renumbered). A county's parcel ids, addresses and building ids are drawn by
+        several layers, about 20-25 MB of texts each; what the tiles and the search
+        index make of a property depends on each row's text, not on its code."""
+        if not isinstance(col, TextCodes) or len(col.uniques) < SHARED_TEXTS_MIN:
+            return col
+        u = col.uniques
+        for other in self._texts.setdefault(name, []):
+            if other is u:
+                return col
+            if len(other) < len(u) or other.type != u.type:
+                continue
+            where = pc.index_in(u, value_set=other)
+            if where.null_count:
+                continue  # a text the other has not
+            pos = where.to_numpy(zero_copy_only=False).astype(np.int64)
+            codes = np.where(col.codes >= 0, pos[np.maximum(col.codes, 0)], -1)
+            return TextCodes(codes.astype(TextCodes._code_dtype(len(other))), other)
+        self._texts[name].append(u)
+        return col
 
     def write(self, pages: Iterable[Page], out_dir: Path, *,
               threads: int | None = None) -> dict[str, TileStats]:
@@ -132,6 +160,7 @@ class Tiler:
         where forked processes would each copy the pages they touch (at county scale
         two workers added 3.5 GB, two threads about 2 GB: ``docs/performance.md``).
         """
+        self._texts.clear()  # (each kept layer's texts then go with the layer)
         jobs: dict[str, tuple[str, str, tuple[str, ...], str | None]] = {}
         searched: dict[str, SearchLayer] = {}
         todo: list[tuple[MapLayer, str]] = []
