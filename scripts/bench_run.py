@@ -17,8 +17,11 @@ For each town folder (holding a ``gisnet.toml``) this runs, in child processes:
   time) and the peak resident set
   size, both from the kernel (``wait4``'s ``ru_maxrss``) and sampled every 0.25 s
   from ``/proc/<pid>/status``, and the proportional set size of the run with its
-  forked tile workers together (``/proc/<pid>/smaps_rollup`` of the process tree,
-  sampled: pages a worker shares with the run count once); the run's progress lines
+  GeoPackage writer together (:class:`gisnet.testing.memory.TreePss`: each
+  process's private anonymous memory every 0.25 s, its share of the libraries it
+  maps read from ``smaps_rollup`` every 5 s and its growth since from the cheap
+  counters, never less than the PSS; ``pss_sampler`` gives the sampler's own time and
+  the largest differences seen between the two); the run's progress lines
   on stderr (one per finished step) give the resident size at the end of each step
   (``rss_at_step_end_gb``);
 * the yardsticks, in one more fresh process: reading the town's layer files alone
@@ -47,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gisnet.testing.memory import rss_kb, tree_pss_kb  # noqa: E402
+from gisnet.testing.memory import TreePss, rss_kb  # noqa: E402
 
 #: The goals of a county run, as multiples of the yardstick measured in the same
 #: invocation (reading the layer files + a bare sjoin_nearest): with maps, without
@@ -85,13 +88,15 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             cwd=ROOT)
     done = threading.Event()
+    pss = TreePss(proc.pid)  # smaps_rollup every 5 s: reading it 4 times a second slows the run
 
     def sample() -> None:
         while not done.is_set():
             kb = rss_kb(proc.pid)
             if kb is not None:
-                samples.append((time.perf_counter() - t0, kb))
-                tree.append((time.perf_counter() - t0, tree_pss_kb(proc.pid)))
+                now = time.perf_counter() - t0
+                samples.append((now, kb))
+                tree.append((now, pss.sample(now)))
             done.wait(0.25)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -133,6 +138,9 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict:
             "sampled_peak_at_s": round(peak_t, 1),
             "sampled_peak_tree_pss_gb": round(tree_kb / 1024 ** 2, 2),
             "sampled_peak_tree_at_s": round(tree_t, 1),
+            "pss_sampler": {"busy_s": round(pss.busy_s, 2), "exact_reads": pss.exact_reads,
+                            "max_over_mb": round(pss.max_over_kb / 1024, 1),
+                            "max_under_mb": round(pss.max_under_kb / 1024, 1)},
             "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "rss_by_step_gb": step_rss,
             "cpu_by_step_s": step_cpu, "wall_by_step_s": step_wall,
             "stdout": b"".join(out_chunks).decode(), "stderr": b"".join(err_chunks).decode()}
@@ -164,6 +172,7 @@ def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
            "sampled_peak_at_s": m["sampled_peak_at_s"], "gpkg_mb": gpkg_mb,
            "sampled_peak_tree_pss_gb": m["sampled_peak_tree_pss_gb"],
            "sampled_peak_tree_at_s": m["sampled_peak_tree_at_s"],
+           "pss_sampler": m["pss_sampler"],
            "rss_at_step_end_gb": m["rss_by_step_gb"], "cpu_s_by_step": m["cpu_by_step_s"]}
     if yardsticks:
         y = measure([python, "-c", YARDSTICK, str(folder)], env)
