@@ -3,8 +3,11 @@
 ``gisnet run`` (:func:`gisnet.pipeline.run` with ``release_inputs``) holds a
 county's layers and results at once; these let go of what no later step reads:
 the buildings' polygons once the obligations are measured
-(:func:`buildings_as_points`; the other input shapes nothing after the analyses
-measures go in :func:`gisnet.pipeline.unread_shapes_as_points`), and result layers the
+(:func:`buildings_as_points`), the buildings' points and attributes but for the few
+rows later steps read once the control step is done (:func:`buildings_read_later`),
+the other input layers nothing after the analyses reads but for their count of
+features (:func:`counted_only`, from :func:`gisnet.pipeline.unread_shapes_as_points`),
+and result layers the
 GeoPackage's writer already holds when nothing else reads them
 (:func:`empty_written`); the connection points but for the columns the capacity
 step reads, once the control step is done (:func:`points_for_capacity`); with
@@ -31,7 +34,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
 
 __all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "buildings_as_points",
-           "empty_written", "evidence_for_maps", "points_for_capacity", "release_drawn"]
+           "buildings_read_later", "counted_only", "empty_written", "evidence_for_maps",
+           "points_for_capacity", "release_drawn"]
 
 #: The columns of the connection points the capacity step reads
 #: (:func:`gisnet.capacity.compute_capacity`: which parcel or user taps which edge).
@@ -110,12 +114,16 @@ def buildings_as_points(town: Town) -> Callable[[], Any] | None:
     return centroids
 
 
-def points_for_capacity(control: Any) -> pd.DataFrame | None:
+def points_for_capacity(control: Any, town: Town | None = None) -> pd.DataFrame | None:
     """The connection points of ``control`` (a :class:`gisnet.results.ControlResult`)
     with only :data:`CAPACITY_READS`, and the control result let go of them: their
     tap points and other columns (about 0.3 GB for a county's million) are read by
     no later step of a run that ends with itself (follow-up questions are given up
-    with :meth:`gisnet.pipeline.Results.release_follow_ups` after the capacity step)."""
+    with :meth:`gisnet.pipeline.Results.release_follow_ups` after the capacity step).
+    With ``town``, its buildings keep only what the later steps read
+    (:func:`buildings_read_later`)."""
+    if town is not None:
+        buildings_read_later(town, control)
     points = None if control is None else control.points
     if points is None:
         return None
@@ -123,6 +131,69 @@ def points_for_capacity(control: Any) -> pd.DataFrame | None:
     control.points = None
     release()
     return slim
+
+
+def buildings_read_later(town: Town, control: Any) -> None:
+    """Once the control step is done, keep of the town's buildings (their points, see
+    :func:`buildings_as_points`) only what later steps of a run that ends with itself
+    read: every row (the summary and the manifest count them) with its
+    ``building_id``, and the point of the buildings
+
+    - a finding of the town's report names (the worklist places a finding without a
+      shape of its own at the features it names, :mod:`gisnet.worklist`; the capacity
+      step's findings name no building);
+    - whose sewer is unresolved, and those of the sampling plan (the sampling page
+      draws them at their building, :mod:`gisnet.maps.sampling`).
+
+    The other points and columns go: about 0.15 GB for a county's million buildings,
+    held through the capacity step and the pages otherwise."""
+    from .io.ids import in_ids
+
+    b = town.layers.get("buildings")
+    if not isinstance(b, gpd.GeoDataFrame) or "building_id" not in b.columns \
+            or b.geometry.name not in b.columns or not len(b):
+        return
+    named: dict[str, None] = {}
+    for f in town.report.findings:
+        if isinstance(f.feature_id, str):
+            named.update((x, None) for x in f.feature_id.split(",") if x)
+    wanted = [pd.Series(list(named), dtype=object)]
+    for layer in ("control_manholes", "sampling_plan"):
+        df = None if control is None else getattr(control, layer, None)
+        if df is None or "building_id" not in df.columns:
+            continue
+        rows = df if layer == "sampling_plan" or "source" not in df.columns else \
+            df[(df["source"].astype(object) == "unresolved").to_numpy()]
+        wanted.append(rows["building_id"].dropna().astype(object))
+    ids = b["building_id"]
+    keep = in_ids(ids.astype(str), pd.concat(wanted, ignore_index=True).astype(str))
+    name, crs = b.geometry.name, b.crs
+    geoms = np.full(len(b), None, dtype=object)
+    geoms[keep] = np.asarray(b.geometry.array, dtype=object)[keep]
+    del b
+    town.layers["buildings"] = gpd.GeoDataFrame(
+        {"building_id": ids}, geometry=gpd.GeoSeries(geoms, index=ids.index, crs=crs,
+                                                     name=name), crs=crs)
+    release()
+
+
+#: Input layers no step after the analyses reads but for their count of features (the
+#: run's summary and the manifest's ``town_info``): the quality step's worklist is the
+#: last to read them (the shapes of the features its findings name).
+COUNTED_ONLY = ("streets", "laterals")
+
+
+def counted_only(town: Town) -> None:
+    """Hold each layer of :data:`COUNTED_ONLY` as as many rows without columns or shapes
+    (a missing geometry each): a county's 167,000 streets were about 30 MB as points."""
+    for role in COUNTED_ONLY:
+        gdf = town.layers.get(role)
+        if isinstance(gdf, gpd.GeoDataFrame) and len(gdf):
+            crs = gdf.crs
+            town.layers[role] = gpd.GeoDataFrame(
+                geometry=gpd.GeoSeries(np.full(len(gdf), None, dtype=object), crs=crs),
+                crs=crs)
+    release()
 
 
 #: The fields of :class:`gisnet.pipeline.Results` holding result layers.

@@ -37,6 +37,7 @@ from .io import crs_label
 from .io.postgis import is_database
 from .lean import (
     buildings_as_points,
+    counted_only,
     empty_written,
     evidence_for_maps,
     points_for_capacity,
@@ -379,12 +380,13 @@ def analyse(
         The day the ``overdue`` layer counts deadlines against (default today).
     release_inputs
         Once the analyses are done (the worklist, last, zooms to the features its
-        fixes name), replace the shapes of the input layers nothing after them
-        measures (:data:`UNREAD_AFTER_ANALYSES`) by a point inside each: less
-        memory for writing and drawing a big town; follow-ups that measure from
-        buildings must not be asked of these results. The buildings' polygons go
-        once the obligations step (the last to measure from them) has ended: the
-        control step is given each building's centroid, made before. What only
+        fixes name), hold the streets and laterals as their count of rows alone
+        (:func:`gisnet.lean.counted_only`): less memory for writing and drawing a
+        big town; follow-ups that measure from buildings must not be asked of these
+        results. The buildings' polygons go once the obligations step (the last to
+        measure from them) has ended: the control step is given each building's
+        centroid, made before; once it has ended, the buildings keep only the points
+        later steps read (:func:`gisnet.lean.buildings_read_later`). What only
         follow-up questions read goes too (:meth:`Results.release_follow_ups`): the
         downstream index and connection points once the capacity step has ended, the
         graph once the quality step has read it.
@@ -487,7 +489,7 @@ def analyse(
     if "capacity" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
         c = res.control
-        pts = (points_for_capacity(c) if release_inputs
+        pts = (points_for_capacity(c, town) if release_inputs
                else None if c is None else c.points)
         res.capacity = step("capacity", "accumulating flows and checking capacity",
                             lambda: compute_capacity(town, G, points=pts,
@@ -590,10 +592,9 @@ def run(
     inputs
         Further input files to keep off (a profile file named on the command line).
     release_inputs
-        Replace the shapes of the input layers nothing after the analyses
-        measures (:data:`UNREAD_AFTER_ANALYSES`: buildings, streets, laterals; at
-        county scale a million building polygons, about 0.65 GB) by a point inside
-        each before the results are written and drawn (see :func:`analyse`), and
+        Let go of the input shapes nothing after the analyses measures (buildings,
+        streets, laterals; at county scale a million building polygons, about 0.65
+        GB) before the results are written and drawn (see :func:`analyse`), and
         let go of what only follow-up questions read once the analyses end
         (:meth:`Results.release_follow_ups`: the graph, the downstream index, the
         connection points). With maps, every result layer and the town's layers go
@@ -707,24 +708,20 @@ def run(
     return res
 
 
-#: Input layers nothing after the analyses measures: the write and the maps use
-#: the result layers and the parcels, mains, manholes, plants and users, and the
-#: maps mark a building whose sewer is unresolved at a point inside it; the
-#: manifest counts every layer's rows.
-UNREAD_AFTER_ANALYSES = ("buildings", "streets", "laterals")
-
-
 def unread_shapes_as_points(town: Town) -> None:
-    """Replace each shape of the layers of :data:`UNREAD_AFTER_ANALYSES` by the point
-    inside it the maps draw (:func:`gisnet.maps.common.point_geoms`), and give the
-    memory back: a point is about a third of a 5-vertex polygon's memory."""
+    """Once the analyses are done, the input layers nothing after them measures: each
+    building the point inside it where the maps mark one whose sewer is unresolved
+    (:func:`gisnet.maps.common.point_geoms`; a point is about a third of a 5-vertex
+    polygon's memory), the streets and laterals their count of rows alone
+    (:func:`gisnet.lean.counted_only`: the write and the maps read the result layers
+    and the parcels, mains, manholes, plants, users and buildings; the manifest
+    counts every layer's rows)."""
     from .maps.common import point_geoms
 
-    for role in UNREAD_AFTER_ANALYSES:
-        gdf = town.layers.get(role)
-        if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns:
-            town.layers[role] = point_geoms(gdf)
-    release()
+    b = town.layers.get("buildings")
+    if isinstance(b, gpd.GeoDataFrame) and b.geometry.name in b.columns:
+        town.layers["buildings"] = point_geoms(b)
+    counted_only(town)
 
 
 def _register_and_previous(town: Town, out: str | Path) -> tuple[Town, pd.DataFrame, Any]:

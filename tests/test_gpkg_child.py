@@ -223,9 +223,27 @@ def test_run_without_maps_lets_go_of_what_nothing_after_reads(sample_dir: Path, 
                      (res.control.control_paths, plain.control.control_paths)):
         assert len(df) == 0 and list(df.columns) == list(full.columns) and len(full) > 0
     assert len(res.control.control_manholes) == len(plain.control.control_manholes)
-    # the buildings are now the point inside each, as the maps draw them
-    held = np.asarray(town.layers["buildings"].geometry.array, dtype=object)
-    assert shapely.equals_exact(held, inside, tolerance=0).all()
+    # the buildings keep every row (counted in the summary and the manifest) and their
+    # ids; the point inside each, as the maps draw them, only where a later step reads
+    # it: buildings a finding names (the worklist), whose sewer is unresolved or in the
+    # sampling plan (the sampling page)
+    b = town.layers["buildings"]
+    assert list(b.columns) == ["building_id", "geometry"] and len(b) == len(polygons)
+    held = np.asarray(b.geometry.array, dtype=object)
+    kept = ~shapely.is_missing(held)
+    assert shapely.equals_exact(held[kept], inside[kept], tolerance=0).all()
+    cm = res.control.control_manholes
+    unresolved = set(cm.loc[(cm["source"] == "unresolved").to_numpy(), "building_id"].dropna())
+    planned = set(res.control.sampling_plan["building_id"].dropna())
+    named = {"B0000015", "B0000016"}  # the shared building sewer's finding
+    assert unresolved and planned and named <= set(b["building_id"][kept])
+    assert set(b["building_id"][kept]) >= unresolved | planned
+    assert kept.sum() < len(b) / 10
+    # the streets and laterals: their count of rows alone
+    for role in ("streets", "laterals"):
+        assert len(town.layers[role]) == len(plain.town.layers[role]) > 0
+        assert shapely.is_missing(np.asarray(town.layers[role].geometry.array)).all()
+    assert res.summary()["layers"] == plain.summary()["layers"]
     cm, full = res.control.control_manholes, plain.control.control_manholes
     pd.testing.assert_frame_equal(pd.DataFrame(cm.drop(columns="geometry")),
                                   pd.DataFrame(full.drop(columns="geometry")))

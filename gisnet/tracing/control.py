@@ -223,8 +223,9 @@ def control_manholes(
         edge, np.nan_to_num(tap_ft))
     nodes = idx.nodes
     mh_id, plant, entry_id = (_node_or_none(nodes, pos) for pos in (mh, out, entry))
-    source = points["source"].to_numpy(dtype=object).copy()
-    source[pd.isna(source)] = "unresolved"
+    # one object per distinct text (Arrow text as objects is a string per row)
+    codes, kinds = pd.factorize(points["source"], use_na_sentinel=True)
+    source = np.append(np.asarray(kinds, dtype=object), "unresolved")[codes]
     # a tap on a private main whose flow never enters the public sewer
     lost = (source == "private_main") & (entry < 0)
     source[lost] = "unresolved"

@@ -14,6 +14,7 @@ Lengths are in feet (``*_ft``), converted with ``G.graph["ft_per_unit"]``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterable, Mapping
@@ -191,11 +192,6 @@ class DownstreamIndex:
             (bool(ndata[n].get("outlet", False)) or n in outlets for n in nodes), bool, len(nodes)
         )
         self.edges = self._edge_arrays(G)
-        self.edge_index: dict[tuple[Any, Any, Any], int] = {
-            (nodes[a], nodes[b], k): i
-            for i, (a, b, k) in enumerate(
-                zip(self.edges.u, self.edges.v, self.edges.key, strict=True))
-        }
         self.next_edge, self.next_node = self._primary_out_edges()
         step = np.zeros(len(nodes))
         has = self.next_edge >= 0
@@ -217,6 +213,15 @@ class DownstreamIndex:
             "downstream index: %d nodes, %d edges, %d without a manhole downstream",
             len(nodes), len(self.edges.u), int((self.manhole < 0).sum()),
         )
+
+    @functools.cached_property
+    def edge_index(self) -> dict[tuple[Any, Any, Any], int]:
+        """Edge index of each ``(u, v, key)``, made when first asked: the control step
+        finds its points' edges as codes (:func:`gisnet.tracing.paths.edge_indices`),
+        and a county's 300,000 keys are about 60 MB of tuples."""
+        nodes = self.nodes
+        return {(nodes[a], nodes[b], k): i for i, (a, b, k) in enumerate(
+            zip(self.edges.u, self.edges.v, self.edges.key, strict=True))}
 
     # -- construction -----------------------------------------------------
 

@@ -475,7 +475,11 @@ def connection_points(
         )
     users = town.layer("users")
     if users is not None and len(users):
-        pts = pd.concat([pts, _user_points(idx, users, pts, laterals, town)], ignore_index=True)
+        up = _user_points(idx, users, pts, laterals, town)
+        for c in ("source", "reason"):  # (text and objects would concatenate as a
+            if isinstance(pts[c].dtype, pd.StringDtype):  # Python string per row)
+                up[c] = up[c].astype(pts[c].dtype)
+        pts = pd.concat([pts, up], ignore_index=True)
     if not len(pts):
         return _empty_points(idx.crs)
     out = gpd.GeoDataFrame(pts, geometry="geometry", crs=idx.crs)
