@@ -376,6 +376,25 @@ def test_sampling_sets_sius_apart_and_counts_taps_per_control_manhole(written):
     assert column_of(taps, "address") == ["1 Main St", "2 Main St"]  # from the parcels
 
 
+def test_tap_takes_the_address_of_the_first_parcel_of_its_id_and_none_without_one(tmp_path):
+    """A tap's address is its parcel's (the first parcel of a repeated id); a tap without
+    a parcel id has none, even when a parcel without an id has an address (pandas' map
+    would match the two missing ids)."""
+    town = make_town()
+    parcels = town.layers["parcels"]
+    parcels["parcel_id"] = pd.Series(["P1", "P2", "P2", None], dtype=parcels["parcel_id"].dtype)
+    results = make_results(town)
+    taps = results["control_manholes"]
+    results["control_manholes"] = gpd.GeoDataFrame(
+        pd.concat([taps, taps], ignore_index=True).assign(
+            building_id=["B1", "B2", "B3", "B4"], parcel_id=["P1", "P2", None, "P9"]),
+        geometry="geometry", crs=CRS)
+    [page] = maps.write_maps(town, results, tmp_path, names=["sampling"])
+    taps = layer_data(page)["taps"]["data"]
+    assert column_of(taps, "building_id") == ["B1", "B2", "B3", "B4"]
+    assert column_of(taps, "address") == ["1 Main St", "2 Main St", None, None]
+
+
 def test_capacity_classes_and_plant_panel(written):
     _, paths = written
     layers = layer_data(paths[3])

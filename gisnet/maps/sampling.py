@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from ..io.ids import first_positions, in_ids
 from ..labels import SOURCE_LABELS
 from .common import MapContext, MapLayer, auto_props, cited, fields_for, point_geoms
 from .encoding import TextCodes, column, field_label, fmt_text, is_true
@@ -113,9 +114,10 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
         parcels = ctx.layer("parcels")
         if parcels is not None and "address" not in taps.columns and "parcel_id" in taps.columns \
                 and "address" in parcels.columns:
-            addr = parcels[["parcel_id", "address"]].drop_duplicates("parcel_id") \
-                .set_index("parcel_id")["address"]
-            taps = taps.assign(address=taps["parcel_id"].map(addr))
+            # each tap's parcel's address (the first parcel of its id), matched as codes
+            at = first_positions(parcels["parcel_id"], taps["parcel_id"])
+            taps = taps.assign(address=pd.Series(parcels["address"].array.take(
+                at, allow_fill=True), index=taps.index))
         per_row_section = "section" in taps.columns and \
             taps["section"].dropna().astype(str).nunique() > 1
         cols = fields_for(taps, ["building_id", "parcel_id", "address", "user_id",
@@ -162,7 +164,7 @@ def sampling_layers(ctx: MapContext) -> list[MapLayer]:
     nodes = node_frame(ctx)
     if served is not None and nodes is not None and len(served):
         idcol = "node_id"
-        cm = nodes[column(nodes, idcol).astype(str).isin(served.index).to_numpy()]
+        cm = nodes[in_ids(column(nodes, idcol).astype(str), pd.Series(served.index))]
         cm = _with_owner_manholes(ctx, cm, owner_ids, idcol)
         cm = point_geoms(cm)
         counts = cm[idcol].astype(str).map(served).fillna(0).astype(int).to_numpy()
