@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def analyse_control(
     town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
-    paths: bool = True, building_points: np.ndarray | None = None,
+    paths: bool | str = True, building_points: np.ndarray | None = None,
 ) -> ControlResult:
     """Connection points, control manholes and paths, and the sampling plan of a town.
 
@@ -36,7 +36,9 @@ def analyse_control(
     index
         A :class:`~gisnet.tracing.DownstreamIndex` of ``G`` to reuse (built if None).
     paths
-        Build the ``control_paths`` lines (False: ``control_paths`` is None).
+        Build the ``control_paths`` lines (False: ``control_paths`` is None;
+        ``"later"``: None until :meth:`ControlResult.paths_now`, which needs the index's
+        arrays but not the graph).
     building_points
         Each building's centroid, when the buildings' shapes are no longer held
         (:func:`gisnet.tracing.features_to_connect`).
@@ -53,6 +55,7 @@ def analyse_control(
     idx = DownstreamIndex.of(G, index)
     points = connection_points(town, G, index=idx, building_points=building_points)
     layers = control_manholes(town, G, points=points, index=idx, paths=paths)
+    later = layers.get("make_control_paths")
     users = town.layer("users")
     plan = None
     if users is not None and len(users):
@@ -63,4 +66,5 @@ def analyse_control(
         points=points,
         index=idx,
         sampling_plan=plan,
+        make_paths=later,
     )

@@ -19,6 +19,7 @@ the GeoPackage is written and the pages are built, before their tiles are cut
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "buildings_as_points",
            "buildings_read_later", "counted_only", "empty_written", "evidence_for_maps",
-           "points_for_capacity", "release_drawn"]
+           "paths_after_graph", "points_for_capacity", "release_drawn"]
 
 #: The columns of the connection points the capacity step reads
 #: (:func:`gisnet.capacity.compute_capacity`: which parcel or user taps which edge).
@@ -194,6 +195,22 @@ def counted_only(town: Town) -> None:
                 geometry=gpd.GeoSeries(np.full(len(gdf), None, dtype=object), crs=crs),
                 crs=crs)
     release()
+
+
+def paths_after_graph(res: Any) -> bool:
+    """Make the control paths a run asked for later (``analyse_control(paths="later")``)
+    once the networkx graph is let go (:meth:`gisnet.pipeline.Results.release_follow_ups`):
+    a county's million path lines (about 0.3 GB) are then not made beside the graph
+    (about 0.55 GB), at the end of the control step where every other layer is held.
+    They need only the downstream index's arrays; their time is the control step's.
+    Whether there were paths to make."""
+    c = res.control
+    if c is None or c.make_paths is None:
+        return False
+    t = time.perf_counter()
+    c.paths_now()
+    res.timings_s["control"] = res.timings_s.get("control", 0.0) + time.perf_counter() - t
+    return True
 
 
 #: The fields of :class:`gisnet.pipeline.Results` holding result layers.

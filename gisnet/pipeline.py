@@ -40,6 +40,7 @@ from .lean import (
     counted_only,
     empty_written,
     evidence_for_maps,
+    paths_after_graph,
     points_for_capacity,
     release_drawn,
 )
@@ -60,6 +61,7 @@ from .results import (
 from .serialize import to_jsonable
 from .threads import default_threads, in_background
 from .town import Town
+from .tracing.control import PATHS_LATER
 from .worklist import worklist, worklist_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -379,17 +381,16 @@ def analyse(
     as_of
         The day the ``overdue`` layer counts deadlines against (default today).
     release_inputs
-        Once the analyses are done (the worklist, last, zooms to the features its
-        fixes name), hold the streets and laterals as their count of rows alone
-        (:func:`gisnet.lean.counted_only`): less memory for writing and drawing a
-        big town; follow-ups that measure from buildings must not be asked of these
-        results. The buildings' polygons go once the obligations step (the last to
-        measure from them) has ended: the control step is given each building's
-        centroid, made before; once it has ended, the buildings keep only the points
-        later steps read (:func:`gisnet.lean.buildings_read_later`). What only
-        follow-up questions read goes too (:meth:`Results.release_follow_ups`): the
-        downstream index and connection points once the capacity step has ended, the
-        graph once the quality step has read it.
+        Less memory for a big town (follow-ups that measure from buildings must not
+        be asked of these results): the buildings' polygons go once the obligations
+        (the last to measure from them) end, the control step given each building's
+        centroid, made before; after it the buildings keep only the points later
+        steps read (:func:`gisnet.lean.buildings_read_later`), and its paths are made
+        once the graph has gone (:func:`gisnet.lean.paths_after_graph`); once the
+        worklist (last) is made, the streets and laterals keep only their count
+        (:func:`gisnet.lean.counted_only`). What only follow-up questions read goes
+        too (:meth:`Results.release_follow_ups`): the downstream index and connection
+        points once the capacity step has ended, the graph once quality has read it.
     release_written
         Once ``on_layers`` has been given them, empty the layers nothing after
         their step reads (:data:`gisnet.lean.RELEASED_ONCE_WRITTEN`; kept as frames of no rows
@@ -469,14 +470,13 @@ def analyse(
                                         town.layers.get("parcels"))
         done()
 
-    centroids = None
-    if release_inputs and "control" in todo:
-        centroids = buildings_as_points(town)
+    centroids = buildings_as_points(town) if release_inputs and "control" in todo else None
     if "control" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(
-                               town, G, paths=control_paths,
+                               town, G, paths=PATHS_LATER if release_inputs and control_paths
+                               else control_paths,
                                building_points=None if centroids is None else centroids()),
                            n_parcels, "parcels")
         centroids = None
@@ -521,6 +521,8 @@ def analyse(
         unread_shapes_as_points(town)
         del G  # the last reference but the results'
         res.release_follow_ups()
+        if paths_after_graph(res):  # the control paths, made without the graph held,
+            done()  # to the writer
     return res
 
 

@@ -17,7 +17,7 @@ its WKT), for a notebook: :func:`short_repr`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import geopandas as gpd
@@ -139,6 +139,14 @@ class ControlResult:
     points: gpd.GeoDataFrame
     index: Any
     sampling_plan: gpd.GeoDataFrame | None = None
+    #: Makes ``control_paths`` when they were asked for later (``paths="later"``).
+    make_paths: Any = field(default=None, repr=False, compare=False)
+
+    def paths_now(self) -> None:
+        """Make the ``control_paths`` asked for later (nothing when there are none to make)."""
+        if self.make_paths is not None:
+            make, self.make_paths = self.make_paths, None
+            self.control_paths = make()
 
     def layers(self) -> dict[str, pd.DataFrame]:
         return _present({

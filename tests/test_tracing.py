@@ -958,3 +958,33 @@ def test_edge_indices_match_as_codes_and_as_objects(sample_dir) -> None:
     assert (idx.edges.key[e] == pts["edge_key"].to_numpy(dtype=object)[ok]).all()
     assert (idx.nodes[idx.edges.u[e]] == pts["edge_u"].to_numpy(dtype=object)[ok]).all()
     assert (idx.nodes[idx.edges.v[e]] == pts["edge_v"].to_numpy(dtype=object)[ok]).all()
+
+
+def test_control_paths_made_later_need_the_index_arrays_not_the_graph(sample_dir):
+    """``analyse_control(paths="later")`` (what ``gisnet run`` asks for): the paths are
+    made once the graph has gone (the maker holds the index's arrays, not the graph
+    or the index), and they are the very layer made in the step."""
+    import gc
+    import weakref
+
+    from geopandas.testing import assert_geodataframe_equal
+
+    from gisnet.control import analyse_control
+    from gisnet.graph import build_sewer_graph
+    from gisnet.io import load_town
+
+    town = load_town(sample_dir)
+    now = analyse_control(town, build_sewer_graph(town))
+    G = build_sewer_graph(town)
+    later = analyse_control(town, G, paths="later")
+    assert later.control_paths is None and later.make_paths is not None
+    assert_geodataframe_equal(later.control_manholes, now.control_manholes)
+    gone = weakref.ref(G)
+    later.index = None
+    del G
+    gc.collect()
+    assert gone() is None  # nothing of the later paths holds the graph
+    later.paths_now()
+    assert later.make_paths is None and len(later.control_paths) == len(now.control_paths) > 0
+    assert_geodataframe_equal(later.control_paths, now.control_paths)
+    later.paths_now()  # once made, nothing more to do

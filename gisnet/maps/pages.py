@@ -80,6 +80,7 @@ def build_pages(town: Town, results: Mapping[str, pd.DataFrame],
             elif name == "capacity":
                 has = ctx.table("pipes_capacity") is not None or ctx.table("plants") is not None
                 built[name] = capacity_layers(ctx) if has else ([], [])
+            release()  # what the page made and dropped, before the next is built
         return built[name]
 
     titles = {"network": "Sewer network and data quality",

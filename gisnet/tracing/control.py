@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .index import DownstreamIndex
-from .paths import edge_indices, path_lines
+from .paths import Chains, edge_indices, path_lines
 from .points import connection_points, held_values
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -175,8 +175,8 @@ def control_manholes(
     *,
     points: gpd.GeoDataFrame | None = None,
     index: DownstreamIndex | None = None,
-    paths: bool = True,
-) -> dict[str, gpd.GeoDataFrame]:
+    paths: bool | str = True,
+) -> dict[str, Any]:
     """Control manhole, plant served and path length of every connection point.
 
     Parameters
@@ -193,7 +193,9 @@ def control_manholes(
     index
         A :class:`DownstreamIndex` of ``G`` to reuse.
     paths
-        Also build the ``control_paths`` lines (skip for speed).
+        Also build the ``control_paths`` lines (skip for speed); ``"later"``
+        (:data:`PATHS_LATER`): give instead, under ``make_control_paths``, a function
+        that builds them from the index's arrays alone (the graph may go first).
 
     Returns
     -------
@@ -275,19 +277,36 @@ def control_manholes(
             f"{int(nomh.sum())} connection point(s) reach no public active manhole downstream",
             layer="mains",
         )
-    out_layers = {"control_manholes": result}
+    out_layers: dict[str, Any] = {"control_manholes": result}
     if paths:
+        make = _paths_maker(Chains.of(idx), idx.crs, edge, tap_ft, points.geometry.to_numpy(),
+                            mh, result)
+        if paths == PATHS_LATER:
+            out_layers["make_control_paths"] = make
+        else:
+            out_layers["control_paths"] = make()
+    return out_layers
+
+
+#: ``paths`` of :func:`control_manholes`: the paths' lines made when asked.
+PATHS_LATER = "later"
+
+
+def _paths_maker(chains: Chains, crs: Any, edge: np.ndarray, tap_ft: np.ndarray,
+                 taps: np.ndarray, mh: np.ndarray, result: gpd.GeoDataFrame) -> Any:
+    """A function making the ``control_paths`` layer: from each tap along its edge and
+    the primary chain to its control manhole (node ``mh``, -1: no line)."""
+
+    def make() -> gpd.GeoDataFrame:
         e = np.maximum(edge, 0)
-        frac = np.where(
-            idx.edges.length_ft[e] > 0, np.nan_to_num(tap_ft) / idx.edges.length_ft[e], 0.0
-        )
-        lines = path_lines(idx, np.where(edge >= 0, edge, -1), np.clip(frac, 0, 1),
-                           points.geometry.to_numpy(), mh)
+        length = chains.edges.length_ft[e]
+        frac = np.where(length > 0, np.nan_to_num(tap_ft) / length, 0.0)
+        lines = path_lines(chains, np.where(edge >= 0, edge, -1), np.clip(frac, 0, 1), taps,
+                           mh)
         # a selection, not a copy: pandas copies on write, so a change to either
         # layer later leaves the other as it is
         cp = result[["building_id", "parcel_id", "user_id", "control_manhole_id",
                      "path_length_ft", "source"]]
-        out_layers["control_paths"] = gpd.GeoDataFrame(
-            cp, geometry=gpd.GeoSeries(lines, crs=idx.crs), crs=idx.crs
-        )
-    return out_layers
+        return gpd.GeoDataFrame(cp, geometry=gpd.GeoSeries(lines, crs=crs), crs=crs)
+
+    return make

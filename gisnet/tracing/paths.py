@@ -7,6 +7,9 @@ Shared by the control manholes (:mod:`.control`) and the traces
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -14,6 +17,22 @@ import shapely
 
 from ..io.ids import first_positions
 from .index import DownstreamIndex
+
+
+@dataclass(frozen=True)
+class Chains:
+    """What :func:`path_lines` walks of a :class:`DownstreamIndex`: its edge arrays,
+    nodes and primary chains, without the graph the index was built from (which may
+    then go before the lines are made)."""
+
+    edges: Any
+    nodes: np.ndarray
+    next_edge: np.ndarray
+    next_node: np.ndarray
+
+    @classmethod
+    def of(cls, idx: DownstreamIndex) -> Chains:
+        return cls(idx.edges, idx.nodes, idx.next_edge, idx.next_node)
 
 
 def edge_indices(idx: DownstreamIndex, points: pd.DataFrame) -> np.ndarray:
@@ -52,7 +71,8 @@ def _all_text(values: np.ndarray) -> bool:
     return pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty")
 
 
-def tail_coords(idx: DownstreamIndex, edge: np.ndarray, frac: np.ndarray, taps: np.ndarray):
+def tail_coords(idx: DownstreamIndex | Chains, edge: np.ndarray, frac: np.ndarray,
+                taps: np.ndarray):
     """Coordinates of each tap edge from the tap to its downstream end.
 
     Returns (coords (k, 2), owner row per coordinate), rows in order."""
@@ -89,7 +109,7 @@ PATH_CHUNK_ROWS = 65_536
 
 
 def path_lines(
-    idx: DownstreamIndex,
+    idx: DownstreamIndex | Chains,
     edge: np.ndarray,
     frac: np.ndarray,
     taps: np.ndarray,
@@ -109,7 +129,7 @@ def path_lines(
 
 
 def _path_lines(
-    idx: DownstreamIndex,
+    idx: DownstreamIndex | Chains,
     edge: np.ndarray,
     frac: np.ndarray,
     taps: np.ndarray,
