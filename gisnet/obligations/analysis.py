@@ -332,7 +332,7 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
         "status": pd.Series(dec.status, dtype=object),
         "deadline_days": dec.deadline_days,
         "septic_deadline": dec.septic_deadline,
-        "measure": _same_text(measure, n),
+        "measure": measure,
         "section": pd.Series(dec.section, dtype=object),
         "reason": pd.Series(dec.reason, dtype=object),
         "approximate": approx,
@@ -353,7 +353,7 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
             pd.Series(dec.ground, dtype=object) != "", None),
         "in_district": pd.array(nf.in_district if nf.district_given
                                 else np.full(n, None, dtype=object), dtype="boolean"),
-        "profile": _same_text(prof.id, n),
+        "profile": prof.id,
     })
     out = out[OBLIGATION_COLUMNS]
     ob = gpd.GeoDataFrame(out, geometry=gpd.GeoSeries(pgeom, crs=town.crs), crs=town.crs)
@@ -366,12 +366,6 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     counts = ob["status"].value_counts().to_dict()
     log.info("obligations: %s", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return ob, ev
-
-
-def _same_text(text: str, n: int) -> pd.Series:
-    """``n`` rows of one text, as objects: one string, where Arrow text would hold its
-    bytes in every row (a county's profile id, 24 MB)."""
-    return pd.Series(np.full(n, text, dtype=object), dtype=object)
 
 
 def _text_or_null(parcels: pd.DataFrame, column: str) -> np.ndarray:
