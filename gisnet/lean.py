@@ -7,6 +7,7 @@ the buildings' polygons once the obligations are measured
 rows later steps read once the control step is done (:func:`buildings_read_later`),
 the other input layers nothing after the analyses reads but for their count of
 features (:func:`counted_only`, from :func:`gisnet.pipeline.unread_shapes_as_points`),
+the control paths made only once the graph has gone (:func:`paths_after_graph`),
 and result layers the
 GeoPackage's writer already holds when nothing else reads them
 (:func:`empty_written`); the connection points but for the columns the capacity
