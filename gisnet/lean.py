@@ -150,16 +150,13 @@ def buildings_read_later(town: Town, control: Any) -> None:
     The other points and columns go: about 0.15 GB for a county's million buildings,
     held through the capacity step and the pages otherwise."""
     from .io.ids import in_ids
+    from .worklist import _ids  # the ids of findings, as the worklist reads them
 
     b = town.layers.get("buildings")
     if not isinstance(b, gpd.GeoDataFrame) or "building_id" not in b.columns \
             or b.geometry.name not in b.columns or not len(b):
         return
-    named: dict[str, None] = {}
-    for f in town.report.findings:
-        if isinstance(f.feature_id, str):
-            named.update((x, None) for x in f.feature_id.split(",") if x)
-    wanted = [pd.Series(list(named), dtype=object)]
+    wanted = [pd.Series(_ids([f.feature_id for f in town.report.findings]), dtype=object)]
     for layer in ("control_manholes", "sampling_plan"):
         df = None if control is None else getattr(control, layer, None)
         if df is None or "building_id" not in df.columns:
