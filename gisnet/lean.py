@@ -150,13 +150,13 @@ def buildings_read_later(town: Town, control: Any) -> None:
     The other points and columns go: about 0.15 GB for a county's million buildings,
     held through the capacity step and the pages otherwise."""
     from .io.ids import in_ids
-    from .worklist import _ids  # the ids of findings, as the worklist reads them
+    from .worklist import finding_ids  # as the worklist reads them
 
     b = town.layers.get("buildings")
     if not isinstance(b, gpd.GeoDataFrame) or "building_id" not in b.columns \
             or b.geometry.name not in b.columns or not len(b):
         return
-    wanted = [pd.Series(_ids([f.feature_id for f in town.report.findings]), dtype=object)]
+    wanted = [pd.Series(finding_ids([f.feature_id for f in town.report.findings]), dtype=object)]
     for layer in ("control_manholes", "sampling_plan"):
         df = None if control is None else getattr(control, layer, None)
         if df is None or "building_id" not in df.columns:

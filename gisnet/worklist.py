@@ -28,7 +28,7 @@ from shapely.geometry.base import BaseGeometry
 
 from .schema import ID_COLUMN
 
-__all__ = ["IDS_SHOWN", "PLACES_SHOWN", "WORK_KINDS", "worklist", "worklist_lines"]
+__all__ = ["IDS_SHOWN", "PLACES_SHOWN", "WORK_KINDS", "finding_ids", "worklist", "worklist_lines"]
 
 #: Ids listed in a row's ``ids`` (the rest counted in ``more_ids``).
 IDS_SHOWN = 10
@@ -76,7 +76,7 @@ WORK_KINDS: dict[str, str] = {
 _SEVERITY_ORDER = {"error": 0, "warning": 1}
 
 
-def _ids(values: Sequence[Any]) -> list[str]:
+def finding_ids(values: Sequence[Any]) -> list[str]:
     """Feature ids of findings (comma-separated), in order, each once."""
     seen: dict[str, None] = {}
     for v in values:
@@ -256,7 +256,7 @@ def worklist(quality: pd.DataFrame, G: nx.MultiDiGraph, town: Any = None) -> gpd
     rows: list[dict[str, Any]] = []
 
     def row(kind: str, part: pd.DataFrame, place: bool) -> None:
-        ids = _ids(part["feature_id"].tolist())
+        ids = finding_ids(part["feature_id"].tolist())
         geoms = list(part["_g"])
         n = len(part) if place else _count(kind, ids, part)
         length = net.length_ft(kind, ids, geoms, part["feature_id"].tolist())
@@ -275,7 +275,7 @@ def worklist(quality: pd.DataFrame, G: nx.MultiDiGraph, town: Any = None) -> gpd
         if kind not in PLACE_KINDS:
             row(kind, part, False)
             continue
-        sizes = [net.length_ft(kind, _ids([f]), [g], [f]) for f, g in
+        sizes = [net.length_ft(kind, finding_ids([f]), [g], [f]) for f, g in
                  zip(part["feature_id"], part["_g"], strict=True)]
         order = np.argsort(-np.asarray(sizes, dtype=float), kind="stable")
         for i in order[:PLACES_SHOWN].tolist():
