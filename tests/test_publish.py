@@ -10,6 +10,7 @@ through the renames), then check what is left on disk.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -195,7 +196,7 @@ def test_manifest_takes_a_remembered_hash_only_of_the_unchanged_file(tmp_path: P
         kept, redone = stage / "gisnet-results.gpkg", stage / "index.html"
         kept.write_bytes(b"k" * 5000)
         redone.write_bytes(b"a" * 5000)
-        assert remember_sha256(kept) == hashlib.sha256(b"k" * 5000).hexdigest()
+        remember_sha256(kept)
         remember_sha256(redone)
         st = redone.stat()
         redone.write_bytes(b"b" * 5000)  # same size; its time set back to the hashed one
@@ -203,6 +204,64 @@ def test_manifest_takes_a_remembered_hash_only_of_the_unchanged_file(tmp_path: P
         man = make_manifest(stage, run_id="run1", town=town)
     assert man["files"]["gisnet-results.gpkg"]["sha256"] == hashlib.sha256(b"k" * 5000).hexdigest()
     assert man["files"]["index.html"]["sha256"] == hashlib.sha256(b"b" * 5000).hexdigest()
+
+
+def test_bytes_remembered_as_written_are_the_manifests_hash_without_reading_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search shard's bytes hashed as they are written (``remember_bytes``) give the
+    manifest its hash: the file is not read again. Outside a staging area nothing is
+    remembered, and a staging area's hashes go with it."""
+    pub = importlib.import_module("gisnet.output.publish")  # (the package names a function so)
+    from gisnet.output import remember_bytes
+
+    out = tmp_path / "out"
+    town = _fake_town(out)
+    loose = tmp_path / "loose.json"
+    loose.write_bytes(b"[1]")
+    remember_bytes(loose, b"[1]")
+    assert not any("loose.json" in k for k in pub._REMEMBERED)
+    with staging_area(out, "run1") as stage:
+        (stage / "tiles").mkdir()
+        shard, other = stage / "tiles" / "search-6162.json", stage / "index.html"
+        shard.write_bytes(b'[["ab",0,0,1.0,2.0]]')
+        remember_bytes(shard, b'[["ab",0,0,1.0,2.0]]')
+        other.write_text("page")
+        read = []
+        real = pub.sha256_file
+        monkeypatch.setattr(pub, "sha256_file", lambda p: read.append(p.name) or real(p))
+        man = make_manifest(stage, run_id="run1", town=town)
+        assert read == ["index.html"]  # the shard's hash was the remembered one
+        remember_bytes(shard, b'[["ab",0,0,1.0,2.0]]')
+    assert man["files"]["tiles/search-6162.json"]["sha256"] == hashlib.sha256(
+        b'[["ab",0,0,1.0,2.0]]').hexdigest()
+    assert not pub._REMEMBERED and not pub._STAGES
+
+
+def test_many_files_are_flushed_with_one_syncfs_and_one_by_one_without_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's thousands of tiles and shards are flushed with one ``syncfs`` of their
+    file system; where that call is missing or fails, and for a few files, each file
+    is flushed with ``fsync``."""
+    pub = importlib.import_module("gisnet.output.publish")  # (the package names a function so)
+
+    files = []
+    for i in range(70):
+        files.append(tmp_path / f"f{i}")
+        files[-1].write_bytes(b"x")
+    if sys.platform.startswith("linux"):
+        assert pub._syncfs(tmp_path) is True
+    calls: list[str] = []
+    monkeypatch.setattr(pub, "_fsync", lambda p: calls.append(p.name))
+    monkeypatch.setattr(pub, "_syncfs", lambda folder: calls.append("syncfs") or True)
+    pub._sync_files(tmp_path, files)
+    assert calls == ["syncfs"]
+    calls.clear()
+    pub._sync_files(tmp_path, files[:3])
+    assert calls == ["f0", "f1", "f2"]
+    calls.clear()
+    monkeypatch.setattr(pub, "_syncfs", lambda folder: calls.append("syncfs") or False)
+    pub._sync_files(tmp_path, files)
+    assert calls[0] == "syncfs" and sorted(calls[1:]) == sorted(f.name for f in files)
 
 
 def test_a_committed_publish_is_completed_by_the_next_reader(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import shapely
 
+from ..output import remember_bytes
 from .encoding import SPACE_CLASS, TextCodes
 
 __all__ = ["INDEX_FILE", "PREFIX", "SearchLayer", "shard_file", "write_search_index"]
@@ -271,8 +272,10 @@ def _write_shards(tiles_dir: Path, rows: pa.Array,
         rows.offset:rows.offset + len(rows) + 1]
     data = rows.buffers()[2]
     for key, first, end in shards:
-        body = data[offsets[first]:offsets[end] - 1].to_pybytes()  # not the last comma
-        (tiles_dir / shard_file(key)).write_bytes(b"[" + body + b"]")
+        body = b"[" + data[offsets[first]:offsets[end] - 1].to_pybytes() + b"]"
+        path = tiles_dir / shard_file(key)  # (not the block's last comma)
+        path.write_bytes(body)
+        remember_bytes(path, body)  # hashed here for the manifest, not read back
 
 
 #: Entries made into JSON and written at a time (shards are never cut).

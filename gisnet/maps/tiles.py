@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import shapely
 
-from ..output import atomic_path
+from ..output import atomic_path, remember_sha256
 from .encoding import BLANK_TEXT, Prop, TextCodes, blank_texts, is_missing
 from .mvt import (
     EXTENT,
@@ -747,6 +747,7 @@ def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, i
                              gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0))
             w.finalize(header, dict(metadata))
         size = tmp.stat().st_size
+    remember_sha256(Path(path))  # (a run's archive, hashed on the thread that cut it)
     return size
 
 

@@ -33,7 +33,9 @@ after the other, never interleaved.
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
+import functools
 import hashlib
 import json
 import logging
@@ -81,10 +83,14 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-#: Hashes made as files were finished (:func:`remember_sha256`), by path, with the
-#: file's identity then (device, inode, size, modification time in ns).
+#: Hashes made as files were finished (:func:`remember_sha256`, :func:`remember_bytes`),
+#: by path, with the file's identity then (device, inode, size, modification time in
+#: ns). Only files inside a live staging area (:func:`staging_area`) are remembered,
+#: and its entries go with it: the dict never outlives the run that reads it.
 _REMEMBERED: dict[str, tuple[tuple[int, int, int, int], str]] = {}
 _REMEMBERED_LOCK = threading.Lock()
+#: The live staging areas, resolved, each with a separator at its end.
+_STAGES: set[str] = set()
 
 
 def _identity(path: Path) -> tuple[int, int, int, int]:
@@ -92,24 +98,64 @@ def _identity(path: Path) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def remember_sha256(path: Path) -> str:
+@functools.lru_cache(maxsize=256)
+def _resolved_dir(folder: str) -> str:
+    return str(Path(folder).resolve())
+
+
+def _key(path: Path) -> str | None:
+    """The remembered-hash key of ``path`` (its folder resolved once), or None when
+    it is in no live staging area."""
+    key = os.path.join(_resolved_dir(str(path.parent)), path.name)
+    return key if any(key.startswith(s) for s in _STAGES) else None
+
+
+def remember_sha256(path: Path) -> None:
     """Hash a file just finished (on the thread that finished it, beside other work)
     for :func:`make_manifest`, which takes the hash while the file is unchanged: same
-    device, inode, size and modification time."""
+    device, inode, size and modification time. Only a file of a staging area is
+    hashed (:func:`staging_area`); elsewhere nothing is done."""
+    key = _key(path)
+    if key is None:
+        return
     before = _identity(path)
     digest = sha256_file(path)
     if _identity(path) == before:
         with _REMEMBERED_LOCK:
-            _REMEMBERED[str(path.resolve())] = (before, digest)
-    return digest
+            _REMEMBERED[key] = (before, digest)
+
+
+def remember_bytes(path: Path, data: bytes) -> None:
+    """Remember the hash of ``data``, just written as the whole of ``path`` (a
+    file of a staging area; nothing is done elsewhere), for :func:`make_manifest`:
+    the bytes are hashed from memory, not read back."""
+    key = _key(path)
+    if key is None:
+        return
+    digest = hashlib.sha256(data).hexdigest()
+    before = _identity(path)
+    if before[2] == len(data):
+        with _REMEMBERED_LOCK:
+            _REMEMBERED[key] = (before, digest)
 
 
 def _sha256_remembered(path: Path) -> str:
-    with _REMEMBERED_LOCK:
-        known = _REMEMBERED.pop(str(path.resolve()), None)
-    if known is not None and known[0] == _identity(path):
-        return known[1]
+    key = _key(path)
+    if key is not None:
+        with _REMEMBERED_LOCK:
+            known = _REMEMBERED.pop(key, None)
+        if known is not None and known[0] == _identity(path):
+            return known[1]
     return sha256_file(path)
+
+
+def _forget(stage: Path) -> None:
+    """Drop a staging area's remembered hashes (it is published or gone)."""
+    prefix = _resolved_dir(str(stage)) + os.sep
+    with _REMEMBERED_LOCK:
+        _STAGES.discard(prefix)
+        for key in [k for k in _REMEMBERED if k.startswith(prefix)]:
+            del _REMEMBERED[key]
 
 
 def _each_file(fn: Any, paths: Sequence[Path]) -> list[Any]:
@@ -142,6 +188,39 @@ def _fsync(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+#: Files flushed one by one below this many; above, the whole file system at once.
+_SYNCFS_MIN_FILES = 64
+
+
+def _syncfs(folder: Path) -> bool:
+    """Flush the file system holding ``folder`` with one ``syncfs`` (Linux): a
+    run's thousands of tiles and search shards in one journal commit, not one
+    each. False where the call is not there or fails."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        return False
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return bool(fn(fd) == 0)
+    finally:
+        os.close(fd)
+
+
+def _sync_files(folder: Path, paths: Sequence[Path]) -> None:
+    """Flush ``paths`` (files of ``folder``) to disk: each with ``fsync``, or, for
+    many files all on ``folder``'s file system, that file system at once
+    (:func:`_syncfs`; what else it holds is flushed too)."""
+    if len(paths) >= _SYNCFS_MIN_FILES:
+        dev = folder.stat().st_dev
+        if all(p.stat().st_dev == dev for p in paths) and _syncfs(folder):
+            return
+    _each_file(_fsync, paths)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -314,9 +393,12 @@ def staging_area(out_dir: str | os.PathLike[str], run_id: str) -> Iterator[Path]
         raise ConfigError(f"cannot write the output folder: {exc.strerror or exc}",
                           path=out) from exc
     kill_point("staging")
+    with _REMEMBERED_LOCK:
+        _STAGES.add(_resolved_dir(str(stage)) + os.sep)
     try:
         yield stage
     finally:
+        _forget(stage)
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
 
@@ -385,7 +467,7 @@ def publish(stage: Path, out_dir: str | os.PathLike[str], manifest: Mapping[str,
     rels = _order([*manifest["files"], MANIFEST_FILE])
     (stage / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                        encoding="utf-8")
-    _each_file(_fsync, [stage / rel for rel in rels])
+    _sync_files(stage, [stage / rel for rel in rels])
     with folder_lock(out):
         (stage / _OBSOLETE).write_text(json.dumps(_obsolete(out, rels, town)),
                                        encoding="utf-8")
