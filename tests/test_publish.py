@@ -427,3 +427,27 @@ def test_map_warns_when_the_gpkg_does_not_match_the_manifest(first_run: Path, sa
     assert r.returncode == 0
     assert "does not match" in r.stderr and "gisnet-results.gpkg" in r.stderr
     assert (out / MANIFEST_FILE).read_bytes() == manifest
+
+
+@pytest.mark.slow
+def test_the_run_command_ends_its_process_published_and_flushed_without_teardown(
+        sample_dir: Path, tmp_path: Path) -> None:
+    """``gisnet run`` as a program ends its process once the outputs are published
+    and its output and log are flushed, without taking its objects apart (an exit
+    handler does not run); called in-process (``main([...])``) it returns."""
+    out = tmp_path / "out"
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('torn down', file=sys.stderr))\n"
+            "from gisnet.cli import main\n"
+            f"sys.argv = ['gisnet', 'run', '--layers', {str(sample_dir)!r}, '--out', "
+            f"{str(out)!r}, '--json', '--no-maps']\n"
+            "sys.exit(main())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert "torn down" not in r.stderr
+    assert "gisnet: publish" in r.stderr  # the last progress line, flushed
+    assert json.loads(r.stdout)["town"]  # the whole summary, flushed
+    assert check_manifest(out) == []
+    assert main(["run", "--layers", str(sample_dir), "--out", str(tmp_path / "again"),
+                 "--no-maps", "--quiet"]) == 0

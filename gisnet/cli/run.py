@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
                            release_inputs=True)
     finally:
         rep.close()
+    # kept to the end of the process (gisnet.cli.main ends it without taking them apart)
+    args.results = res
     s = res.summary()
     if args.json:
         common.say(args, dumps_text(s))
