@@ -300,11 +300,6 @@ def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _has_users(town: Town) -> bool:
-    users = town.layer("users")
-    return users is not None and len(users) > 0
-
-
 def _steps(only: Collection[str] | None) -> set[str]:
     """The steps to run for ``only`` (None: all), with what they need."""
     if only is None:
@@ -320,11 +315,6 @@ def _steps(only: Collection[str] | None) -> set[str]:
             todo.add(s)
             stack.extend(NEEDS[s])
     return todo
-
-
-# ---------------------------------------------------------------------------
-# Adapters from today's analysis functions to the typed results
-# ---------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------
@@ -348,7 +338,8 @@ def analyse(
     release_written: bool = False,
     on_written: Callable[[Results], None] | None = None,
 ) -> Results:
-    """Run the analyses on a loaded town, in pipeline order (:data:`STEPS`).
+    """Run the analyses on a loaded town: the obligations (which need no graph), the
+    graph, then the others in pipeline order (:data:`STEPS`).
 
     Parameters
     ----------
@@ -374,8 +365,8 @@ def analyse(
         A :class:`gisnet.progress.Reporter`, or a callable given a short message
         before each step.
     on_layers
-        Called with ``res.layers()`` after each step (graph, obligations, control,
-        capacity): ``gisnet run`` starts writing the GeoPackage while the next
+        Called with ``res.layers()`` after each step (obligations, graph and zone,
+        control, capacity): ``gisnet run`` starts writing the GeoPackage while the next
         analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
         do not change afterwards.
     as_of
@@ -433,16 +424,6 @@ def analyse(
         finally:
             timings[name] = time.perf_counter() - t
 
-    # the zone's GEOS union on a free core while the graph's Python holds the other
-    zone = in_background(lambda: connection_zone(town)) if "obligations" in todo else False
-    if "graph" in todo:
-        t = time.perf_counter()
-        with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
-            res.graph, res.graph_nodes, res.graph_edges = build_sewer_graph_and_layers(town) \
-                if graph is None else (graph, *graph_to_gdfs(graph))
-        timings["graph"] = time.perf_counter() - t
-    G = res.graph
-
     def done() -> None:
         release()  # the step's temporaries, back to the system
         if on_layers is not None:
@@ -452,23 +433,43 @@ def analyse(
             if on_written is not None:
                 on_written(res)
 
-    done()
-
+    # The obligations need no graph: they are measured first, so their layers go to
+    # the writer while the graph is built; the zone's GEOS union runs on a free core
+    # beside the graph's Python and is added to them after it.
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
-                               lambda: analyse_obligations(town, parcels=parcels, zone=zone,
+                               lambda: analyse_obligations(town, parcels=parcels, zone=False,
                                                             assume_abutting=assume_abutting),
                                n_parcels, "parcels")
-        if res.obligations is not None and res.obligations.frontage is None:
-            res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
         if res.obligations is not None:
             from .register import overdue_layer
 
+            if res.obligations.frontage is None:
+                res.unavailable.append(Unavailable("frontage", frontage_reason(town)))
             res.overdue = overdue_layer(res.obligations.obligations,
                                         as_of or dt.date.today(),
                                         town.settings.extra.get("register"),
                                         town.layers.get("parcels"))
         done()
+    zone = None if res.obligations is None else in_background(lambda: connection_zone(town))
+    if "graph" in todo:
+        t = time.perf_counter()
+        with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
+            res.graph, res.graph_nodes, res.graph_edges = build_sewer_graph_and_layers(town) \
+                if graph is None else (graph, *graph_to_gdfs(graph))
+        timings["graph"] = time.perf_counter() - t
+    G = res.graph
+    if zone is not None and res.obligations is not None:
+        t = time.perf_counter()  # (the wait, if any, is the obligations' time)
+        try:
+            res.obligations.connection_zone = zone()
+        except GisnetError as exc:
+            if strict:
+                raise
+            log.warning("connection_zone not available: %s", exc)
+            res.unavailable.append(Unavailable("connection_zone", str(exc)))
+        timings["obligations"] += time.perf_counter() - t
+    done()
 
     centroids = buildings_as_points(town) if release_inputs and "control" in todo else None
     if "control" in todo:

@@ -188,6 +188,24 @@ def test_analyse_only_runs_the_needed_steps_in_order():
         analyse(_synthetic_town(), only={"maps"})
 
 
+def test_the_obligations_reach_the_writer_before_the_graph_and_the_zone_with_the_graph():
+    """The obligations need no graph: measured first, their layers are given to the
+    writer (``on_layers``) while the graph is built; the connection zone, made beside
+    the graph, is given with the graph's layers, the same zone a lone step makes."""
+    from gisnet.obligations import connection_zone
+    from gisnet.pipeline import analyse
+
+    given: list[set[str]] = []
+    town = _synthetic_town()
+    res = analyse(town, on_layers=lambda layers: given.append(set(layers)))
+    assert {"obligations", "obligation_evidence", "overdue"} <= given[0]
+    assert not given[0] & {"graph_nodes", "graph_edges", "connection_zone"}
+    assert given[1] - given[0] == {"graph_nodes", "graph_edges", "connection_zone"}
+    assert list(res.timings_s)[:2] == ["obligations", "graph"]
+    zone = res.obligations.connection_zone
+    assert zone.geometry.iloc[0].equals(connection_zone(town).geometry.iloc[0])
+
+
 def test_analyse_says_what_it_could_not_answer():
     from gisnet.pipeline import analyse
 
