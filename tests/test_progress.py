@@ -79,7 +79,7 @@ def test_run_reports_every_step_in_order(tmp_path: Path) -> None:
     buf = io.StringIO()
     res = run(town, tmp_path / "out", maps=False, progress=LineReporter(buf))
     names = [line.split()[1] for line in buf.getvalue().splitlines()]
-    assert names == ["graph", "obligations", "control", "capacity", "write", "publish"]
+    assert names == ["obligations", "graph", "control", "capacity", "write", "publish"]
     assert f"({len(town.layers['parcels']):,} parcels; CPU " in buf.getvalue()
     assert set(res.timings_s) >= {"graph", "obligations", "control", "capacity", "write"}
 
@@ -91,7 +91,7 @@ def test_cli_json_unchanged_progress_on_stderr(tmp_path: Path, capsys) -> None:
     assert "timings_s" in summary
     steps = [line.split()[1] for line in cap.err.splitlines() if line.startswith("gisnet: ")
              and line.endswith((" s", ")")) and " s" in line and "WARNING" not in line]
-    assert steps[:2] == ["load", "graph"] and steps[-1] == "publish"
+    assert steps[:3] == ["load", "obligations", "graph"] and steps[-1] == "publish"
     assert main(["run", "--sample", "--no-maps", "--json", "-q",
                  "--out", str(tmp_path / "b")]) == 0
     cap = capsys.readouterr()
