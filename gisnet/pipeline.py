@@ -55,6 +55,7 @@ from .results import (
     ObligationsResult,
     Unavailable,
     crs_text,
+    quality_totals,
     rows_text,
     short_repr,
 )
@@ -277,27 +278,6 @@ class Results(FollowUps):
         from .maps.explore import explore_layer
 
         return explore_layer(gdf, layer, profile=self.town.profile, **kwargs)
-
-
-def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
-    """Findings of a quality layer (columns ``kind``, ``severity``) counted.
-
-    Returns
-    -------
-    dict
-        ``findings`` (count), ``by_severity`` and ``by_kind`` (name -> count,
-        sorted by name).
-    """
-    n = len(quality)
-    if not n:
-        return {"findings": 0, "by_severity": {}, "by_kind": {}}
-    return {
-        "findings": n,
-        "by_severity": {str(k): int(v) for k, v in
-                        quality.groupby(quality["severity"].astype(str)).size().items()},
-        "by_kind": {str(k): int(v) for k, v in
-                    quality.groupby(quality["kind"].astype(str)).size().items()},
-    }
 
 
 def _steps(only: Collection[str] | None) -> set[str]:

@@ -204,3 +204,24 @@ class Unavailable:
 
     analysis: str
     reason: str
+
+
+def quality_totals(quality: pd.DataFrame) -> dict[str, Any]:
+    """Findings of a quality layer (columns ``kind``, ``severity``) counted.
+
+    Returns
+    -------
+    dict
+        ``findings`` (count), ``by_severity`` and ``by_kind`` (name -> count,
+        sorted by name).
+    """
+    n = len(quality)
+    if not n:
+        return {"findings": 0, "by_severity": {}, "by_kind": {}}
+    return {
+        "findings": n,
+        "by_severity": {str(k): int(v) for k, v in
+                        quality.groupby(quality["severity"].astype(str)).size().items()},
+        "by_kind": {str(k): int(v) for k, v in
+                    quality.groupby(quality["kind"].astype(str)).size().items()},
+    }

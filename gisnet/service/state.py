@@ -22,7 +22,8 @@ import pandas as pd
 from pyproj import CRS
 
 from ..output.town_record import public_source, without_paths
-from ..pipeline import analyse, quality_totals
+from ..pipeline import analyse
+from ..results import quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
 from .tables import HOT_KEYS, SERVED_EAGERLY, TABLE_KEYS, ResultTable, compact_text
