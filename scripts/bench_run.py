@@ -80,13 +80,13 @@ print(json.dumps({"read_layers_s": round(read_s, 2), "sjoin_nearest_s": round(sj
 """
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict:
-    """Run ``cmd``; wall time, peak RSS (kernel and sampled), stdout."""
+def measure(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> dict:
+    """Run ``cmd`` in ``cwd``; wall time, peak RSS (kernel and sampled), stdout."""
     samples: list[tuple[float, int]] = []
     tree: list[tuple[float, int]] = []
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            cwd=ROOT)
+                            cwd=cwd)
     done = threading.Event()
     pss = TreePss(proc.pid)  # smaps_rollup every 5 s: reading it 4 times a second slows the run
 
@@ -153,7 +153,8 @@ def bench_town(folder: Path, *, maps: bool, yardsticks: bool, python: str,
         cmd = [python, "-m", "gisnet", "run", "--layers", str(folder), "--out", out, "--json"]
         if not maps:
             cmd.append("--no-maps")
-        m = measure(cmd, env)
+        # run in the source tree: ``python -m`` puts the working folder first on the path
+        m = measure(cmd, env, cwd=src)
         if m["rc"] != 0:
             raise SystemExit(f"{folder}: gisnet run failed (exit {m['rc']}):\n{m['stderr']}")
         summary = json.loads(m["stdout"])
