@@ -107,7 +107,7 @@ def _key(path: Path) -> str | None:
     """The remembered-hash key of ``path`` (its folder resolved once), or None when
     it is in no live staging area."""
     key = os.path.join(_resolved_dir(str(path.parent)), path.name)
-    return key if any(key.startswith(s) for s in _STAGES) else None
+    return key if any(key.startswith(s) for s in tuple(_STAGES)) else None  # (a copy: atomic)
 
 
 def remember_sha256(path: Path) -> None:
