@@ -206,6 +206,27 @@ def test_the_obligations_reach_the_writer_before_the_graph_and_the_zone_with_the
     assert zone.geometry.iloc[0].equals(connection_zone(town).geometry.iloc[0])
 
 
+def test_a_zone_that_fails_leaves_the_obligations_and_says_so(monkeypatch):
+    """The zone, made beside the graph after the obligations: where it fails, the
+    service's analyses (``strict=False``) keep the obligations and name what is
+    missing; ``gisnet run`` (strict) stops with the error."""
+    import gisnet.pipeline as pipeline
+    from gisnet.errors import ConfigError
+
+    def broken(town):
+        raise ConfigError("no eligible mains to buffer")
+
+    monkeypatch.setattr(pipeline, "connection_zone", broken)
+    res = pipeline.analyse(_synthetic_town(), only={"obligations"}, strict=False)
+    assert res.obligations is not None and len(res.obligations.obligations)
+    assert res.obligations.connection_zone is None
+    assert [(u.analysis, u.reason) for u in res.unavailable
+            if u.analysis == "connection_zone"] == [("connection_zone",
+                                                     "no eligible mains to buffer")]
+    with pytest.raises(ConfigError, match="eligible mains"):
+        pipeline.analyse(_synthetic_town(), only={"obligations"})
+
+
 def test_analyse_says_what_it_could_not_answer():
     from gisnet.pipeline import analyse
 
