@@ -32,7 +32,9 @@ from .capacity import compute_capacity
 from .control import analyse_control
 from .errors import ConfigError, GisnetError
 from .followup import FollowUps
-from .graph import build_sewer_graph_and_layers, graph_summary, graph_to_gdfs, quality_gdf
+from .graph import graph_summary, graph_to_gdfs, quality_gdf
+from .graph.build import BuiltGraph, build_graph_parts
+from .graph.table import GraphTable
 from .io import crs_label
 from .io.postgis import is_database
 from .lean import (
@@ -62,6 +64,7 @@ from .results import (
 from .serialize import to_jsonable
 from .threads import default_threads, in_background
 from .town import Town
+from .tracing import DownstreamIndex
 from .tracing.control import PATHS_LATER
 from .worklist import worklist, worklist_lines
 
@@ -432,11 +435,15 @@ def analyse(
                                         town.layers.get("parcels"))
         done()
     zone = None if res.obligations is None else in_background(lambda: connection_zone(town))
+    table: GraphTable | None = None
     if "graph" in todo:
         t = time.perf_counter()
         with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
-            res.graph, res.graph_nodes, res.graph_edges = build_sewer_graph_and_layers(town) \
-                if graph is None else (graph, *graph_to_gdfs(graph))
+            built = build_graph_parts(town) if graph is None else \
+                BuiltGraph(graph, *graph_to_gdfs(graph), table=None)
+        res.graph, res.graph_nodes, res.graph_edges, table = \
+            built.graph, built.nodes, built.edges, built.table  # (the table: until capacity)
+        del built
         timings["graph"] = time.perf_counter() - t
     G = res.graph
     if zone is not None and res.obligations is not None:
@@ -456,7 +463,8 @@ def analyse(
         assert G is not None  # the step needs "graph" (NEEDS), built above
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(
-                               town, G, paths=PATHS_LATER if release_inputs and control_paths
+                               town, G, index=DownstreamIndex(G, table=table),
+                               paths=PATHS_LATER if release_inputs and control_paths
                                else control_paths,
                                building_points=None if centroids is None else centroids()),
                            n_parcels, "parcels")
@@ -473,10 +481,10 @@ def analyse(
         pts = (points_for_capacity(c, town) if release_inputs
                else None if c is None else c.points)
         res.capacity = step("capacity", "accumulating flows and checking capacity",
-                            lambda: compute_capacity(town, G, points=pts,
+                            lambda: compute_capacity(town, G, points=pts, table=table,
                                                      index=None if c is None else c.index),
                             n_mains, "mains")
-        pts = None
+        pts = table = None
         plants = town.layer("plants")
         if res.capacity is not None and (plants is None or not len(plants)):
             res.unavailable.append(Unavailable(

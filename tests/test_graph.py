@@ -844,12 +844,10 @@ def _same_layers(G, nodes, edges) -> None:
         assert got.attrs["gisnet_graph"].outlets == want.attrs["gisnet_graph"].outlets
 
 
-def test_graph_layers_from_the_columns_are_the_ones_read_back_from_the_graph() -> None:
-    from gisnet.graph.build import build_sewer_graph_and_layers
-
-    # parallel pipes between two manholes, an upstream node whose pipes are drawn
-    # far apart in the layer, a split main and a pipe with no diameter: the edges
-    # come out of the graph by upstream node, then by downstream node first met
+def _walk_order_layers() -> dict[str, gpd.GeoDataFrame]:
+    """Parallel pipes between two manholes, an upstream node whose pipes are drawn
+    far apart in the layer, a split main and a pipe with no diameter: the edges
+    come out of the graph by upstream node, then by downstream node first met."""
     mains = gpd.GeoDataFrame({
         "main_id": ["A1", "X", "A2", "B", "C", "A3", "D"],
         "diameter_in": [8.0, 10.0, 12.0, None, 8.0, 6.0, 15.0],
@@ -867,11 +865,71 @@ def test_graph_layers_from_the_columns_are_the_ones_read_back_from_the_graph() -
                                 geometry=[Point(0, 0), Point(100, 0), Point(200, 0),
                                           Point(400, 0), Point(500, 0), Point(0, 100),
                                           Point(400, -100)], crs="EPSG:2260")
-    G, nodes, edges = build_sewer_graph_and_layers(
-        {"mains": mains, "manholes": manholes}, outlet_nodes=["OUT"])
+    return {"mains": mains, "manholes": manholes}
+
+
+def test_graph_layers_from_the_columns_are_the_ones_read_back_from_the_graph() -> None:
+    from gisnet.graph.build import build_sewer_graph_and_layers
+
+    layers = _walk_order_layers()
+    G, nodes, edges = build_sewer_graph_and_layers(layers, outlet_nodes=["OUT"])
     assert G.number_of_edges("M0", "M1") == 2
     _same_layers(G, nodes, edges)
-    assert edges["edge_key"].tolist() != list(mains["main_id"])  # the graph's order
+    assert edges["edge_key"].tolist() != list(layers["mains"]["main_id"])  # the graph's order
+
+
+def _same_values(got, want, name: str) -> None:
+    if isinstance(want, np.ndarray) and want.dtype != object:
+        assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), name
+        assert got.dtype == want.dtype, name
+    elif isinstance(want, (np.ndarray, list)):
+        assert len(got) == len(want), name
+        for a, b in zip(got, want, strict=True):  # the very objects the graph holds
+            assert a is b or a == b, (name, a, b)
+    else:
+        assert got == want, name
+
+
+def _same_from_table(G, table) -> None:
+    from gisnet.capacity import graph_arrays
+    from gisnet.tracing import DownstreamIndex
+
+    # the table's rows are the graph's own order
+    assert list(zip([table.nodes[i] for i in table.u], [table.nodes[i] for i in table.v],
+                    table.keys.tolist(), strict=True)) == list(G.edges(keys=True))
+    read, given = DownstreamIndex(G), DownstreamIndex(G, table=table)
+    for name, want in vars(read).items():
+        if name not in ("G", "edges"):
+            _same_values(getattr(given, name), want, name)
+    for name, want in vars(read.edges).items():
+        _same_values(getattr(given.edges, name), want, "edges." + name)
+    net_read, net_given = graph_arrays(G), graph_arrays(G, table)
+    for name, want in vars(net_read).items():
+        _same_values(getattr(net_given, name), want, "network." + name)
+
+
+def test_graph_table_gives_the_index_and_network_the_graph_gives() -> None:
+    from gisnet.graph.build import build_graph_parts
+
+    built = build_graph_parts(_walk_order_layers(), outlet_nodes=["OUT"])
+    assert built.table is not None
+    _same_from_table(built.graph, built.table)
+
+
+def test_graph_table_on_the_sample_and_of_another_graph(sample_dir) -> None:
+    from gisnet.capacity import graph_arrays
+    from gisnet.errors import ConfigError
+    from gisnet.graph.build import build_graph_parts
+    from gisnet.tracing import DownstreamIndex
+
+    built = build_graph_parts(io.load_town(sample_dir))
+    assert built.table is not None
+    _same_from_table(built.graph, built.table)
+    other = built.graph.copy()
+    with pytest.raises(ConfigError, match="another graph"):
+        DownstreamIndex(other, table=built.table)
+    with pytest.raises(ConfigError, match="another graph"):
+        graph_arrays(other, built.table)
 
 
 def test_graph_layers_from_the_columns_on_the_sample(sample_dir) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gc
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +33,9 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from ..flows import parcel_flows
+from ..graph.table import GraphTable
 from ..io.ids import first_positions
 from ..rules import carries_sanitary_flow
 
@@ -93,7 +95,7 @@ _EDGE_ATTRS = ("main_id", "diameter_in", "length_ft", "up_invert_ft", "down_inve
 _get_attrs = operator.itemgetter(*_EDGE_ATTRS)
 
 
-def _floats(values: tuple[Any, ...]) -> np.ndarray:
+def _floats(values: Any) -> np.ndarray:
     try:
         return np.array(values, dtype="float64")  # None -> NaN
     except (TypeError, ValueError):
@@ -114,18 +116,31 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def graph_arrays(G: nx.MultiDiGraph) -> Network:
+def graph_arrays(G: nx.MultiDiGraph, table: GraphTable | None = None) -> Network:
     """One pass over the graph's adjacency into parallel arrays.
 
     Parameters
     ----------
     G
         The sewer graph (:func:`gisnet.graph.build_sewer_graph`).
+    table
+        The graph's :class:`~gisnet.graph.table.GraphTable` (the graph as just built,
+        unchanged): its columns are used instead of the graph's dictionaries.
 
     Returns
     -------
     Network
+
+    Raises
+    ------
+    ConfigError
+        If ``table`` was made for another graph.
     """
+    if table is not None:
+        if not table.is_of(G):
+            raise ConfigError("the graph table given was made for another graph")
+        return _network(table.nodes, table.u, table.v, table.keys,
+                        [table.edge_values(a) for a in _EDGE_ATTRS])
     with _gc_paused():
         return _graph_arrays(G)
 
@@ -152,11 +167,20 @@ def _graph_arrays(G: nx.MultiDiGraph) -> Network:
                 except KeyError:
                     data.append(tuple(map(d.get, _EDGE_ATTRS)))
     cols = list(zip(*data, strict=True)) if data else [()] * len(_EDGE_ATTRS)
+    return _network(nodes, us, vs, ks, cols, node_idx)
+
+
+def _network(nodes: list[Any], us: Any, vs: Any, ks: Any, cols: Sequence[Any],
+             node_idx: dict[Any, int] | None = None) -> Network:
+    """The :class:`Network` of the edges' ends (node positions), keys and
+    :data:`_EDGE_ATTRS` values (a sequence each, in edge order)."""
+    if node_idx is None:
+        node_idx = {nd: i for i, nd in enumerate(nodes)}
     keys = np.array([str(k) for k in ks], dtype=object)
     mids = np.array([str(k) if m is None else str(m) for m, k in zip(cols[0], ks, strict=True)],
                     dtype=object)
 
-    def flag(values: tuple[Any, ...]) -> np.ndarray:  # missing -> True
+    def flag(values: Any) -> np.ndarray:  # missing -> True
         return np.array([x is None or bool(x) for x in values], dtype=bool)
 
     return Network(

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..flows import parcel_flows
+from ..graph.table import GraphTable
 from ..report import Report
 from ..rules import exceeds
 from ..tracing import DownstreamIndex, connection_points
@@ -385,7 +386,8 @@ def _report_capacity(report: Report, town: Any, net: Network,
 
 
 def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | None = None,
-                     index: DownstreamIndex | None = None) -> CapacityResult:
+                     index: DownstreamIndex | None = None,
+                     table: GraphTable | None = None) -> CapacityResult:
     """Flows accumulated down the network against every pipe's and plant's capacity.
 
     Parameters
@@ -401,6 +403,10 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     index
         The :class:`gisnet.tracing.DownstreamIndex` of ``G`` the pipeline
         computed; built here when None. Kept as ``result.index``.
+    table
+        The graph's :class:`~gisnet.graph.table.GraphTable` when ``G`` was just built
+        (:func:`gisnet.graph.build.build_graph_parts`): the edges' values are read
+        from it instead of from the graph's dictionaries.
 
     Returns
     -------
@@ -441,14 +447,14 @@ def compute_capacity(town: Any, G: nx.MultiDiGraph, *, points: pd.DataFrame | No
     counts as equal to it (:func:`gisnet.rules.exceeds`).
     """
     if index is None:
-        index = DownstreamIndex(G)
+        index = DownstreamIndex(G, table=table)
     elif index.G is not G:
         raise ConfigError("the DownstreamIndex given was built for another graph")
     if points is None:
         points = connection_points(town, G, index=index)
     cap = town.profile.capacity
     report = Report()
-    net = graph_arrays(G)
+    net = graph_arrays(G, table)
     m = len(net.keys)
 
     # Slope and capacity.

@@ -61,6 +61,8 @@ module                 stage
 :mod:`.layers`         graph_to_gdfs, graph_from_gdfs, graph_summary, quality_gdf
 :mod:`.build`          :func:`build_sewer_graph`: the stages in order (with the
                        graph's layers: :func:`build_sewer_graph_and_layers`)
+:mod:`.table`          the graph just built as columns in its own order, for the
+                       steps that read every edge (:func:`build_graph_parts`)
 :mod:`.snap`           vectorised clustering and component labelling
 =====================  ===============================================================
 """

@@ -21,6 +21,7 @@ from ..report import Report
 from ..units import feet_per_unit
 from .assemble import EDGE_COLUMNS, NODE_COLUMNS, GraphColumns
 from .columns import none_for_nan
+from .table import edge_order
 
 
 class GraphMeta:
@@ -78,23 +79,18 @@ def layers_from_columns(c: GraphColumns, G: nx.MultiDiGraph
     graph gives them (nodes as added; edges by their upstream node, then by the
     first edge to each downstream node, then as added). None when the columns do
     not map one to one onto the graph (repeated node ids or edge keys): then read
-    the graph."""
-    m, n = len(c.keys), len(c.node_ids)
-    if m != G.number_of_edges() or n != G.number_of_nodes() or \
-            len(set(c.keys)) != m or set(c.nodes) != set(NODE_COLUMNS[1:]) or \
+    the graph. (The graph's edges are not counted: ``G`` must be the graph just
+    filled from ``c``.)"""
+    m = len(c.keys)
+    if len(c.node_ids) != len(G) or set(c.nodes) != set(NODE_COLUMNS[1:]) or \
             set(c.edges) != set(EDGE_COLUMNS) - {"edge_key", "from_node", "to_node"} \
             | {"geometry"}:
         return None
+    order = edge_order(c)  # the order networkx walks its adjacency in
+    if order is None:
+        return None
     ncols = pd.concat([pd.DataFrame({"node_id": c.node_ids}),
                        pd.DataFrame({k: c.nodes[k] for k in NODE_COLUMNS[1:]})], axis=1)
-    # the order networkx walks its adjacency in
-    at = pd.Index(c.node_ids)
-    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
-    pair = upos.astype(np.int64) * max(n, 1) + vpos
-    _, inverse = np.unique(pair, return_inverse=True)
-    first = np.full(inverse.max() + 1 if m else 0, m, dtype=np.int64)
-    np.minimum.at(first, inverse, np.arange(m))
-    order = np.lexsort((np.arange(m), first[inverse], upos))
 
     def ordered(values: list[Any]) -> list[Any]:
         held = np.empty(m, dtype=object)
@@ -236,11 +232,15 @@ def graph_summary(G: nx.MultiDiGraph) -> dict[str, Any]:
     """
     report = G.graph.get("report") or Report()
     counts = report.counts()
-    mains = {d.get("main_id", k) for _, _, k, d in G.edges(keys=True, data=True)}
-    length = sum(float(d.get("length_ft") or 0.0) for _, _, d in G.edges(data=True))
+    mains = set()
+    lengths: list[float] = []
+    for _, _, k, d in G.edges(keys=True, data=True):  # one walk of the edges for all three
+        mains.add(d.get("main_id", k))
+        lengths.append(float(d.get("length_ft") or 0.0))
+    n_edges, length = len(lengths), sum(lengths)
     return {
         "nodes": G.number_of_nodes(),
-        "edges": G.number_of_edges(),
+        "edges": n_edges,
         "mains": len(mains),
         "pieces": nx.number_weakly_connected_components(G) if len(G) else 0,
         "outlets": len(G.graph.get("outlets") or ()),

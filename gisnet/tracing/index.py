@@ -28,6 +28,7 @@ import shapely
 
 from .. import rules
 from ..errors import ConfigError, NotFoundError, TopologyError
+from ..graph.table import GraphTable
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,11 @@ def carries_flow(attrs: Iterable[Mapping[str, Any]]) -> np.ndarray:
     for a in attrs:
         kind.append(a.get("kind"))
         active.append(a.get("active"))
+    return _carries_flow(kind, active)
+
+
+def _carries_flow(kind: Any, active: Any) -> np.ndarray:
+    """:func:`carries_flow` of the edges' ``kind`` and ``active`` values."""
     df = pd.DataFrame({"kind": pd.Series(kind, dtype=object),
                        "active": pd.Series(active, dtype=object)})
     return np.asarray(rules.carries_sanitary_flow(df), dtype=bool)
@@ -170,28 +176,33 @@ class DownstreamIndex:
     'MH-0042'
     """
 
-    def __init__(self, G: nx.MultiDiGraph) -> None:
+    def __init__(self, G: nx.MultiDiGraph, *, table: GraphTable | None = None) -> None:
         if not isinstance(G, nx.MultiDiGraph):
             raise TopologyError("the sewer graph must be a networkx MultiDiGraph")
+        if table is not None and not table.is_of(G):
+            raise ConfigError("the graph table given was made for another graph")
         self.G = G
         self.crs = G.graph.get("crs")
         self.ft_per_unit = float(G.graph.get("ft_per_unit", 1.0))
         tol = G.graph.get("snap_tolerance_ft")
         self.snap_tolerance_ft = (rules.DEFAULT_SNAP_TOLERANCE_FT if tol is None
                                   else float(tol))
-        nodes = list(G.nodes)
+        nodes = list(G.nodes) if table is None else table.nodes
         self.nodes = np.empty(len(nodes), dtype=object)
         self.nodes[:] = nodes
         self.node_index: dict[Any, int] = {n: i for i, n in enumerate(nodes)}
         outlets = set(G.graph.get("outlets") or ())
-        ndata = G.nodes
-        self.is_manhole = np.fromiter(
-            (bool(ndata[n].get("is_manhole", False)) for n in nodes), bool, len(nodes)
-        )
+        if table is None:
+            ndata = G.nodes
+            manhole: Iterable[Any] = (ndata[n].get("is_manhole", False) for n in nodes)
+            outlet: Iterable[Any] = (ndata[n].get("outlet", False) for n in nodes)
+        else:
+            manhole, outlet = table.node_values["is_manhole"], table.node_values["outlet"]
+        self.is_manhole = np.fromiter((bool(x) for x in manhole), bool, len(nodes))
         self.is_outlet = np.fromiter(
-            (bool(ndata[n].get("outlet", False)) or n in outlets for n in nodes), bool, len(nodes)
-        )
-        self.edges = self._edge_arrays(G)
+            (bool(x) or n in outlets for x, n in zip(outlet, nodes, strict=True)), bool,
+            len(nodes))
+        self.edges = self._edge_arrays(G) if table is None else self._table_arrays(table)
         self.next_edge, self.next_node = self._primary_out_edges()
         step = np.zeros(len(nodes))
         has = self.next_edge >= 0
@@ -233,24 +244,41 @@ class DownstreamIndex:
         v = np.fromiter((idx[r[1]] for r in rows), np.int64, m)
         key = np.empty(m, dtype=object)
         key[:] = [r[2] for r in rows]
-        main_id = np.empty(m, dtype=object)
-        main_id[:] = [r[3].get("main_id", r[2]) for r in rows]
+        return self._arrays(
+            u, v, key, main_id=[r[3].get("main_id", r[2]) for r in rows],
+            geometry=[r[3].get("geometry") for r in rows],
+            length_ft=[r[3].get("length_ft", np.nan) for r in rows],
+            diameter_in=[r[3].get("diameter_in") for r in rows],
+            eligible=[r[3].get("eligible", False) for r in rows],
+            kind=[r[3].get("kind") for r in rows], active=[r[3].get("active") for r in rows],
+            public=[r[3].get("public") for r in rows],
+            gravity=[r[3].get("gravity") for r in rows])
+
+    def _table_arrays(self, t: GraphTable) -> EdgeArrays:
+        """:meth:`_edge_arrays` from the graph's table (every attribute present)."""
+        return self._arrays(t.u, t.v, t.keys, **{name: t.edge_values(name) for name in (
+            "main_id", "geometry", "length_ft", "diameter_in", "eligible", "kind", "active",
+            "public", "gravity")})
+
+    def _arrays(self, u: np.ndarray, v: np.ndarray, key: np.ndarray, *, main_id: Any,
+                geometry: Any, length_ft: Any, diameter_in: Any, eligible: Any, kind: Any,
+                active: Any, public: Any, gravity: Any) -> EdgeArrays:
+        """The edges' arrays from their attribute values (a sequence each, in edge order)."""
+        m = len(u)
+        mids = np.empty(m, dtype=object)
+        mids[:] = main_id
         geom = np.empty(m, dtype=object)
-        geom[:] = [r[3].get("geometry") for r in rows]
-        length = np.array([r[3].get("length_ft", np.nan) for r in rows], dtype=float)
+        geom[:] = geometry
+        length = np.array(length_ft, dtype=float)
         missing = ~np.isfinite(length)
         if missing.any():
             length[missing] = shapely.length(geom[missing].astype(object)) * self.ft_per_unit
-        diam = np.array(
-            [np.nan if r[3].get("diameter_in") is None else r[3]["diameter_in"] for r in rows],
-            dtype=float,
-        )
-        eligible = np.fromiter((bool(r[3].get("eligible", False)) for r in rows), bool, m)
-        flowing = carries_flow(r[3] for r in rows)
-        public = np.fromiter((_flag(r[3].get("public")) for r in rows), bool, m)
-        gravity = np.fromiter((_flag(r[3].get("gravity")) for r in rows), bool, m)
-        return EdgeArrays(u, v, key, main_id, length, diam, eligible, flowing, geom,
-                          public, gravity)
+        diam = np.array([np.nan if d is None else d for d in diameter_in], dtype=float)
+        elig = np.fromiter((bool(x) for x in eligible), bool, m)
+        flowing = _carries_flow(kind, active)
+        pub = np.fromiter((_flag(x) for x in public), bool, m)
+        grav = np.fromiter((_flag(x) for x in gravity), bool, m)
+        return EdgeArrays(u, v, key, mids, length, diam, elig, flowing, geom, pub, grav)
 
     def _primary_out_edges(self) -> tuple[np.ndarray, np.ndarray]:
         e = self.edges

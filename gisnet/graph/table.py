@@ -1,0 +1,119 @@
+"""The graph just assembled, as columns in the order networkx walks it.
+
+The steps that read every node and edge of the graph once (the downstream index of
+the control step, the capacity step's network arrays) take their values from a
+:class:`GraphTable` when the graph was built in the same run: the columns the graph
+was filled from (:class:`~gisnet.graph.assemble.GraphColumns`), put in the order
+``G.nodes`` and ``G.edges(keys=True)`` give, instead of a walk of 300,000 attribute
+dictionaries (about 3 s of a county's run). The values are the very objects the
+graph's dictionaries hold, so what the steps compute is the same.
+
+A table describes the graph as assembled: it is only valid while the graph is not
+changed, which holds within :func:`gisnet.pipeline.analyse` (no step changes the
+graph). Code that changes a graph reads it instead (the steps do when given no table).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+
+from .assemble import GraphColumns
+
+__all__ = ["GraphTable", "edge_order", "graph_table"]
+
+
+def edge_order(c: GraphColumns) -> np.ndarray | None:
+    """Positions of ``c``'s edges in the order a graph filled from ``c`` walks them
+    (:func:`gisnet.graph.assemble.fill_graph`): by upstream node (in the order the
+    nodes were added), then by the first edge to each downstream node, then as added.
+    None when the columns do not map one to one onto a graph (repeated node ids or
+    edge keys, or an edge end that is not a node)."""
+    m, n = len(c.keys), len(c.node_ids)
+    at = pd.Index(c.node_ids)
+    if not at.is_unique or len(set(c.keys)) != m:
+        return None
+    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
+    if m and (upos.min() < 0 or vpos.min() < 0):
+        return None
+    pair = upos.astype(np.int64) * max(n, 1) + vpos
+    _, inverse = np.unique(pair, return_inverse=True)
+    first = np.full(inverse.max() + 1 if m else 0, m, dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(m))
+    return np.lexsort((np.arange(m), first[inverse], upos))
+
+
+@dataclass(frozen=True, eq=False)
+class GraphTable:
+    """Some of a graph's node and edge attributes as columns, rows in the graph's own
+    order (``G.nodes``; ``G.edges(keys=True)``).
+
+    Attributes
+    ----------
+    nodes
+        Node ids, as ``list(G.nodes)``.
+    node_values
+        Node attribute name -> its values, one per node of ``nodes``.
+    u, v
+        Position in ``nodes`` of each edge's upstream and downstream node.
+    keys
+        Each edge's key (object array).
+    """
+
+    nodes: list[Any]
+    node_values: Mapping[str, list[Any]]
+    u: np.ndarray
+    v: np.ndarray
+    keys: np.ndarray
+    _order: np.ndarray
+    _edges: Mapping[str, list[Any]]
+    _graph: weakref.ReferenceType[nx.MultiDiGraph]
+
+    def edge_values(self, name: str) -> np.ndarray:
+        """The edge attribute ``name`` of every edge, in the graph's order (object
+        array of the values the graph's edge dictionaries hold)."""
+        held = np.empty(len(self._order), dtype=object)
+        held[:] = self._edges[name]
+        return held[self._order]
+
+    def edge_names(self) -> list[str]:
+        """The edge attributes the table holds."""
+        return list(self._edges)
+
+    def is_of(self, G: nx.MultiDiGraph) -> bool:
+        """Whether the table was made for the graph ``G`` (the same object, with as
+        many nodes)."""
+        return self._graph() is G and len(G) == len(self.nodes)
+
+
+def graph_table(G: nx.MultiDiGraph, c: GraphColumns, *, node_names: Collection[str],
+                edge_names: Collection[str]) -> GraphTable | None:
+    """The :class:`GraphTable` of ``G``, just filled from the columns ``c``
+    (:func:`gisnet.graph.assemble.assemble_graph`), holding the named attributes;
+    None when the columns do not map one to one onto the graph (:func:`edge_order`)
+    or lack one of the attributes."""
+    if len(c.node_ids) != len(G) or any(k not in c.nodes for k in node_names) or \
+            any(k not in c.edges for k in edge_names):
+        return None
+    order = edge_order(c)
+    if order is None:
+        return None
+    at = pd.Index(c.node_ids)
+    keys = np.empty(len(order), dtype=object)
+    keys[:] = c.keys
+    return GraphTable(
+        nodes=list(c.node_ids),
+        node_values={k: c.nodes[k] for k in node_names},
+        u=at.get_indexer(c.u).astype(np.int64)[order],
+        v=at.get_indexer(c.v).astype(np.int64)[order],
+        keys=keys[order],
+        _order=order,
+        _edges={k: c.edges[k] for k in edge_names},
+        _graph=weakref.ref(G),
+    )
