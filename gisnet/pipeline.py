@@ -417,12 +417,20 @@ def analyse(
                 on_written(res)
 
     # The obligations need no graph: they are measured first, so their layers go to
-    # the writer while the graph is built; the zone's GEOS union runs on a free core
-    # beside the graph's Python and is added to them after it.
+    # the writer while the graph is built; the zone's GEOS union starts once their
+    # nearest-main searches are done, runs on the core the rest of them and the graph's
+    # Python leave free, and is added to them after the graph.
+    zone: Callable[[], Any] | None = None
+
+    def start_zone() -> None:
+        nonlocal zone
+        zone = in_background(lambda: connection_zone(town))
+
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
                                lambda: analyse_obligations(town, parcels=parcels, zone=False,
-                                                            assume_abutting=assume_abutting),
+                                                            assume_abutting=assume_abutting,
+                                                            on_measured=start_zone),
                                n_parcels, "parcels")
         if res.obligations is not None:
             from .register import overdue_layer
@@ -434,7 +442,10 @@ def analyse(
                                         town.settings.extra.get("register"),
                                         town.layers.get("parcels"))
         done()
-    zone = None if res.obligations is None else in_background(lambda: connection_zone(town))
+    if res.obligations is None:
+        zone = None
+    elif zone is None:  # (the step did not get as far as measuring)
+        start_zone()
     table: GraphTable | None = None
     if "graph" in todo:
         t = time.perf_counter()

@@ -178,6 +178,7 @@ def analyse_obligations(
     frontage: bool | None = None,
     assume_abutting: bool = False,
     threads: int | None = None,
+    on_measured: Callable[[], None] | None = None,
 ) -> ObligationsResult:
     """Obligations, evidence and (when asked) the connection zone and frontage.
 
@@ -194,12 +195,17 @@ def analyse_obligations(
         (:func:`gisnet.obligations.frontage`); default (None): when the profile
         has a frontage rule (``connection.frontage_section``, Berlin's pro-rata
         share by street front footage), as :func:`has_frontage_rule` says.
+    on_measured
+        Called once the nearest-main searches (the part of the step that keeps
+        every core busy) are done: ``gisnet run`` starts the connection zone's union
+        there, beside the rest of the step.
 
     Returns
     -------
     gisnet.results.ObligationsResult
     """
-    ob, ev = _obligations(town, parcels, assume_abutting, threads or default_threads())
+    ob, ev = _obligations(town, parcels, assume_abutting, threads or default_threads(),
+                          on_measured)
     if frontage is None:
         frontage = has_frontage_rule(town)
     return ObligationsResult(
@@ -210,7 +216,8 @@ def analyse_obligations(
     )
 
 
-def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
+def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int,
+                 on_measured: Callable[[], None] | None = None,
                  ) -> tuple[gpd.GeoDataFrame, gpd.GeoDataFrame]:
     check_town(town)
     prof = town.profile
@@ -245,6 +252,8 @@ def _obligations(town: Town, parcels: Any, assume_abutting: bool, threads: int
     near_unknown = nearest_unknown(unknown, all_geoms, all_meta["row"].to_numpy(), n, fpu,
                                    threads)
     clock.lap("nearest")
+    if on_measured is not None:
+        on_measured()
     # ---- building sewers: stubs and shared ones; then connected (parcels.connected, or a
     #      lateral that reaches a building serves the parcel)
     sewers = _building_sewers(town)
