@@ -348,10 +348,10 @@ def analyse(
         A :class:`gisnet.progress.Reporter`, or a callable given a short message
         before each step.
     on_layers
-        Called with ``res.layers()`` after each step (obligations, graph and zone,
-        control, capacity): ``gisnet run`` starts writing the GeoPackage while the next
-        analyses go on (:class:`gisnet.io.GpkgWriter`). The layers it is given
-        do not change afterwards.
+        Called with ``res.layers()`` after each step (obligations, graph, control,
+        capacity and the connection zone): ``gisnet run`` starts writing the
+        GeoPackage while the next analyses go on (:class:`gisnet.io.GpkgWriter`).
+        The layers it is given do not change afterwards.
     as_of
         The day the ``overdue`` layer counts deadlines against (default today).
     release_inputs
@@ -417,14 +417,30 @@ def analyse(
                 on_written(res)
 
     # The obligations need no graph: they are measured first, so their layers go to
-    # the writer while the graph is built; the zone's GEOS union starts once their
-    # nearest-main searches are done, runs on the core the rest of them and the graph's
-    # Python leave free, and is added to them after the graph.
+    # the writer while the graph is built. The zone's GEOS union starts once their
+    # nearest-main searches are done and runs on one thread, on the core the rest of
+    # them, the graph's Python and the control step leave free; it is added to them
+    # with the capacity step's layers.
     zone: Callable[[], Any] | None = None
 
     def start_zone() -> None:
         nonlocal zone
-        zone = in_background(lambda: connection_zone(town))
+        zone = in_background(lambda: connection_zone(town), threads=1)
+
+    def take_zone() -> None:
+        nonlocal zone
+        if zone is None or res.obligations is None:
+            return
+        t = time.perf_counter()  # (the wait, if any, is the obligations' time)
+        try:
+            res.obligations.connection_zone = zone()
+        except GisnetError as exc:
+            if strict:
+                raise
+            log.warning("connection_zone not available: %s", exc)
+            res.unavailable.append(Unavailable("connection_zone", str(exc)))
+        zone = None
+        timings["obligations"] += time.perf_counter() - t
 
     if "obligations" in todo:
         res.obligations = step("obligations", "measuring connection obligations",
@@ -457,16 +473,6 @@ def analyse(
         del built
         timings["graph"] = time.perf_counter() - t
     G = res.graph
-    if zone is not None and res.obligations is not None:
-        t = time.perf_counter()  # (the wait, if any, is the obligations' time)
-        try:
-            res.obligations.connection_zone = zone()
-        except GisnetError as exc:
-            if strict:
-                raise
-            log.warning("connection_zone not available: %s", exc)
-            res.unavailable.append(Unavailable("connection_zone", str(exc)))
-        timings["obligations"] += time.perf_counter() - t
     done()
 
     centroids = buildings_as_points(town) if release_inputs and "control" in todo else None
@@ -504,6 +510,10 @@ def analyse(
         if res.capacity is not None and res.capacity.plant_increase_note:
             res.unavailable.append(Unavailable("plant_increase",
                                                res.capacity.plant_increase_note))
+        take_zone()
+        done()
+    if zone is not None:
+        take_zone()
         done()
     if release_inputs:  # what only follow-ups read; the graph once the quality step has it
         res.release_follow_ups(graph=False)
@@ -524,29 +534,6 @@ def analyse(
         if paths_after_graph(res):  # the control paths, made without the graph held,
             done()  # to the writer
     return res
-
-
-def planned_outputs(out_dir: str | Path, *, tables: Collection[str] = (), maps: bool = True,
-                    layer_names: Collection[str] = ()) -> list[Path]:
-    """Every path :func:`run` may write in ``out_dir``: the GeoPackage, the
-    manifest, the staging and ``tables`` folders, each table file of
-    ``layer_names`` and each page."""
-    from .output import MANIFEST_FILE, RESULTS_FILE, TABLE_FORMATS, WORKBOOK_FILE
-
-    out = Path(out_dir)
-    paths = [out, out / RESULTS_FILE, out / MANIFEST_FILE]
-    if tables:
-        paths.append(out / "tables")
-        paths += [out / "tables" / f"{name}{TABLE_FORMATS[fmt]}"
-                  for name in layer_names for fmt in tables
-                  if fmt in TABLE_FORMATS and fmt != "xlsx"]
-        if "xlsx" in tables:  # one workbook, a sheet per layer
-            paths.append(out / "tables" / WORKBOOK_FILE)
-    if maps:
-        from .maps import PAGES
-
-        paths += [out / f"{name}.html" for name in PAGES]
-    return paths
 
 
 def run(
@@ -613,6 +600,7 @@ def run(
         RESULTS_FILE,
         GpkgWriter,
         new_run_id,
+        planned_outputs,
         publish,
         refuse_inputs_as_outputs,
         staging_area,

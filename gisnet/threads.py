@@ -83,9 +83,12 @@ def thread_limit(n: int | None) -> Iterator[None]:
         _limit.reset(token)
 
 
-def in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
+def in_background(fn: Callable[[], Any], *, threads: int | None = None
+                  ) -> Callable[[], Any]:
     """Start ``fn()`` on a thread of its own now; returns the call that waits for it
-    and gives its result (or raises what it raised).
+    and gives its result (or raises what it raised). ``threads``: the
+    :func:`thread_limit` ``fn`` runs under (1: a long job kept to one core beside the
+    steps that follow, on the core they leave free).
 
     For work that releases the GIL (GEOS) run beside a step that holds it (the
     graph's Python): the two share the cores instead of taking turns. The thread
@@ -102,6 +105,13 @@ def in_background(fn: Callable[[], Any]) -> Callable[[], Any]:
     45
     """
     out: dict[str, Any] = {}
+    if threads is not None:
+        inner = fn
+
+        def fn() -> Any:
+            with thread_limit(threads):
+                return inner()
+
     if default_threads() < 2:
         def later() -> Any:
             if "value" not in out:

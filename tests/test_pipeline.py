@@ -188,10 +188,11 @@ def test_analyse_only_runs_the_needed_steps_in_order():
         analyse(_synthetic_town(), only={"maps"})
 
 
-def test_the_obligations_reach_the_writer_before_the_graph_and_the_zone_with_the_graph():
+def test_the_obligations_reach_the_writer_before_the_graph_and_the_zone_after_capacity():
     """The obligations need no graph: measured first, their layers are given to the
-    writer (``on_layers``) while the graph is built; the connection zone, made beside
-    the graph, is given with the graph's layers, the same zone a lone step makes."""
+    writer (``on_layers``) while the graph is built; the connection zone, made on one
+    thread beside the graph and the control step, is given with the capacity step's
+    layers, the same zone a lone step makes on every core."""
     from gisnet.obligations import connection_zone
     from gisnet.pipeline import analyse
 
@@ -200,7 +201,9 @@ def test_the_obligations_reach_the_writer_before_the_graph_and_the_zone_with_the
     res = analyse(town, on_layers=lambda layers: given.append(set(layers)))
     assert {"obligations", "obligation_evidence", "overdue"} <= given[0]
     assert not given[0] & {"graph_nodes", "graph_edges", "connection_zone"}
-    assert given[1] - given[0] == {"graph_nodes", "graph_edges", "connection_zone"}
+    assert given[1] - given[0] == {"graph_nodes", "graph_edges"}
+    assert "connection_zone" not in given[2] and "control_manholes" in given[2]
+    assert given[3] - given[2] >= {"pipes_capacity", "connection_zone"}
     assert list(res.timings_s)[:2] == ["obligations", "graph"]
     zone = res.obligations.connection_zone
     assert zone.geometry.iloc[0].equals(connection_zone(town).geometry.iloc[0])

@@ -72,6 +72,13 @@ def test_work_in_background_keeps_the_limit_and_raises_where_it_is_awaited(
         assert seen == {}
         assert later() == 7 and later() == 7
     assert seen == {"thread": threading.current_thread().name, "threads": 1}
+    # a job kept to one core: its own thread, and one thread for its parallel steps
+    seen.clear()
+    with thread_limit(2):
+        later = in_background(work, threads=1)
+        assert default_threads() == 2
+    assert later() == 7
+    assert seen == {"thread": "gisnet-background", "threads": 1}
 
     def fails() -> None:
         raise ValueError("no mains")

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 #: Re-exported: the results file name and the town's inputs (:mod:`gisnet.output.guard`).
 __all__ = ["RESULTS_FILE", "atomic_path", "atomic_write_text", "ensure_out_dir", "input_files",
-           "refuse_input_as_output", "refuse_inputs_as_outputs", "write_project",
+           "planned_outputs", "refuse_input_as_output", "refuse_inputs_as_outputs", "write_project",
            "write_results", "write_tables", "write_workbook"]
 
 def _cannot_write(path: Path, exc: OSError, what: str) -> ConfigError:
@@ -531,3 +531,26 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
         ws.append(xlsx_row(ws, r))
     wb.save(path)
     return Path(path)
+
+
+def planned_outputs(out_dir: str | Path, *, tables: Iterable[str] = (), maps: bool = True,
+                    layer_names: Iterable[str] = ()) -> list[Path]:
+    """Every path :func:`gisnet.pipeline.run` may write in ``out_dir``: the GeoPackage, the
+    manifest, the staging and ``tables`` folders, each table file of
+    ``layer_names`` and each page."""
+    from . import MANIFEST_FILE, TABLE_FORMATS, WORKBOOK_FILE
+
+    out = Path(out_dir)
+    paths = [out, out / RESULTS_FILE, out / MANIFEST_FILE]
+    if tables:
+        paths.append(out / "tables")
+        paths += [out / "tables" / f"{name}{TABLE_FORMATS[fmt]}"
+                  for name in layer_names for fmt in tables
+                  if fmt in TABLE_FORMATS and fmt != "xlsx"]
+        if "xlsx" in tables:  # one workbook, a sheet per layer
+            paths.append(out / "tables" / WORKBOOK_FILE)
+    if maps:
+        from ..maps import PAGES
+
+        paths += [out / f"{name}.html" for name in PAGES]
+    return paths
