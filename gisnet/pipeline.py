@@ -611,7 +611,8 @@ def run(
     if is_database(out_dir):
         return _run_into_database(town, str(out_dir), tables=tables, maps=maps, rep=rep)
     out = Path(out_dir)
-    refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps), town, *inputs)
+    pages = _pages_of(maps)
+    refuse_inputs_as_outputs(planned_outputs(out, tables=tables, pages=pages), town, *inputs)
     # the register kept beside the results, read (created when absent) before the
     # analyses; the previous run's obligations, for the changes layer
     town, register, previous = _register_and_previous(town, out)
@@ -641,7 +642,7 @@ def run(
                           on_written=evidence_for_maps if lean and maps else None)
             _add_changes(res, previous, register, run_id)
             layers = res.layers()
-            refuse_inputs_as_outputs(planned_outputs(out, tables=tables, maps=maps,
+            refuse_inputs_as_outputs(planned_outputs(out, tables=tables, pages=pages,
                                                      layer_names=list(layers)), town, *inputs)
             if not early:  # nothing is written before the analyses have run
                 stage = stack.enter_context(staging_area(out, run_id))
@@ -696,6 +697,15 @@ def run(
     finally:
         rep.close()
     return res
+
+
+def _pages_of(maps: bool) -> tuple[str, ...]:
+    """The pages a run with ``maps`` writes (none without)."""
+    if not maps:
+        return ()
+    from .maps import PAGES
+
+    return PAGES
 
 
 def unread_shapes_as_points(town: Town) -> None:

@@ -533,11 +533,11 @@ def write_workbook(path: str | Path, layers: Mapping[str, pd.DataFrame]) -> Path
     return Path(path)
 
 
-def planned_outputs(out_dir: str | Path, *, tables: Iterable[str] = (), maps: bool = True,
+def planned_outputs(out_dir: str | Path, *, tables: Iterable[str] = (), pages: Iterable[str] = (),
                     layer_names: Iterable[str] = ()) -> list[Path]:
     """Every path :func:`gisnet.pipeline.run` may write in ``out_dir``: the GeoPackage, the
     manifest, the staging and ``tables`` folders, each table file of
-    ``layer_names`` and each page."""
+    ``layer_names`` and each of the ``pages`` (names, without ``.html``)."""
     from . import MANIFEST_FILE, TABLE_FORMATS, WORKBOOK_FILE
 
     out = Path(out_dir)
@@ -549,8 +549,5 @@ def planned_outputs(out_dir: str | Path, *, tables: Iterable[str] = (), maps: bo
                   if fmt in TABLE_FORMATS and fmt != "xlsx"]
         if "xlsx" in tables:  # one workbook, a sheet per layer
             paths.append(out / "tables" / WORKBOOK_FILE)
-    if maps:
-        from ..maps import PAGES
-
-        paths += [out / f"{name}.html" for name in PAGES]
+    paths += [out / f"{name}.html" for name in pages]
     return paths
