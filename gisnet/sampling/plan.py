@@ -117,27 +117,31 @@ def sampling_plan(
     thr = float(pre.siu_process_flow_gpd)
     frac = float(pre.siu_plant_fraction)
     local = pre.local_review_flow_gpd
+    # each column's values held once (a lookup by position in a Series is slow)
+    flow_v, share_v, cat_v = flow.to_numpy(), share.to_numpy(), categorical.to_numpy()
+    ind_v, marked_v = industrial.to_numpy(), marked.array
+    plant_v, design_v = plant_id.to_numpy(), design_mgd.to_numpy()
     for i in range(len(users)):
-        f, s, c = flow.iloc[i], share.iloc[i], bool(categorical.iloc[i])
+        f, s, c = flow_v[i], share_v[i], bool(cat_v[i])
         reasons = []
-        if not industrial.iloc[i]:
+        if not ind_v[i]:
             reasons.append("not an industrial user (users layer: industrial = no): a "
                            "discharger, not an industrial user or SIU")
-        elif pd.isna(marked.iloc[i]):
+        elif pd.isna(marked_v[i]):
             reasons.append("industrial not recorded: counted as an industrial user")
-        if industrial.iloc[i] and pd.notna(f) and exceeds(f, thr, strict=False):
+        if ind_v[i] and pd.notna(f) and exceeds(f, thr, strict=False):
             reasons.append(f"process wastewater {fmt_gpd(f)} >= {fmt_gpd(thr)}")
-        if industrial.iloc[i] and pd.notna(s) and exceeds(s, frac, strict=False):
+        if ind_v[i] and pd.notna(s) and exceeds(s, frac, strict=False):
             reasons.append(
-                f"process wastewater {s:.1%} of plant {plant_id.iloc[i]} design flow "
-                f"{design_mgd.iloc[i]:g} MGD (>= {frac:.0%})"
+                f"process wastewater {s:.1%} of plant {plant_v[i]} design flow "
+                f"{design_v[i]:g} MGD (>= {frac:.0%})"
             )
         # a profile that leaves siu_categorical out (None) does not count categorical users
-        if industrial.iloc[i] and c and pre.siu_categorical:
+        if ind_v[i] and c and pre.siu_categorical:
             reasons.append("categorical industrial user")
-        if industrial.iloc[i] and pd.isna(f) and not _siu_reasons(reasons):
+        if ind_v[i] and pd.isna(f) and not _siu_reasons(reasons):
             reasons.append("process flow unknown: status cannot be decided")
-        siu[i] = bool(industrial.iloc[i]) and bool(_siu_reasons(reasons))
+        siu[i] = bool(ind_v[i]) and bool(_siu_reasons(reasons))
         rows_reason.append("; ".join(reasons))
         rr = ""
         if local is not None:
@@ -152,8 +156,9 @@ def sampling_plan(
     sec_cm = uid.map(cm["section"]).where(uid.map(cm["section"]).notna(),
                                           town.profile.control_manhole.section)
     sections = []
+    sec_v = sec_cm.to_numpy()
     for i in range(len(users)):
-        parts = [p for p in (sec_cm.iloc[i],) if p]
+        parts = [p for p in (sec_v[i],) if p]
         if siu[i]:
             parts.append(str(pre.siu_section))
         if review[i] and pre.local_review_section:

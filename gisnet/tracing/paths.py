@@ -16,6 +16,7 @@ import pandas as pd
 import shapely
 
 from ..io.ids import first_positions
+from ..threads import chunked, default_threads
 from .index import DownstreamIndex
 
 
@@ -118,13 +119,21 @@ def path_lines(
     """Lines from each tap along its edge and then the primary chain to the
     node ``target`` (node index). Rows with target -1 get None.
 
-    Made :data:`PATH_CHUNK_ROWS` rows at a time: each row's line depends on that
-    row alone, so the lines are the same however the rows are cut."""
+    Made :data:`PATH_CHUNK_ROWS` rows at a time, the chunks on
+    :func:`gisnet.threads.default_threads` threads (numpy and GEOS leave the GIL for
+    most of the work): each row's line depends on that row alone, so the lines are
+    the same however the rows are cut and whichever thread makes them."""
     n = len(edge)
     lines = np.empty(n, dtype=object)
-    for start in range(0, n, PATH_CHUNK_ROWS):
-        cut = slice(start, start + PATH_CHUNK_ROWS)
-        lines[cut] = _path_lines(idx, edge[cut], frac[cut], taps[cut], target[cut])
+
+    starts = range(0, n, PATH_CHUNK_ROWS)
+
+    def chunks(lo: int, hi: int) -> None:
+        for start in starts[lo:hi]:
+            cut = slice(start, start + PATH_CHUNK_ROWS)
+            lines[cut] = _path_lines(idx, edge[cut], frac[cut], taps[cut], target[cut])
+
+    chunked(len(starts), default_threads(), chunks, min_n=2)
     return lines
 
 
