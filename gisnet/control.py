@@ -8,7 +8,8 @@ of those imports it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -18,12 +19,15 @@ from .sampling.plan import sampling_plan
 from .tracing import DownstreamIndex, connection_points, control_manholes
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .graph.table import GraphTable
     from .town import Town
 
 
 def analyse_control(
     town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
-    paths: bool | str = True, building_points: np.ndarray | None = None,
+    paths: bool | str = True,
+    building_points: np.ndarray | Callable[[], Callable[[], Any] | None] | None = None,
+    table: GraphTable | None = None,
 ) -> ControlResult:
     """Connection points, control manholes and paths, and the sampling plan of a town.
 
@@ -41,7 +45,13 @@ def analyse_control(
         arrays but not the graph).
     building_points
         Each building's centroid, when the buildings' shapes are no longer held
-        (:func:`gisnet.tracing.features_to_connect`).
+        (:func:`gisnet.tracing.features_to_connect`); or, from
+        :func:`gisnet.threads.in_background`, what gives the function that gives them
+        (:func:`gisnet.lean.buildings_as_points`, made while the index is built), or
+        None.
+    table
+        The graph's :class:`~gisnet.graph.table.GraphTable`, for the index (when
+        ``index`` is None).
 
     Returns
     -------
@@ -52,7 +62,12 @@ def analyse_control(
         ``sampling_plan`` (:func:`sampling_plan`) when the town has a non-empty
         users layer, else None.
     """
-    idx = DownstreamIndex.of(G, index)
+    try:
+        idx = DownstreamIndex(G, table=table) if index is None else DownstreamIndex.of(G, index)
+    finally:  # (a job making the points is waited for, whatever happened)
+        if callable(building_points):
+            made = building_points()
+            building_points = None if made is None else made()
     points = connection_points(town, G, index=idx, building_points=building_points)
     layers = control_manholes(town, G, points=points, index=idx, paths=paths)
     later = layers.get("make_control_paths")

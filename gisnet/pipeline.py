@@ -64,7 +64,6 @@ from .results import (
 from .serialize import to_jsonable
 from .threads import default_threads, in_background
 from .town import Town
-from .tracing import DownstreamIndex
 from .tracing.control import PATHS_LATER
 from .worklist import worklist, worklist_lines
 
@@ -475,15 +474,17 @@ def analyse(
     G = res.graph
     done()
 
-    centroids = buildings_as_points(town) if release_inputs and "control" in todo else None
     if "control" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
+        # the buildings' points (GEOS, on the thread share) made while the step builds
+        # the downstream index (Python)
+        centroids = in_background(lambda: buildings_as_points(town)) if release_inputs \
+            else None
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(
-                               town, G, index=DownstreamIndex(G, table=table),
+                               town, G, table=table,
                                paths=PATHS_LATER if release_inputs and control_paths
-                               else control_paths,
-                               building_points=None if centroids is None else centroids()),
+                               else control_paths, building_points=centroids),
                            n_parcels, "parcels")
         centroids = None
         if res.control is not None and res.control.sampling_plan is None:
