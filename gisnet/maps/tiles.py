@@ -2,8 +2,9 @@
 
 A layer too big to embed in a page (see :mod:`gisnet.maps.tiled`) is cut into
 tiles of the WebMercatorQuad grid (:mod:`morecantile`) and written as one
-PMTiles archive (the ``pmtiles`` package's writer), gzip-compressed Mapbox
-Vector Tiles (protobuf schema of ``mapbox-vector-tile``):
+PMTiles archive (:mod:`gisnet.maps.archive`: the ``pmtiles`` package's writer, each
+tile gzip-compressed with ISA-L), Mapbox Vector Tiles (protobuf schema of
+``mapbox-vector-tile``):
 
 ``features`` (zoom :data:`DETAIL_ZOOM`)
     every feature with its properties (the popup's fields and the style keys);
@@ -42,7 +43,6 @@ on one (45.9 s against 60.3 s with the protobuf classes; ``docs/performance.md``
 from __future__ import annotations
 
 import functools
-import gzip
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import shapely
 
-from ..output import atomic_path, remember_sha256
+from .archive import GZIP_LEVEL, gzip_tile, read_tile, write_archive
 from .encoding import BLANK_TEXT, Prop, TextCodes, blank_texts, is_missing
 from .mvt import (
     EXTENT,
@@ -574,9 +574,9 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     min_zoom, detail_zoom
         Overview zooms are ``min_zoom .. detail_zoom - 1``.
     gzip_level
-        None: the tiles' bytes uncompressed. A level: each tile gzip-compressed as
-        it is made (an archive's tiles are then held compressed, a fifth of the
-        memory or less).
+        None: the tiles' bytes uncompressed. A level (0-3, :func:`gzip_tile`): each
+        tile gzip-compressed as it is made (an archive's tiles are then held
+        compressed, a third of the memory or less).
     """
     max_lines = MAX_OVERVIEW_LINES if max_lines is None else max_lines
 
@@ -610,7 +610,7 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
         mask = (1 << z) - 1  # tile ids are x * 2**z + y
         for key, data in encode_tiles(name, tile, *layer):
             out[(z, key >> z, key & mask)] = data if gzip_level is None else \
-                gzip.compress(data, compresslevel=gzip_level, mtime=0)
+                gzip_tile(data, gzip_level)
 
     # detail: every feature with its properties, block of tiles by block of tiles (each
     # tile whole in one block, its features in the same order: the same bytes as all at
@@ -711,46 +711,6 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     return out, info
 
 
-#: gzip level of the tiles in an archive.
-GZIP_LEVEL = 5
-
-
-def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, int], bytes],
-                  metadata: Mapping[str, Any], *, compressed: bool = False) -> int:
-    """Write ``tiles`` (MVT; gzip-compressed already when ``compressed``, else
-    compressed here) as a PMTiles v3 archive, gzip tiles; returns its size in bytes.
-
-    The archive is written atomically (a reader never sees half of it), straight
-    into its temporary file.
-    """
-    from pmtiles.tile import Compression, TileType, zxy_to_tileid
-    from pmtiles.writer import Writer
-
-    ids = sorted((zxy_to_tileid(z, x, y), (z, x, y)) for z, x, y in tiles)
-    b = metadata.get("bounds") or [[-85, -180], [85, 180]]
-    zooms = [z for z, _, _ in tiles] or [0]
-    header = {
-        "tile_type": TileType.MVT, "tile_compression": Compression.GZIP,
-        "min_zoom": min(zooms), "max_zoom": max(zooms),
-        "min_lon_e7": int(b[0][1] * 1e7), "min_lat_e7": int(b[0][0] * 1e7),
-        "max_lon_e7": int(b[1][1] * 1e7), "max_lat_e7": int(b[1][0] * 1e7),
-        "center_zoom": max(zooms),
-        "center_lon_e7": int((b[0][1] + b[1][1]) / 2 * 1e7),
-        "center_lat_e7": int((b[0][0] + b[1][0]) / 2 * 1e7),
-    }
-    with atomic_path(Path(path), "tile archive") as tmp:
-        with open(tmp, "wb") as f:
-            w = Writer(f)
-            for tid, key in ids:
-                data = tiles[key]
-                w.write_tile(tid, data if compressed else
-                             gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0))
-            w.finalize(header, dict(metadata))
-        size = tmp.stat().st_size
-    remember_sha256(Path(path))  # (a run's archive, hashed on the thread that cut it)
-    return size
-
-
 def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
                       props: Mapping[str, Any] | None = None, *, name: str = "",
                       style_keys: tuple[str, ...] = (),
@@ -776,21 +736,8 @@ def write_layer_tiles(path: str | os.PathLike[str], gdf: gpd.GeoDataFrame,
                      info["constants"], info["bounds"] or [], info["overview_max"])
 
 
-def read_tile(archive: str | os.PathLike[str], z: int, x: int, y: int) -> dict[str, Any] | None:
-    """A tile of a PMTiles archive decoded with ``mapbox_vector_tile`` (y down), or None."""
-    import mapbox_vector_tile
-    from pmtiles.reader import MmapSource, Reader
-
-    with open(archive, "rb") as f:
-        data = Reader(MmapSource(f)).get(z, x, y)
-    if data is None:
-        return None
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return mapbox_vector_tile.decode(data, default_options={"y_coord_down": True})
-
-
-__all__ = ["BUFFER", "DETAIL_ZOOM", "EXTENT", "GRID", "OVERVIEW_MIN_ZOOM", "TileStats",
-           "assign_tiles", "commands", "encode_tiles", "geometry_parts", "layer_tiles",
+__all__ = ["BUFFER", "DETAIL_ZOOM", "EXTENT", "GRID", "GZIP_LEVEL", "OVERVIEW_MIN_ZOOM",
+           "TileStats", "assign_tiles", "commands", "encode_tiles", "geometry_parts",
+           "gzip_tile", "layer_tiles",
            "property_columns", "read_tile", "tile_bounds", "value_table", "write_archive",
            "write_layer_tiles"]
