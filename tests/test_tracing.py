@@ -905,28 +905,32 @@ def test_owner_manhole_without_an_owner_section_cites_the_profile_section(comple
 
 
 def test_path_lines_made_in_chunks_are_the_lines_made_at_once(sample_dir, monkeypatch):
-    """The control paths are made a chunk of rows at a time (memory): cut into
-    chunks of 7 rows, every path equals the one made with all rows together,
-    vertex for vertex."""
+    """The control paths are made a chunk of rows at a time (memory), the chunks on
+    the thread share: cut into chunks of 7 rows, on one thread or on two, every path
+    equals the one made with all rows together, vertex for vertex, in its row."""
     import shapely
 
     import gisnet.tracing.paths as paths_mod
     from gisnet.graph import build_sewer_graph
     from gisnet.io import load_town
+    from gisnet.threads import thread_limit
 
     town = load_town(sample_dir)
     G = build_sewer_graph(town)
-    whole = control_manholes(town, G)["control_paths"]
+    with thread_limit(1):
+        whole = control_manholes(town, G)["control_paths"]
     assert len(whole) > 7 * 100 and whole.geometry.notna().sum() > 1000
     monkeypatch.setattr(paths_mod, "PATH_CHUNK_ROWS", 7)
-    cut = control_manholes(town, G)["control_paths"]
-    a = np.asarray(cut.geometry.array, dtype=object)
-    b = np.asarray(whole.geometry.array, dtype=object)
-    assert (pd.isna(a) == pd.isna(b)).all()
-    m = pd.notna(b)
-    assert shapely.equals_exact(a[m], b[m], tolerance=0).all()
-    pd.testing.assert_frame_equal(pd.DataFrame(cut.drop(columns="geometry")),
-                                  pd.DataFrame(whole.drop(columns="geometry")))
+    for threads in (1, 2):
+        with thread_limit(threads):
+            cut = control_manholes(town, G)["control_paths"]
+        a = np.asarray(cut.geometry.array, dtype=object)
+        b = np.asarray(whole.geometry.array, dtype=object)
+        assert (pd.isna(a) == pd.isna(b)).all()
+        m = pd.notna(b)
+        assert shapely.equals_exact(a[m], b[m], tolerance=0).all()
+        pd.testing.assert_frame_equal(pd.DataFrame(cut.drop(columns="geometry")),
+                                      pd.DataFrame(whole.drop(columns="geometry")))
 
 
 def test_edge_indices_match_as_codes_and_as_objects(sample_dir) -> None:
