@@ -9,7 +9,7 @@ of those imports it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def analyse_control(
     town: Town, G: nx.MultiDiGraph, *, index: DownstreamIndex | None = None,
     paths: bool | str = True,
-    building_points: np.ndarray | Callable[[], Callable[[], Any] | None] | None = None,
+    building_points: np.ndarray | Callable[[], np.ndarray | None] | None = None,
     table: GraphTable | None = None,
 ) -> ControlResult:
     """Connection points, control manholes and paths, and the sampling plan of a town.
@@ -45,10 +45,9 @@ def analyse_control(
         arrays but not the graph).
     building_points
         Each building's centroid, when the buildings' shapes are no longer held
-        (:func:`gisnet.tracing.features_to_connect`); or, from
-        :func:`gisnet.threads.in_background`, what gives the function that gives them
-        (:func:`gisnet.lean.buildings_as_points`, made while the index is built), or
-        None.
+        (:func:`gisnet.tracing.features_to_connect`); or what gives them, called once
+        the index is built (a :func:`gisnet.threads.in_background` job of
+        :func:`gisnet.lean.building_centroids`, made meanwhile).
     table
         The graph's :class:`~gisnet.graph.table.GraphTable`, for the index (when
         ``index`` is None).
@@ -66,8 +65,7 @@ def analyse_control(
         idx = DownstreamIndex(G, table=table) if index is None else DownstreamIndex.of(G, index)
     finally:  # (a job making the points is waited for, whatever happened)
         if callable(building_points):
-            made = building_points()
-            building_points = None if made is None else made()
+            building_points = building_points()
     points = connection_points(town, G, index=idx, building_points=building_points)
     layers = control_manholes(town, G, points=points, index=idx, paths=paths)
     later = layers.get("make_control_paths")

@@ -35,7 +35,8 @@ from .threads import chunked, default_threads
 if TYPE_CHECKING:  # pragma: no cover
     from .town import Town
 
-__all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "buildings_as_points",
+__all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "building_centroids",
+           "buildings_as_points",
            "buildings_read_later", "counted_only", "empty_written", "evidence_for_maps",
            "paths_after_graph", "points_for_capacity", "release_drawn"]
 
@@ -114,6 +115,15 @@ def buildings_as_points(town: Town) -> Callable[[], Any] | None:
         return out
 
     return centroids
+
+
+def building_centroids(town: Town) -> np.ndarray | None:
+    """:func:`buildings_as_points`, then each building's centroid as a point (None for
+    a building without a shape); None when it gives nothing. The control step's
+    ``building_points``, made on a background thread while the step builds its
+    downstream index."""
+    made = buildings_as_points(town)
+    return None if made is None else made()
 
 
 def points_for_capacity(control: Any, town: Town | None = None) -> pd.DataFrame | None:

@@ -38,7 +38,7 @@ from .graph.table import GraphTable
 from .io import crs_label
 from .io.postgis import is_database
 from .lean import (
-    buildings_as_points,
+    building_centroids,
     counted_only,
     empty_written,
     evidence_for_maps,
@@ -478,7 +478,7 @@ def analyse(
         assert G is not None  # the step needs "graph" (NEEDS), built above
         # the buildings' points (GEOS, on the thread share) made while the step builds
         # the downstream index (Python)
-        centroids = in_background(lambda: buildings_as_points(town)) if release_inputs \
+        centroids = in_background(lambda: building_centroids(town)) if release_inputs \
             else None
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(

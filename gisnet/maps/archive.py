@@ -32,7 +32,6 @@ def gzip_tile(data: bytes, level: int = GZIP_LEVEL) -> bytes:
     return igzip.compress(data, compresslevel=level, mtime=0)
 
 
-
 def write_archive(path: str | os.PathLike[str], tiles: Mapping[tuple[int, int, int], bytes],
                   metadata: Mapping[str, Any], *, compressed: bool = False) -> int:
     """Write ``tiles`` (MVT; gzip-compressed already when ``compressed``, else
