@@ -347,7 +347,13 @@ def write_stream(path: str, name: str, meta: dict[str, Any], reader: Any) -> lis
 def main() -> int:
     """The child's loop: a layer in, written, its answer out."""
     import pyarrow as pa
+    import pyogrio
 
+    # The child writes only a GeoPackage being staged (GpkgWriter's path in the run's
+    # staging folder): publishing flushes it to disk (fsync) before it is moved into
+    # place, and a file left half-written is never published. SQLite's own flushes
+    # at each transaction's end are then waits that buy nothing.
+    pyogrio.set_gdal_config_options({"OGR_SQLITE_SYNCHRONOUS": "OFF"})
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # standard output carries the answers only
     # GDAL's warnings go back to the parent's log (write_stream); nothing else
