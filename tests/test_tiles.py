@@ -679,3 +679,49 @@ def test_serve_cli_refuses_a_folder_without_pages(tmp_path: Path, capsys):
 
     assert main(["serve", "--maps", str(tmp_path)]) == 2
     assert "no map pages" in capsys.readouterr().err
+
+
+def test_simple_features_read_from_their_coordinates_give_the_same_tiles(monkeypatch):
+    """Points and polygons without holes that lie inside one detail tile are read from
+    their coordinates, not made again: the tiles are those of every feature made and
+    cut (rings of either orientation, slivers that collapse, holes, multi-parts,
+    features across tile edges, multi-points)."""
+    from gisnet.maps import tile_blocks as TB
+
+    gdf = _parcels(3000, seed=11)
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    geoms[2::7] = shapely.reverse(geoms[2::7])  # clockwise rings
+    c = shapely.get_coordinates(shapely.centroid(geoms[3::11]))
+    geoms[3::11] = shapely.box(c[:, 0], c[:, 1], c[:, 0] + 0.02, c[:, 1] + 0.01)  # slivers
+    geoms[5::13] = shapely.box(c[:len(geoms[5::13]), 0] - 9000, c[:len(geoms[5::13]), 1],
+                               c[:len(geoms[5::13]), 0] + 9000,
+                               c[:len(geoms[5::13]), 1] + 50)  # across tiles
+    polys = gdf.set_geometry(geoms)
+    rng = np.random.default_rng(5)
+    pts = shapely.points(588_000 + rng.uniform(-20_000, 20_000, (4000, 2)) * [1, 0.5]
+                         + [0, 4_615_000])
+    pts[::50] = shapely.multipoints(np.stack([shapely.get_coordinates(pts[::50]),
+                                              shapely.get_coordinates(pts[::50]) + 5], 1))
+    points = gpd.GeoDataFrame({"parcel_id": [f"T{i}" for i in range(len(pts))]},
+                              geometry=pts, crs=CRS)
+    read = []
+    simple_parts = T.simple_parts
+    monkeypatch.setattr(T, "simple_parts", lambda m, f, *a: read.append(len(f))
+                        or simple_parts(m, f, *a))
+    made = TB.Mercator.__init__
+
+    def nothing_simple(self, *a, **k):
+        made(self, *a, **k)
+        self.simple = None
+
+    for layer in (polys, points):
+        props = {"parcel_id": list(layer["parcel_id"])}
+        read.clear()
+        quick, _ = T.layer_tiles(layer, props)
+        assert sum(read) > 0.8 * len(layer)  # most features read from coordinates
+        with monkeypatch.context() as m:
+            m.setattr(TB.Mercator, "__init__", nothing_simple)
+            whole, _ = T.layer_tiles(layer, props)
+        assert quick.keys() == whole.keys() and len(whole) > 4
+        for k in whole:
+            assert quick[k] == whole[k], k

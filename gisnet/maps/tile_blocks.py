@@ -14,6 +14,8 @@ import geopandas as gpd
 import numpy as np
 import shapely
 
+from .mvt import _spread
+
 #: Features reprojected to EPSG:3857 at once (their coordinates), and bounds computed
 #: from rebuilt geometries at once.
 REPROJECT_FEATURES = 131_072
@@ -84,6 +86,10 @@ class Mercator:
         self.geoms, self.crs, self.family = geoms, crs, family
         self.whole: np.ndarray | None = None
         self.xy: np.ndarray | None = None
+        #: Points (family point) and polygons without holes (family polygon) whose
+        #: coordinates are all finite: what :meth:`coords` gives is the whole feature
+        #: (None: no feature is read from its coordinates alone).
+        self.simple: np.ndarray | None = None
         n = len(geoms)
         target = CRS.from_user_input("EPSG:3857")
         if whole:
@@ -121,6 +127,8 @@ class Mercator:
         odd |= ~np.isin(tid, (0, 1, 2, 3, 5))  # multi-points and -polygons, collections
         odd[poly[shapely.get_num_interior_rings(geoms[poly]) > 0]] = True
         odd |= ncoord == 0
+        if family in ("point", "polygon"):
+            self.simple = ~odd & (tid == (0 if family == "point" else 3))
         exact = np.flatnonzero(odd)
         for s0 in range(0, len(exact), REPROJECT_FEATURES):
             i = exact[s0:s0 + REPROJECT_FEATURES]
@@ -138,6 +146,15 @@ class Mercator:
                 g[multi] = shapely.point_on_surface(g[multi])
         return g
 
+    def coords(self, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The EPSG:3857 coordinates of features ``i`` (as ``shapely.get_coordinates`` of
+        :meth:`take` gives them, a ring's closing one included) and each one's count."""
+        assert self.xy is not None  # (features read from their coordinates: simple)
+        size = self.ncoord[i]
+        first = np.cumsum(size) - size
+        return self.xy[np.arange(int(size.sum())) - np.repeat(first - self.start[i], size)], \
+            size
+
     def take(self, i: np.ndarray) -> np.ndarray:
         """Features ``i`` (positions, increasing) in EPSG:3857 (all of them: the held
         array itself)."""
@@ -151,4 +168,38 @@ class Mercator:
         return self._points(shapely.set_coordinates(self.geoms[i], self.xy[idx]))
 
 
-__all__ = ["REPROJECT_FEATURES", "Mercator", "detail_blocks"]
+def orient_rings(coords: np.ndarray, ring: np.ndarray, sizes: np.ndarray,
+                 exterior: np.ndarray) -> np.ndarray:
+    """Rings' coordinates (``ring``: each one's ring, of ``sizes``), exteriors turned
+    clockwise and holes counter-clockwise (y up)."""
+    if len(coords):
+        # shoelace: twice the signed area of each ring (y up: > 0 counter-clockwise)
+        x, y = coords[:, 0], coords[:, 1]
+        same = np.r_[ring[1:] == ring[:-1], False]
+        cross = np.where(same, x * np.roll(y, -1) - np.roll(x, -1) * y, 0.0)
+        area2 = np.bincount(ring, weights=cross, minlength=len(sizes))
+        flip = np.where(exterior, area2 > 0, area2 < 0)
+        if flip.any():
+            start = np.cumsum(sizes) - sizes
+            i = np.arange(len(coords))
+            r = ring
+            rev = flip[r]
+            src = np.where(rev, start[r] + (start[r] + sizes[r] - 1 - i), i)
+            coords = coords[src]
+    return coords
+
+
+def merged_parts(rank: np.ndarray, n_first: int, first: tuple[np.ndarray, ...],
+                 then: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parts of two sets of pieces (``(xy, part_sizes, part_piece)`` each; the
+    ``n_first`` pieces of ``first``, then those of ``then``) in the pieces' order:
+    ``rank`` is each piece's place."""
+    xy = np.concatenate([first[0], then[0]])
+    sizes = np.concatenate([first[1], then[1]])
+    piece = np.concatenate([rank[first[2]], rank[n_first + then[2]]])
+    order = np.argsort(piece, kind="stable")  # a piece's parts keep their order
+    start = np.cumsum(sizes) - sizes
+    return xy[_spread(start[order], sizes[order])], sizes[order], piece[order]
+
+
+__all__ = ["REPROJECT_FEATURES", "Mercator", "detail_blocks", "merged_parts", "orient_rings"]

@@ -68,7 +68,7 @@ from .mvt import (
     value_table,
     zigzag,
 )
-from .tile_blocks import Mercator, detail_blocks
+from .tile_blocks import Mercator, detail_blocks, merged_parts, orient_rings
 
 #: Zoom of the tiles that hold every feature (about 0.3 m a tile unit).
 DETAIL_ZOOM = 15
@@ -322,25 +322,35 @@ def _oriented_rings(polys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
         rings, ri = shapely.get_rings(polys[holed], return_index=True)
         k = np.arange(len(ri)) - (np.cumsum(nr[holed]) - nr[holed])[ri]
         sizes[first[np.flatnonzero(holed)[ri]] + k] = shapely.get_num_coordinates(rings)
-    coords = shapely.get_coordinates(polys)
     ring = np.repeat(np.arange(len(sizes)), sizes)
     exterior = np.zeros(len(sizes), dtype=bool)
     exterior[first] = True
-    if len(coords):
-        # shoelace: twice the signed area of each ring (y up: > 0 counter-clockwise)
-        x, y = coords[:, 0], coords[:, 1]
-        same = np.r_[ring[1:] == ring[:-1], False]
-        cross = np.where(same, x * np.roll(y, -1) - np.roll(x, -1) * y, 0.0)
-        area2 = np.bincount(ring, weights=cross, minlength=len(sizes))
-        flip = np.where(exterior, area2 > 0, area2 < 0)
-        if flip.any():
-            start = np.cumsum(sizes) - sizes
-            i = np.arange(len(coords))
-            r = ring
-            rev = flip[r]
-            src = np.where(rev, start[r] + (start[r] + sizes[r] - 1 - i), i)
-            coords = coords[src]
+    coords = orient_rings(shapely.get_coordinates(polys), ring, sizes, exterior)
     return coords, ring, np.repeat(np.arange(len(polys)), nr), exterior
+
+
+def simple_parts(merc: Mercator, feats: np.ndarray, tx: np.ndarray, ty: np.ndarray,
+                 z: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`geometry_parts` of features ``feats`` of ``merc`` that are simple
+    (:attr:`Mercator.simple`) and lie inside one tile of zoom ``z`` (``tx``, ``ty``),
+    read from their coordinates: their pieces are the features themselves, which are
+    then not made (a county's parcels and taps are most of the detail zoom's)."""
+    coords, size = merc.coords(feats)
+    n = len(feats)
+    piece = np.repeat(np.arange(n), size)
+    if merc.family == "point":
+        return _tile_coords(coords, tx, ty, z), size, np.arange(n)
+    coords = orient_rings(coords, piece, size, np.ones(n, dtype=bool))
+    keep = np.ones(len(coords), dtype=bool)
+    keep[np.cumsum(size)[size > 0] - 1] = False  # each ring's closing coordinate
+    coords, piece = coords[keep], piece[keep]
+    xy = _tile_coords(coords, tx[piece], ty[piece], z)
+    same = np.zeros(len(xy), dtype=bool)
+    same[1:] = (xy[1:] == xy[:-1]).all(axis=1) & (piece[1:] == piece[:-1])
+    xy, piece = xy[~same], piece[~same]
+    sizes = np.bincount(piece, minlength=n)
+    ok = sizes >= 3
+    return xy[ok[piece]], sizes[ok], np.flatnonzero(ok)
 
 
 def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
@@ -617,19 +627,33 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
     # once); a feature reaching several blocks is cut to each block's tiles in turn
     _, _, size = _grid(detail_zoom)
     tx0, tx1, ty0, ty1 = _tile_range(bb, detail_zoom, size * BUFFER / EXTENT)
+    # a simple feature inside one tile (with its buffer) is its own piece there: its
+    # parts are read from its coordinates, the rest are made and cut
+    one = None if merc.simple is None else merc.simple & (tx0 == tx1) & (ty0 == ty1)
     for x0, x1, y0, y1 in detail_blocks(tx0, tx1, ty0, ty1, _DETAIL_PAIRS):
         sel = np.flatnonzero((tx0 <= x1) & (tx1 >= x0) & (ty0 <= y1) & (ty1 >= y0))
-        if len(sel) == 0:
-            continue
+        quick = sel[:0]
+        if one is not None:
+            quick, sel = sel[one[sel]], sel[~one[sel]]
         fi, tx, ty, pieces = assign_tiles(merc.take(sel), detail_zoom,
                                           window=(x0, x1, y0, y1))
-        if len(fi) == 0:
+        if len(fi) + len(quick) == 0:
             continue  # the features only pass near the block's tiles
-        fi = sel[fi]
+        nq = len(quick)
+        fi = np.concatenate([quick, sel[fi]])
+        tx, ty = np.concatenate([tx0[quick], tx]), np.concatenate([ty0[quick], ty])
         order = np.lexsort((fi, ty, tx))
-        fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
-        xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
-        cmds, offs = commands(xy, psizes, ppiece, family, len(pieces))
+        if nq:  # each set's parts, then all in the pieces' order
+            place = np.empty(len(order), dtype=np.int64)
+            place[order] = np.arange(len(order))
+            xy, psizes, ppiece = merged_parts(
+                place, nq, simple_parts(merc, quick, tx[:nq], ty[:nq], detail_zoom),
+                geometry_parts(pieces, tx[nq:], ty[nq:], detail_zoom, family))
+            fi, tx, ty = fi[order], tx[order], ty[order]
+        else:
+            fi, tx, ty, pieces = fi[order], tx[order], ty[order], pieces[order]
+            xy, psizes, ppiece = geometry_parts(pieces, tx, ty, detail_zoom, family)
+        cmds, offs = commands(xy, psizes, ppiece, family, len(fi))
         emit(detail_zoom, "features", tx * (1 << detail_zoom) + ty, fi, family, cmds, offs,
              cols.names, cols.codes[fi], cols.table)
         del fi, tx, ty, pieces, xy, psizes, ppiece, cmds, offs
