@@ -725,3 +725,26 @@ def test_simple_features_read_from_their_coordinates_give_the_same_tiles(monkeyp
         assert quick.keys() == whole.keys() and len(whole) > 4
         for k in whole:
             assert quick[k] == whole[k], k
+
+
+def test_two_point_lines_are_their_own_simplification(monkeypatch):
+    """The overview zooms leave two-point lines as they are (Douglas-Peucker keeps a
+    line's ends): the tiles are those of every line simplified."""
+    gdf, props = _mixed_layers()["line"]
+    geoms = np.asarray(gdf.geometry.array, dtype=object).copy()
+    ends = [i for i in range(0, len(geoms), 2)
+            if geoms[i] is not None and shapely.get_type_id(geoms[i]) == 1
+            and not geoms[i].is_empty]
+    first = shapely.get_coordinates(shapely.get_point(geoms[ends], 0))
+    last = shapely.get_coordinates(shapely.get_point(geoms[ends], -1))
+    geoms[ends] = shapely.linestrings(np.stack([first, last], 1))  # two points: the ends
+    geoms[ends[1]] = shapely.LineString([first[1], first[1]])  # of no length
+    gdf = gdf.set_geometry(geoms)
+    assert T.two_point_lines(np.asarray(gdf.geometry.array)).sum() >= len(ends) > 20
+    kw = {"style_keys": ("_c",), "rank_key": "width"}
+    kept, _ = T.layer_tiles(gdf, props, **kw)
+    monkeypatch.setattr(T, "two_point_lines", lambda g: np.zeros(len(g), dtype=bool))
+    simplified, _ = T.layer_tiles(gdf, props, **kw)
+    assert kept.keys() == simplified.keys() and len([k for k in kept if k[0] < 14]) > 3
+    for k in simplified:
+        assert kept[k] == simplified[k], k

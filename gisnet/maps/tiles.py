@@ -536,6 +536,14 @@ def _family(geoms: np.ndarray) -> str:
     return fams.pop()
 
 
+def two_point_lines(geoms: np.ndarray) -> np.ndarray:
+    """Which of ``geoms`` are two-point flat lines: Douglas-Peucker keeps a line's ends,
+    so such a line is its own simplification at every tolerance (a county's mains and
+    control paths are mostly these)."""
+    return (shapely.get_type_id(geoms) == 1) & (shapely.get_num_coordinates(geoms) == 2) \
+        & ~shapely.has_z(geoms)
+
+
 def strongest_per_tile(tile: np.ndarray, rank: np.ndarray, length: np.ndarray,
                        limit: int) -> np.ndarray:
     """Which pieces to keep so that no tile holds more than ``limit``: in each tile
@@ -677,6 +685,7 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
                 pd.Series(list(col), dtype=object), errors="coerce").to_numpy(float)
             rank = np.nan_to_num(num[rows], nan=-np.inf)
         length = shapely.length(g)
+        bare = two_point_lines(g)
         cx, cy = (bb[:, 0] + bb[:, 2]) / 2, (bb[:, 1] + bb[:, 3]) / 2
         info["overview_lines_left_out"] = {}
         for z in range(detail_zoom - 1, min_zoom - 1, -1):
@@ -686,7 +695,10 @@ def layer_tiles(gdf: gpd.GeoDataFrame, props: Mapping[str, Any] | None = None, *
             home = np.floor((cx - left) / size).astype(np.int64) * (1 << z) \
                 + np.floor((top - cy) / size).astype(np.int64)
             sub = np.flatnonzero(strongest_per_tile(home, rank, length, max_lines))
-            gz = shapely.simplify(g[sub], size / 512.0, preserve_topology=False)
+            gz = g[sub]
+            more = np.flatnonzero(~bare[sub])  # (the others are their own simplification)
+            if len(more):
+                gz[more] = shapely.simplify(gz[more], size / 512.0, preserve_topology=False)
             fi, tx, ty, pieces = assign_tiles(gz, z)
             fi = sub[fi]
             keep = strongest_per_tile(tx * (1 << z) + ty, rank[fi], length[fi], max_lines)
