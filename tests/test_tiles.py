@@ -211,7 +211,12 @@ def test_search_points_of_shapes_shared_by_layers_are_each_layers_own():
     other = _parcels(20, seed=9)
     other.loc[4, "geometry"] = None
     other.loc[7, "geometry"] = shapely.Polygon()
-    frames = [parcels, by_status, other]
+    pts = _parcels(30, seed=4)
+    pts["geometry"] = shapely.point_on_surface(pts.geometry.values)  # points: their own
+    pts.loc[2, "geometry"] = shapely.MultiPoint([(588_010, 4_615_020), (588_400, 4_615_900)])
+    pts.loc[5, "geometry"] = shapely.Point(588_100, 4_615_100, 12.5)
+    pts.loc[8, "geometry"] = shapely.Point()
+    frames = [parcels, by_status, other, pts]
     for frame, got in zip(frames, _inner_points(frames), strict=True):
         geoms = np.asarray(frame.geometry.array, dtype=object)
         ok = ~(shapely.is_missing(geoms) | shapely.is_empty(geoms))

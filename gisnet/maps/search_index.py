@@ -79,7 +79,8 @@ def _inner_points(gdfs: Sequence[gpd.GeoDataFrame]) -> list[np.ndarray]:
     where the feature has no geometry), as (n, 2) coordinates in the frame's CRS.
 
     A shape that several layers hold (a county's parcels are drawn whole and again by
-    their status) is the same Python object in each: its point is found once.
+    their status) is the same Python object in each: its point is found once. A point
+    is its own (its coordinates, not a copy of it made first).
     """
     geoms = [np.asarray(g.geometry.array, dtype=object) for g in gdfs]
     oks = [~(shapely.is_missing(g) | shapely.is_empty(g)) for g in geoms]
@@ -91,7 +92,12 @@ def _inner_points(gdfs: Sequence[gpd.GeoDataFrame]) -> list[np.ndarray]:
     # (every object is alive here, so no two share an id)
     ids = np.fromiter(map(id, every), dtype=np.int64, count=len(every))
     _, first, again = np.unique(ids, return_index=True, return_inverse=True)
-    xy = shapely.get_coordinates(shapely.point_on_surface(every[first]))[again.reshape(-1)]
+    shapes = every[first]
+    xy = np.empty((len(shapes), 2))
+    pt = shapely.get_type_id(shapes) == 0
+    xy[pt] = shapely.get_coordinates(shapes[pt])
+    xy[~pt] = shapely.get_coordinates(shapely.point_on_surface(shapes[~pt]))
+    xy = xy[again.reshape(-1)]
     at = 0
     for o, ok, h in zip(out, oks, have, strict=True):
         o[ok] = xy[at:at + len(h)]
