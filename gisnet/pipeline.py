@@ -46,7 +46,7 @@ from .lean import (
     points_for_capacity,
     release_drawn,
 )
-from .memory import release
+from .memory import long_lived, release
 from .obligations import analyse_obligations, connection_zone, frontage_reason
 from .output import write_tables
 from .progress import ProgressLike, as_reporter
@@ -192,7 +192,7 @@ class Results(FollowUps):
                 for name in names:
                     if getattr(part, name, None) is not None:
                         setattr(part, name, None)
-        release()
+        release(collect=graph)  # (the graph's dictionaries refer to each other)
 
     def __repr__(self) -> str:
         lines = [f"profile {self.town.profile.profile.id}, CRS {crs_text(self.town.crs)}",
@@ -630,6 +630,7 @@ def run(
     town_info: dict[str, Any] = {}  # the town's record, made before its layers go
     try:
         with ExitStack() as stack:
+            stack.enter_context(long_lived())  # (the town's layers: out of the collector)
             if early:
                 stage = stack.enter_context(staging_area(out, run_id))
                 gpkg = stack.enter_context(GpkgWriter(stage / RESULTS_FILE, process=True,
