@@ -48,13 +48,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..memory import long_lived
     from ..pipeline import run as run_pipeline
     from ..progress import reporter
 
     rep = reporter(quiet=getattr(args, "quiet", False))
     try:
         common.resolve_town_source(args)
-        with rep.step("load", f"loading town from {args.layers or 'the layers given'}"):
+        # (the layers read: millions of shapes the collector would walk again and again)
+        with rep.step("load", f"loading town from {args.layers or 'the layers given'}"), \
+                long_lived():
             town = common.load_town(args, announce=False)
         if args.lock_timeout is not None:
             from ..output.postgis import lock_timeout_of
