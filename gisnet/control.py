@@ -62,7 +62,7 @@ def analyse_control(
         users layer, else None.
     """
     try:
-        idx = DownstreamIndex(G, table=table) if index is None else DownstreamIndex.of(G, index)
+        idx = DownstreamIndex.of(G, index, table=table)
     finally:  # (a job making the points is waited for, whatever happened)
         if callable(building_points):
             building_points = building_points()

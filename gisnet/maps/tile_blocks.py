@@ -151,9 +151,7 @@ class Mercator:
         :meth:`take` gives them, a ring's closing one included) and each one's count."""
         assert self.xy is not None  # (features read from their coordinates: simple)
         size = self.ncoord[i]
-        first = np.cumsum(size) - size
-        return self.xy[np.arange(int(size.sum())) - np.repeat(first - self.start[i], size)], \
-            size
+        return self.xy[_spread(self.start[i], size)], size
 
     def take(self, i: np.ndarray) -> np.ndarray:
         """Features ``i`` (positions, increasing) in EPSG:3857 (all of them: the held
@@ -162,10 +160,7 @@ class Mercator:
             return self.whole if len(i) == len(self.whole) else self.whole[i]
         if self.xy is None:
             return self._to_crs(i)
-        size = self.ncoord[i]
-        first = np.cumsum(size) - size
-        idx = np.arange(int(size.sum())) - np.repeat(first - self.start[i], size)
-        return self._points(shapely.set_coordinates(self.geoms[i], self.xy[idx]))
+        return self._points(shapely.set_coordinates(self.geoms[i], self.coords(i)[0]))
 
 
 def orient_rings(coords: np.ndarray, ring: np.ndarray, sizes: np.ndarray,

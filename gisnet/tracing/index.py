@@ -301,8 +301,11 @@ class DownstreamIndex:
         return next_edge, next_node
 
     @classmethod
-    def of(cls, G: nx.MultiDiGraph, index: DownstreamIndex | None = None) -> DownstreamIndex:
-        """``index`` if given (it must have been built for ``G``), else a new index of ``G``.
+    def of(cls, G: nx.MultiDiGraph, index: DownstreamIndex | None = None, *,
+           table: GraphTable | None = None) -> DownstreamIndex:
+        """``index`` if given (it must have been built for ``G``), else a new index of ``G``
+        (read from ``table``, the graph's :class:`~gisnet.graph.table.GraphTable`, when
+        given).
 
         Raises
         ------
@@ -310,7 +313,7 @@ class DownstreamIndex:
             If ``index`` was built for another graph.
         """
         if index is None:
-            return cls(G)
+            return cls(G, table=table)
         if index.G is not G:
             raise ConfigError("the DownstreamIndex given was built for another graph")
         return index
