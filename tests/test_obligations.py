@@ -1023,3 +1023,78 @@ def test_tiled_union_covers_the_same_area_as_one_union() -> None:
         assert shapely.symmetric_difference(by_tile, one).area <= 1e-6 * one.area
     assert tiled_union(b[:0]).is_empty
     assert tiled_union(g[:0], each=shapely.envelope).is_empty
+
+
+def _street_grid(blocks: int = 24, side: float = 150.0):
+    """Mains along a grid of streets ``side`` apart, two-point lines, with a park of
+    missing blocks in the middle (a hole in the zone), an isolated main, a
+    manhole-like point and a two-part main."""
+    import numpy as np
+    import shapely
+
+    lines = []
+    for i in range(blocks + 1):
+        for j in range(blocks):
+            if not (8 <= i <= 16 and 8 <= j < 16):  # the park
+                lines.append(shapely.LineString([(i * side, j * side),
+                                                 (i * side, (j + 1) * side)]))
+                lines.append(shapely.LineString([(j * side, i * side),
+                                                 ((j + 1) * side, i * side)]))
+    far = blocks * side + 2_000
+    lines.append(shapely.LineString([(far, 0), (far + 90, 40), (far + 200, 0)]))
+    lines.append(shapely.Point(far, far))
+    lines.append(shapely.MultiLineString([[(-900, 0), (-900, 500)],
+                                          [(-1500, 0), (-1500, 500)]]))
+    return np.asarray(lines, dtype=object)
+
+
+def test_buffer_union_leaves_out_only_buffers_inside_its_squares() -> None:
+    """A big town's zone: the grid squares kept a twentieth of the distance inside
+    the union of every buffer (shapely's own union, the reference), every buffer
+    left out wholly inside the squares, and the zone the same polygon as that
+    union, coordinates agreeing to floating-point noise."""
+    import shapely
+
+    from gisnet.obligations.zone import buffer_union, interior_squares, tiled_union
+
+    g = _street_grid()
+    d = 300.0
+    ref = shapely.union_all(shapely.buffer(g, d, quad_segs=16))
+    squares, kept = interior_squares(g, d)
+    assert 0 < kept.sum() < len(g) / 2  # most of the grid's buffers left out
+    assert kept[-3:].all()  # the lone main, the point and the two-part main
+    assert shapely.contains(ref, squares)
+    assert shapely.distance(shapely.boundary(ref), squares) >= d / 20
+    left_out = shapely.buffer(g[~kept], d, quad_segs=16)
+    assert shapely.covers(squares, left_out).all()
+    # the squares' path is taken when there are more than four tiles' worth
+    zone = buffer_union(g, d, per_tile=len(g) // 9)
+    assert shapely.is_valid(zone)
+    assert abs(zone.area - ref.area) <= 1e-12 * ref.area
+    assert shapely.equals_exact(shapely.normalize(zone), shapely.normalize(ref), 1e-6)
+    assert shapely.get_num_interior_rings(shapely.get_parts(zone)).sum() == 1  # the park
+    # few geometries: the tiled union of every buffer, as before (the same bytes)
+    small = buffer_union(g, d)
+    assert small.wkb == tiled_union(g, each=lambda x: shapely.buffer(x, d, quad_segs=16)).wkb
+
+
+def test_interior_squares_refuse_what_they_cannot_measure(monkeypatch) -> None:
+    """Polygons, nothing but empties, or a grid too big: no squares (every buffer
+    is unioned, the same area)."""
+    import numpy as np
+    import shapely
+
+    import gisnet.obligations.zone as zone
+
+    g = _street_grid(blocks=6)
+    assert zone.interior_squares(np.asarray([shapely.box(0, 0, 1, 1)], dtype=object),
+                                 300.0) is None
+    assert zone.interior_squares(np.asarray([shapely.LineString()], dtype=object),
+                                 300.0) is None
+    monkeypatch.setattr(zone, "MAX_CELLS", 100)
+    assert zone.interior_squares(g, 300.0) is None
+    monkeypatch.setattr(zone, "MAX_CELLS", 8_000_000)
+    assert zone.interior_squares(g, 300.0) is not None
+    many = zone.buffer_union(g, 300.0, per_tile=4)
+    assert abs(many.area - shapely.union_all(shapely.buffer(g, 300.0, quad_segs=16)).area) \
+        <= 1e-12 * many.area
