@@ -7,7 +7,7 @@ the buildings' polygons once the obligations are measured
 rows later steps read once the control step is done (:func:`buildings_read_later`),
 the other input layers nothing after the analyses reads but for their count of
 features (:func:`counted_only`, from :func:`gisnet.pipeline.unread_shapes_as_points`),
-the control paths made only once the graph has gone (:func:`paths_after_graph`),
+the control paths made only once the capacity step is done (:func:`paths_after_graph`),
 and result layers the
 GeoPackage's writer already holds when nothing else reads them
 (:func:`empty_written`); the connection points but for the columns the capacity
@@ -207,11 +207,12 @@ def counted_only(town: Town) -> None:
 
 def paths_after_graph(res: Any) -> bool:
     """Make the control paths a run asked for later (``analyse_control(paths="later")``)
-    once the networkx graph is let go (:meth:`gisnet.pipeline.Results.release_follow_ups`):
-    a county's million path lines (about 0.3 GB) are then not made beside the graph
-    (about 0.55 GB), at the end of the control step where every other layer is held.
-    They need only the downstream index's arrays; their time is the control step's.
-    Whether there were paths to make."""
+    once the capacity step is done and its arrays are let go
+    (:meth:`gisnet.pipeline.Results.release_follow_ups` with ``graph=False``): a
+    county's million path lines (about 0.3 GB) are then not made at the end of the
+    control step, where every other layer and the control step's own arrays are held
+    (the run's peak). They need only the downstream index's arrays; their time is
+    the control step's. Whether there were paths to make."""
     c = res.control
     if c is None or c.make_paths is None:
         return False
