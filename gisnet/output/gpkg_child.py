@@ -13,7 +13,9 @@ stream of record batches, the geometry turned into WKB a batch at a time
 (:func:`send`); the child hands the stream to GDAL's Arrow writer as it arrives
 (:func:`write_stream`: the shapes are not rebuilt in the child, and neither process
 holds a layer's WKB whole) and answers on its
-standard output ``("ok", GDAL's warnings)`` or ``("error", exception)``. ``None``,
+standard output ``("ok", GDAL's warnings)`` or ``("error", exception)``, read by a
+second thread of the parent: the next layer is made into Arrow while the child still
+writes the last. ``None``,
 or the end of its input (the parent died), ends the child.
 """
 
@@ -44,6 +46,11 @@ from .writing import file_form, gpkg_ready
 log = logging.getLogger(__name__)
 
 
+#: The pipe to the child, where the system lets it be set (Linux's default most
+#: unprivileged processes may ask for): fewer wake-ups of the child for 1.4 GB.
+PIPE_BYTES = 1 << 20
+
+
 class ChildWriter:
     """The parent's end: :meth:`put` layers (written in that order by the child, one
     at a time, while the caller goes on), then :meth:`finish`.
@@ -65,13 +72,22 @@ class ChildWriter:
         self.messages: list[str] = []
         self.error: BaseException | None = None
         self._todo: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        #: layers sent whose answer is still to be read (None: no more)
+        self._sent: queue.Queue[str | None] = queue.Queue()
         self.proc = subprocess.Popen([sys.executable, "-m", "gisnet.output.gpkg_child"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.proc.stdin is not None and self.proc.stdout is not None  # PIPE, above
         self._to_child: IO[bytes] = self.proc.stdin
         self._from_child: IO[bytes] = self.proc.stdout
+        with contextlib.suppress(AttributeError, OSError):  # Linux: a 1 MB pipe, not 64 KB
+            import fcntl
+
+            fcntl.fcntl(self._to_child.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._thread = threading.Thread(target=self._feed, name="gisnet-gpkg", daemon=True)
+        self._answers = threading.Thread(target=self._read, name="gisnet-gpkg-answers",
+                                         daemon=True)
         self._thread.start()
+        self._answers.start()
 
     def put(self, name: str, df: Any) -> None:
         """Queue a layer (the frame must not change until :meth:`finish`)."""
@@ -83,6 +99,8 @@ class ChildWriter:
                            path=self.path)
 
     def _feed(self) -> None:
+        """Each queued layer made into Arrow and sent; the next one is made while the
+        child still writes the last (its answer read by :meth:`_read`)."""
         while True:
             item = self._todo.get()
             if item is None:
@@ -99,21 +117,34 @@ class ChildWriter:
                 del df
                 try:
                     send(self._to_child, str(self.path), name, arrow)
-                    del arrow
-                    release()
-                    status, value = pickle.load(self._from_child)
-                except (OSError, EOFError, pickle.UnpicklingError) as exc:
+                except OSError as exc:
                     raise self._gone() from exc
-                if status == "error":
-                    raise value
-                self.messages.extend(value)
+                self._sent.put(name)
+                del arrow
+                release()
             except BaseException as exc:  # kept, raised by finish()
-                self.error = exc
+                self.error = self.error or exc
+
+    def _read(self) -> None:
+        """The child's answer to each layer sent, in order: GDAL's warnings kept, the
+        first error kept for :meth:`finish`."""
+        while self._sent.get() is not None:
+            try:
+                status, value = pickle.load(self._from_child)
+            except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+                self.error = self.error or self._gone()
+                return
+            if status == "error":
+                self.error = self.error or value
+            else:
+                self.messages.extend(value)
 
     def finish(self) -> list[str]:
         """Wait for every queued layer; GDAL's warnings. Raises what the child raised."""
         self._todo.put(None)
         self._thread.join()
+        self._sent.put(None)
+        self._answers.join()
         self._stop()
         if self.error is not None:
             raise self.error
@@ -142,6 +173,8 @@ class ChildWriter:
         self.proc.kill()
         self._todo.put(None)
         self._thread.join()
+        self._sent.put(None)
+        self._answers.join()
         self._stop()
 
 
