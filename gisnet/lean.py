@@ -120,8 +120,8 @@ def buildings_as_points(town: Town) -> Callable[[], Any] | None:
 def building_centroids(town: Town) -> np.ndarray | None:
     """:func:`buildings_as_points`, then each building's centroid as a point (None for
     a building without a shape); None when it gives nothing. The control step's
-    ``building_points``, made on a background thread while the step builds its
-    downstream index."""
+    ``building_points``, made on a background thread while the graph is built
+    (:func:`gisnet.pipeline.analyse`)."""
     made = buildings_as_points(town)
     return None if made is None else made()
 

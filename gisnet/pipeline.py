@@ -462,6 +462,10 @@ def analyse(
     elif zone is None:  # (the step did not get as far as measuring)
         start_zone()
     table: GraphTable | None = None
+    # the buildings' points for the control step (GEOS; their polygons go) made on
+    # one thread while the graph is built (Python) on another
+    centroids = in_background(lambda: building_centroids(town), threads=1) \
+        if release_inputs and "control" in todo else None
     if "graph" in todo:
         t = time.perf_counter()
         with rep.step("graph", "building the sewer graph", count=n_mains, unit="mains"):
@@ -476,10 +480,6 @@ def analyse(
 
     if "control" in todo:
         assert G is not None  # the step needs "graph" (NEEDS), built above
-        # the buildings' points (GEOS, on the thread share) made while the step builds
-        # the downstream index (Python)
-        centroids = in_background(lambda: building_centroids(town)) if release_inputs \
-            else None
         res.control = step("control", "finding connection points and control manholes",
                            lambda: analyse_control(
                                town, G, table=table,
