@@ -7,7 +7,7 @@ the buildings' polygons once the obligations are measured
 rows later steps read once the control step is done (:func:`buildings_read_later`),
 the other input layers nothing after the analyses reads but for their count of
 features (:func:`counted_only`, from :func:`gisnet.pipeline.unread_shapes_as_points`),
-the control paths made only once the capacity step is done (:func:`paths_after_graph`),
+the control paths made only once the capacity step is done (:func:`paths_after_capacity`),
 and result layers the
 GeoPackage's writer already holds when nothing else reads them
 (:func:`empty_written`); the connection points but for the columns the capacity
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CAPACITY_READS", "RELEASED_ONCE_WRITTEN", "RESULT_FIELDS", "building_centroids",
            "buildings_as_points",
            "buildings_read_later", "counted_only", "empty_written", "evidence_for_maps",
-           "paths_after_graph", "points_for_capacity", "release_drawn"]
+           "paths_after_capacity", "points_for_capacity", "release_drawn"]
 
 #: The columns of the connection points the capacity step reads
 #: (:func:`gisnet.capacity.compute_capacity`: which parcel or user taps which edge).
@@ -205,7 +205,7 @@ def counted_only(town: Town) -> None:
     release()
 
 
-def paths_after_graph(res: Any) -> bool:
+def paths_after_capacity(res: Any) -> bool:
     """Make the control paths a run asked for later (``analyse_control(paths="later")``)
     once the capacity step is done and its arrays are let go
     (:meth:`gisnet.pipeline.Results.release_follow_ups` with ``graph=False``): a

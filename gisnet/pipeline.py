@@ -42,7 +42,7 @@ from .lean import (
     counted_only,
     empty_written,
     evidence_for_maps,
-    paths_after_graph,
+    paths_after_capacity,
     points_for_capacity,
     release_drawn,
 )
@@ -359,7 +359,7 @@ def analyse(
         (the last to measure from them) end, the control step given each building's
         centroid, made before; after it the buildings keep only the points later
         steps read (:func:`gisnet.lean.buildings_read_later`), and its paths are made
-        after the capacity step (:func:`gisnet.lean.paths_after_graph`); once the
+        after the capacity step (:func:`gisnet.lean.paths_after_capacity`); once the
         worklist (last) is made, the streets and laterals keep only their count
         (:func:`gisnet.lean.counted_only`). What only follow-up questions read goes
         too (:meth:`Results.release_follow_ups`): the downstream index and connection
@@ -530,7 +530,7 @@ def analyse(
         res.worklist = worklist(res.quality, G, town)
     if release_inputs:
         unread_shapes_as_points(town)
-        if paths_after_graph(res):  # (to the writer before the graph is collected)
+        if paths_after_capacity(res):  # (to the writer before the graph is collected)
             done()
         del G  # the last reference but the results'
         res.release_follow_ups()
