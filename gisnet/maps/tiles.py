@@ -329,6 +329,23 @@ def _oriented_rings(polys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return coords, ring, np.repeat(np.arange(len(polys)), nr), exterior
 
 
+def _unclosed(coords: np.ndarray, ring: np.ndarray, sizes: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Rings' coordinates (``ring``: each one's ring, of ``sizes``) without each ring's
+    closing coordinate."""
+    keep = np.ones(len(coords), dtype=bool)
+    keep[(np.cumsum(sizes) - 1)[sizes > 0]] = False
+    return coords[keep], ring[keep]
+
+
+def _unrepeated(xy: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tile coordinates (``part``: each one's part) without a part's repeats in a row
+    (coordinates that rounding made the same)."""
+    same = np.zeros(len(xy), dtype=bool)
+    same[1:] = (xy[1:] == xy[:-1]).all(axis=1) & (part[1:] == part[:-1])
+    return xy[~same], part[~same]
+
+
 def simple_parts(merc: Mercator, feats: np.ndarray, tx: np.ndarray, ty: np.ndarray,
                  z: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`geometry_parts` of features ``feats`` of ``merc`` that are simple
@@ -341,13 +358,8 @@ def simple_parts(merc: Mercator, feats: np.ndarray, tx: np.ndarray, ty: np.ndarr
     if merc.family == "point":
         return _tile_coords(coords, tx, ty, z), size, np.arange(n)
     coords = orient_rings(coords, piece, size, np.ones(n, dtype=bool))
-    keep = np.ones(len(coords), dtype=bool)
-    keep[np.cumsum(size)[size > 0] - 1] = False  # each ring's closing coordinate
-    coords, piece = coords[keep], piece[keep]
-    xy = _tile_coords(coords, tx[piece], ty[piece], z)
-    same = np.zeros(len(xy), dtype=bool)
-    same[1:] = (xy[1:] == xy[:-1]).all(axis=1) & (piece[1:] == piece[:-1])
-    xy, piece = xy[~same], piece[~same]
+    coords, piece = _unclosed(coords, piece, size)
+    xy, piece = _unrepeated(_tile_coords(coords, tx[piece], ty[piece], z), piece)
     sizes = np.bincount(piece, minlength=n)
     ok = sizes >= 3
     return xy[ok[piece]], sizes[ok], np.flatnonzero(ok)
@@ -376,11 +388,7 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
         coords, cidx, ridx, exterior = _oriented_rings(parts)
         owner = pidx[ridx]
         poly_of_ring = ridx
-        counts = np.bincount(cidx, minlength=len(ridx))
-        last = np.cumsum(counts) - 1
-        drop_close = np.ones(len(coords), dtype=bool)
-        drop_close[last[counts > 0]] = False
-        coords, cidx = coords[drop_close], cidx[drop_close]
+        coords, cidx = _unclosed(coords, cidx, np.bincount(cidx, minlength=len(ridx)))
         unit_piece = owner
         min_size = 3
     else:
@@ -393,9 +401,7 @@ def geometry_parts(pieces: np.ndarray, tx: np.ndarray, ty: np.ndarray, z: int,
         min_size = 2 if family == "line" else 1
     xy = _tile_coords(coords, tx[unit_piece[cidx]], ty[unit_piece[cidx]], z)
     if family != "point":
-        same = np.zeros(len(xy), dtype=bool)
-        same[1:] = (xy[1:] == xy[:-1]).all(axis=1) & (cidx[1:] == cidx[:-1])
-        xy, cidx = xy[~same], cidx[~same]
+        xy, cidx = _unrepeated(xy, cidx)
     sizes = np.bincount(cidx, minlength=len(unit_piece))
     ok = sizes >= min_size
     if family == "polygon":  # (exterior and poly_of_ring: set for polygons above)
