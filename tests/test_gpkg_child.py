@@ -320,3 +320,40 @@ def test_run_with_maps_lets_go_of_the_layers_once_written_and_drawn(sample_dir: 
     for k in ("timings_s", "files", "register"):  # (the register: beside each output)
         s.pop(k), p.pop(k)
     assert s == p and s["layers"]["parcels"] == len(load_town(sample_dir).layers["parcels"])
+
+
+def test_the_child_sends_each_written_layer_to_disk_while_the_next_is_written(
+        tmp_path: Path, monkeypatch):
+    """Flusher: every path asked for is flushed (fsync), one flush at a time, a path
+    asked for during a flush flushed after it; a path that cannot be opened is let be
+    (the flush before publishing reports a real failure)."""
+    import os
+    import threading
+
+    flushed: list[int] = []
+    first_started, go_on = threading.Event(), threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        flushed.append(os.fstat(fd).st_ino)
+        first_started.set()
+        go_on.wait(5)
+        real_fsync(fd)
+
+    monkeypatch.setattr(child_mod.os, "fsync", slow_fsync)
+    a, b = tmp_path / "a.gpkg", tmp_path / "b.gpkg"
+    a.write_bytes(b"a")
+    b.write_bytes(b"b")
+    f = child_mod.Flusher()
+    f.flush(str(a))
+    assert first_started.wait(5)
+    f.flush(str(b))  # asked while a's flush runs: after it, on the same thread
+    f.flush(str(tmp_path / "gone.gpkg"))
+    assert flushed == [a.stat().st_ino]
+    go_on.set()
+    f.wait()
+    assert sorted(flushed) == sorted([a.stat().st_ino, b.stat().st_ino])
+    assert f._thread is None
+    f.flush(str(a))  # a new flush after the last ended
+    f.wait()
+    assert len(flushed) == 3

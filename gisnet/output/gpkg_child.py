@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import pickle
 import queue
 import subprocess
@@ -377,9 +378,49 @@ def write_stream(path: str, name: str, meta: dict[str, Any], reader: Any) -> lis
     return [str(w.message).strip() for w in caught]
 
 
+class Flusher:
+    """The layers written so far sent to disk on a thread of the child (``fsync``) while
+    the next is written, so that the flush before publishing finds little left: on a
+    county, the 1.4 GB file was otherwise all flushed at the end, 0.8 s with the run
+    waiting. One flush at a time; a flush asked for while one runs starts when it ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wanted: set[str] = set()
+        self._thread: threading.Thread | None = None
+
+    def flush(self, path: str) -> None:
+        with self._lock:
+            self._wanted.add(path)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="gisnet-flush",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._wanted:
+                    self._thread = None
+                    return
+                path = self._wanted.pop()
+            with contextlib.suppress(OSError):  # (gone, or no flush there: the final
+                fd = os.open(path, os.O_RDONLY)  # one, before publishing, says so)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def wait(self) -> None:
+        """Let the flush under way end (the child's exit)."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
 def main() -> int:
     """The child's loop: a layer in, written, its answer out."""
-    import pyarrow as pa
     import pyogrio
 
     # The child writes only a GeoPackage being staged (GpkgWriter's path in the run's
@@ -392,6 +433,16 @@ def main() -> int:
     # GDAL's warnings go back to the parent's log (write_stream); nothing else
     # of this process reaches the user's terminal
     warnings.simplefilter("ignore")
+    flusher = Flusher()
+    try:
+        return _loop(inp, out, flusher)
+    finally:
+        flusher.wait()
+
+
+def _loop(inp: IO[bytes], out: IO[bytes], flusher: Flusher) -> int:
+    import pyarrow as pa
+
     while True:
         try:
             msg = pickle.load(inp)
@@ -404,6 +455,7 @@ def main() -> int:
         reader = pa.ipc.open_stream(inp)
         try:
             answer: tuple[str, Any] = ("ok", write_stream(path, name, meta, reader))
+            flusher.flush(path)
         except Exception as exc:  # sent to the parent, raised there
             answer = ("error", exc)
             try:  # the rest of the layer's stream, to reach the next message
