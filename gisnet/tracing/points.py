@@ -95,7 +95,7 @@ def _project(index: DownstreamIndex, points: np.ndarray, candidates: np.ndarray 
     if not len(elig) or not len(has):
         return edge, frac, taps, offset
     geoms = index.edges.geometry[elig]
-    tree = shapely.STRtree(geoms)
+    tree = shapely.STRtree(geoms, node_capacity=NEAREST_NODE_CAPACITY)
     (qi, ti), dist = _query_nearest(tree, points[has])
     order = np.lexsort((ti, qi))  # per query the lowest tree index first
     qi, ti, dist = qi[order], ti[order], dist[order]
@@ -111,6 +111,13 @@ def _project(index: DownstreamIndex, points: np.ndarray, candidates: np.ndarray 
     offset[rows] = dist[first] * index.ft_per_unit
     return edge, frac, taps, offset
 
+
+#: Children per node of the tree the nearest edge is searched in (shapely's default
+#: is 10). GEOS's nearest search compares the point with every child of each node it
+#: opens: with 4, the county's 970,202 building centroids took 1.94 s on one thread
+#: against its 300,000 mains instead of 3.38 s, and found the same edges (with the same
+#: distances); building the tree takes about as long.
+NEAREST_NODE_CAPACITY = 4
 
 #: Above this many points the nearest-main query is split over
 #: :func:`gisnet.threads.default_threads` threads (shapely releases the GIL;
