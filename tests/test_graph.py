@@ -938,3 +938,26 @@ def test_graph_layers_from_the_columns_on_the_sample(sample_dir) -> None:
     town = io.load_town(sample_dir)
     G, nodes, edges = build_sewer_graph_and_layers(town)
     _same_layers(G, nodes, edges)
+
+
+def test_edge_ends_as_positions_give_what_the_ids_give(sample_dir) -> None:
+    """graph_columns hands the edges' ends as positions among the nodes; found from the
+    ids instead (columns made elsewhere), the ends and the walking order are the same,
+    and repeated node ids still give None."""
+    from dataclasses import replace
+
+    from gisnet.graph.build import _build
+    from gisnet.graph.table import edge_order, end_positions
+
+    for layers, outlets in ((io.load_town(sample_dir), None), (_walk_order_layers(), ["OUT"])):
+        _, c = _build(layers, None, outlets, None)
+        assert c.u_pos is not None and c.v_pos is not None
+        by_ids = replace(c, u_pos=None, v_pos=None, order=None)
+        got, want = end_positions(c), end_positions(by_ids)
+        assert got is not None and want is not None
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(edge_order(c), edge_order(by_ids))
+        assert [c.node_ids[i] for i in got[0]] == c.u
+        twice = replace(c, node_ids=[c.node_ids[0]] * len(c.node_ids), order=None)
+        assert end_positions(twice) is None and edge_order(twice) is None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -43,6 +43,13 @@ class GraphColumns:
     v: list[Any]
     keys: list[Any]
     edges: dict[str, list[Any]]
+    #: Each edge's ends as positions in ``node_ids`` (None: found from the ids,
+    #: :func:`gisnet.graph.table.end_positions`).
+    u_pos: np.ndarray | None = field(default=None, repr=False)
+    v_pos: np.ndarray | None = field(default=None, repr=False)
+    #: :func:`gisnet.graph.table.edge_order`, once made (the layers and the table both
+    #: read it).
+    order: Any = field(default=None, repr=False)
 
 
 def assemble_graph(inp: GraphInputs, mains: Mains, structures: Structures, nodes_xy: np.ndarray,
@@ -124,8 +131,14 @@ def graph_columns(mains: Mains, structures: Structures, nodes_xy: np.ndarray,
         "direction_source": shared_values(direction.source[m]),
         "geometry": list(edges.geom),
     }
+    # the used nodes in index order: an edge end's position among them by a search
+    u_pos, v_pos = (np.minimum(np.searchsorted(nodes, e), max(len(nodes) - 1, 0))
+                    for e in (edges.u, edges.v))
+    found = len(nodes) > 0 and bool((nodes[u_pos] == edges.u).all()
+                                    and (nodes[v_pos] == edges.v).all())
     return GraphColumns(nid[nodes].tolist(), ncols, nid[edges.u].tolist(),
-                        nid[edges.v].tolist(), edges.key.tolist(), ecols)
+                        nid[edges.v].tolist(), edges.key.tolist(), ecols,
+                        u_pos=u_pos if found else None, v_pos=v_pos if found else None)
 
 
 def fill_graph(G: nx.MultiDiGraph, node_rows: Iterable[tuple[Any, dict[str, Any]]],

@@ -26,7 +26,24 @@ import pandas as pd
 
 from .assemble import GraphColumns
 
-__all__ = ["GraphTable", "edge_order", "graph_table"]
+__all__ = ["GraphTable", "edge_order", "end_positions", "graph_table"]
+
+
+def end_positions(c: GraphColumns) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each edge's upstream and downstream node as positions in ``c.node_ids``; None
+    when the node ids repeat or an edge end is not among them."""
+    n = len(c.node_ids)
+    if c.u_pos is not None and c.v_pos is not None:
+        if len(set(c.node_ids)) != n:
+            return None
+        return c.u_pos, c.v_pos
+    at = pd.Index(c.node_ids)
+    if not at.is_unique:
+        return None
+    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
+    if len(upos) and (upos.min() < 0 or vpos.min() < 0):
+        return None
+    return upos, vpos
 
 
 def edge_order(c: GraphColumns) -> np.ndarray | None:
@@ -34,14 +51,18 @@ def edge_order(c: GraphColumns) -> np.ndarray | None:
     (:func:`gisnet.graph.assemble.fill_graph`): by upstream node (in the order the
     nodes were added), then by the first edge to each downstream node, then as added.
     None when the columns do not map one to one onto a graph (repeated node ids or
-    edge keys, or an edge end that is not a node)."""
+    edge keys, or an edge end that is not a node). Made once per ``c``."""
+    if c.order is None:
+        c.order = _edge_order(c)
+    return c.order if c.order is not False else None
+
+
+def _edge_order(c: GraphColumns) -> np.ndarray | bool:
     m, n = len(c.keys), len(c.node_ids)
-    at = pd.Index(c.node_ids)
-    if not at.is_unique or len(set(c.keys)) != m:
-        return None
-    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
-    if m and (upos.min() < 0 or vpos.min() < 0):
-        return None
+    ends = end_positions(c) if len(set(c.keys)) == m else None
+    if ends is None:
+        return False
+    upos, vpos = ends
     pair = upos.astype(np.int64) * max(n, 1) + vpos
     _, inverse = np.unique(pair, return_inverse=True)
     first = np.full(inverse.max() + 1 if m else 0, m, dtype=np.int64)
@@ -102,16 +123,16 @@ def graph_table(G: nx.MultiDiGraph, c: GraphColumns, *, node_names: Collection[s
             any(k not in c.edges for k in edge_names):
         return None
     order = edge_order(c)
-    if order is None:
+    ends = end_positions(c)
+    if order is None or ends is None:
         return None
-    at = pd.Index(c.node_ids)
     keys = np.empty(len(order), dtype=object)
     keys[:] = c.keys
     return GraphTable(
         nodes=list(c.node_ids),
         node_values={k: c.nodes[k] for k in node_names},
-        u=at.get_indexer(c.u).astype(np.int64)[order],
-        v=at.get_indexer(c.v).astype(np.int64)[order],
+        u=np.asarray(ends[0], dtype=np.int64)[order],
+        v=np.asarray(ends[1], dtype=np.int64)[order],
         keys=keys[order],
         _order=order,
         _edges={k: c.edges[k] for k in edge_names},
