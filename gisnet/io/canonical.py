@@ -59,8 +59,12 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
     (``generated_id``), features without an id a warning (``missing_id``).
     """
     role = notes.role
-    rows = pd.Series([f"{role}:{i + 1}" for i in range(len(raw))], dtype="str")
+
+    def row_ids() -> pd.Series:  # (made only where an id is missing)
+        return pd.Series([f"{role}:{i + 1}" for i in range(len(raw))], dtype="str")
+
     if src is None:
+        rows = row_ids()
         notes.add("generated_id", "info",
                   f"no id column; ids made from row numbers ({rows.iloc[0]} ...)")
         return rows
@@ -68,16 +72,19 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
     if len(ids) > 1 and ids.nunique(dropna=True) <= 1:
         # a column with one value (OBJECTID 0 on every row) or none is no id:
         # one finding, the rows themselves in the quality layer's feature ids
+        rows = row_ids()
         held = f"{ids.dropna().iloc[0]!r} on every row" if ids.notna().any() else "no values"
         notes.add("generated_id", "info",
                   f"id column {src} holds {held}; ids made from row numbers "
                   f"({rows.iloc[0]} ...)")
         return rows
     missing = ids.isna()
-    if missing.any():
-        notes.add("missing_id", "warning",
-                  f"{int(missing.sum())} features have no {src}; ids made from row numbers: "
-                  f"{ids_text(rows[missing])}", rows[missing])
+    if not missing.any():
+        return ids
+    rows = row_ids()
+    notes.add("missing_id", "warning",
+              f"{int(missing.sum())} features have no {src}; ids made from row numbers: "
+              f"{ids_text(rows[missing])}", rows[missing])
     return ids.fillna(rows)
 
 

@@ -123,7 +123,8 @@ def clean_geometry(geometry: gpd.GeoSeries, ids: pd.Series, path: Path | str,
                   f"Z/M coordinates dropped from {int(zm.sum())} features (2-D analysis)")
         geoms = shapely.force_2d(geoms)
     # family
-    fam = np.array([GEOMETRY_FAMILY.get(t, "none") for t in tnames.to_numpy()], dtype=object)
+    codes, kinds_seen = pd.factorize(tnames)  # (a handful of type names per layer)
+    fam = np.array([GEOMETRY_FAMILY.get(t, "none") for t in kinds_seen], dtype=object)[codes]
     wrong = keep & ~null & ~np.isin(fam, list(allowed))
     if wrong.any():
         kinds = ", ".join(sorted(set(tnames[wrong])))

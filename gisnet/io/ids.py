@@ -48,6 +48,8 @@ def unique_ids(ids: pd.Series, keep: np.ndarray | None = None) -> tuple[pd.Serie
     >>> unique_ids(pd.Series(["A", "A", "A#2"]))[0].tolist()
     ['A', 'A#3', 'A#2']
     """
+    if ids.is_unique:  # (a hash of the ids as they are: most layers end here)
+        return ids, []
     vals = ids.to_numpy(dtype=object)
     dup = pd.Series(vals).duplicated(keep=False).to_numpy()
     if not dup.any():
