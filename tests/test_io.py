@@ -926,3 +926,40 @@ def test_a_layer_that_cannot_be_read_is_reported_before_one_that_cannot_be_mappe
         with pytest.raises(LayerError, match="cannot read") as after:
             load_town(town_dir)
     assert str(beside.value) == str(after.value)
+
+
+def test_text_numbers_plain_and_with_units_or_separators():
+    """Text numbers: plain ASCII numbers (read by Arrow's expressions), and those with a
+    unit, thousands separators, other digits or no number at all (Python's), each to
+    what a person reads in it; a missing value stays missing and is not reported."""
+    from gisnet.io.notes import LayerNotes
+    from gisnet.io.values import to_numbers
+    from gisnet.report import Report
+    from gisnet.townfile import LayerSpec
+
+    text = ["8", "+5", "-0", ".5", "5.", "007", "12.25", "1,234.5", "8 in", "200mm",
+            "12\"", "1 ft", "UNK", "1e3", "\u0661\u0662", None, "", "8 parsecs"]
+    # (a diameter of -0 is not one: negative_value; feet are not a diameter's unit)
+    want = [8.0, 5.0, None, 0.5, 5.0, 7.0, 12.25, 1234.5, 8.0, 200 / 25.4,
+            12.0, None, None, None, None, None, None, None]
+    report = Report(logs=False)
+    col = next(c for c in schema.COLUMNS["mains"] if c.name == "diameter_in")
+    ids = pd.Series([f"M{i}" for i in range(len(text))], dtype="str")
+    got = to_numbers(col, pd.Series(text, dtype=object), LayerSpec("mains", "m.shp"), ids,
+                     LayerNotes("mains", report))
+    for t, g, w in zip(text, got.tolist(), want, strict=True):
+        if w is None:
+            assert math.isnan(g), t
+        else:
+            assert g == pytest.approx(w, rel=1e-15), t
+    bad = report.of_kind("non_numeric")
+    assert len(bad) == 1
+    # 1 ft, UNK, 1e3, Arabic-Indic digits (not read as a number), parsecs
+    assert set(bad[0].feature_id.split(",")) == {"M11", "M12", "M13", "M14", "M17"}
+    assert [f.feature_id for f in report.of_kind("negative_value")] == ["M2"]
+    # plain numbers only, and missing values only: no finding
+    clean = Report(logs=False)
+    got = to_numbers(col, pd.Series(["8", None, "10.5"], dtype=object),
+                     LayerSpec("mains", "m.shp"), ids[:3], LayerNotes("mains", clean))
+    assert got.tolist()[0] == 8.0 and math.isnan(got.tolist()[1]) and got.tolist()[2] == 10.5
+    assert not len(clean)

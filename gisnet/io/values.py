@@ -49,6 +49,8 @@ TEXT_UNITS: dict[str, dict[str, float]] = {
     "flow_gpd": {"gpd": 1.0}, "process_flow_gpd": {"gpd": 1.0},
 }
 _NUM_RE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*([a-z%\"'/]+)?\s*$", re.IGNORECASE)
+#: A number :data:`_NUM_RE` reads without a unit, in ASCII digits (Arrow's expressions).
+_PLAIN_NUM = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 _THOUSANDS_RE = re.compile(r"^\s*-?\d{1,3}(,\d{3})+(\.\d+)?\s*$")
 #: Text read as true / false in a boolean column (lower case).
 TRUE_TEXT = {"y", "yes", "true", "t", "1", "x", "on"}
@@ -196,13 +198,24 @@ def to_numbers(col: schema.Column, raw: pd.Series, spec: LayerSpec, ids: pd.Seri
         v = raw.astype(float) * factor
     else:
         txt = as_text(raw)
-        txt = txt.where(~txt.fillna("").str.match(_THOUSANDS_RE), txt.str.replace(",", ""))
-        parts = txt.str.extract(_NUM_RE)
-        num = pd.to_numeric(parts[0], errors="coerce")
-        unit = parts[1].str.lower()
-        ufac = unit.map(TEXT_UNITS.get(name, {}))
-        bad_unit = unit.notna() & ufac.isna()
-        v = (num * ufac.fillna(factor)).where(~bad_unit).astype(float)
+        # a plain number in ASCII digits, the most common text by far, is what the
+        # patterns below would make of it, found by Arrow's regular expressions
+        # instead of Python's one value at a time
+        plain = txt.str.fullmatch(_PLAIN_NUM).fillna(False).to_numpy(dtype=bool)
+        other = ~plain & txt.notna().to_numpy(dtype=bool)  # (a missing value stays missing)
+        v = pd.Series(np.nan, index=txt.index)
+        v[plain] = pd.to_numeric(txt[plain]) * factor
+        if other.any():
+            rest = txt[other]
+            rest = rest.where(~rest.fillna("").str.match(_THOUSANDS_RE),
+                              rest.str.replace(",", ""))
+            parts = rest.str.extract(_NUM_RE)
+            num = pd.to_numeric(parts[0], errors="coerce")
+            unit = parts[1].str.lower()
+            ufac = unit.map(TEXT_UNITS.get(name, {}))
+            bad_unit = unit.notna() & ufac.isna()
+            v[other] = (num * ufac.fillna(factor)).where(~bad_unit).astype(float)
+        v = v.astype(float)
         bad = txt.notna() & v.isna()
         if bad.any():
             _report_bad(notes, "non_numeric", name, bad, txt, ids,
