@@ -963,3 +963,24 @@ def test_text_numbers_plain_and_with_units_or_separators():
                      LayerSpec("mains", "m.shp"), ids[:3], LayerNotes("mains", clean))
     assert got.tolist()[0] == 8.0 and math.isnan(got.tolist()[1]) and got.tolist()[2] == 10.5
     assert not len(clean)
+
+
+def test_a_column_the_source_lacks_is_what_converting_missing_values_gives():
+    """column_values(raw=None) converts one missing value and repeats it: the same dtype,
+    values and index as converting a whole column of them, for every canonical column."""
+    from gisnet.io.notes import LayerNotes
+    from gisnet.io.values import column_values, convert
+    from gisnet.report import Report
+    from gisnet.townfile import LayerSpec
+
+    for role, cols in schema.COLUMNS.items():
+        for col in cols:
+            if (role, col.name) in schema.VALUE_ALIASES:
+                continue  # (normalised after: the same input, checked by its own tests)
+            for n in (0, 1, 4):
+                ids = pd.Series([f"X{i}" for i in range(n)], dtype="str")
+                spec = LayerSpec(role, "x.shp")
+                got = column_values(col, None, spec, ids, LayerNotes(role, Report(logs=False)))
+                want = convert(col, pd.Series([None] * n, dtype=object), spec, ids,
+                               LayerNotes(role, Report(logs=False)))
+                pd.testing.assert_series_equal(got, want, check_exact=True)

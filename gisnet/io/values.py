@@ -103,13 +103,15 @@ def column_values(col: schema.Column, raw: pd.Series | None, spec: LayerSpec,
         Values in the column's canonical dtype (``str``, ``float64``,
         ``Int64``, ``boolean``, ``datetime64[ms]``).
     """
-    if raw is None:
-        raw = pd.Series([None] * len(ids), dtype=object)
-    elif col.name in spec.values:
-        vmap = {str(k).strip().lower(): v for k, v in spec.values[col.name].items()}
-        hit = as_text(raw).str.lower().map(vmap)
-        raw = raw.astype(object).where(hit.isna(), hit)
-    out = convert(col, raw, spec, ids, notes)
+    if raw is None:  # every value missing: one converted, then repeated
+        one = convert(col, pd.Series([None], dtype=object), spec, ids[:1], notes)
+        out = pd.Series(one.array.take(np.zeros(len(ids), dtype=np.intp)))
+    else:
+        if col.name in spec.values:
+            vmap = {str(k).strip().lower(): v for k, v in spec.values[col.name].items()}
+            hit = as_text(raw).str.lower().map(vmap)
+            raw = raw.astype(object).where(hit.isna(), hit)
+        out = convert(col, raw, spec, ids, notes)
     if col.name in spec.defaults:
         d = spec.defaults[col.name]
         nulls = out.isna()
