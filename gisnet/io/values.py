@@ -206,7 +206,7 @@ def to_numbers(col: schema.Column, raw: pd.Series, spec: LayerSpec, ids: pd.Seri
         plain = txt.str.fullmatch(_PLAIN_NUM).fillna(False).to_numpy(dtype=bool)
         other = ~plain & txt.notna().to_numpy(dtype=bool)  # (a missing value stays missing)
         v = pd.Series(np.nan, index=txt.index)
-        v[plain] = pd.to_numeric(txt[plain]) * factor
+        v[plain] = pd.to_numeric(txt[plain], errors="coerce") * factor
         if other.any():
             rest = txt[other]
             rest = rest.where(~rest.fillna("").str.match(_THOUSANDS_RE),
