@@ -69,11 +69,13 @@ def source_ids(raw: gpd.GeoDataFrame, src: str | None, notes: LayerNotes) -> pd.
                   f"no id column; ids made from row numbers ({rows.iloc[0]} ...)")
         return rows
     ids = as_text(raw[src].reset_index(drop=True))
-    if len(ids) > 1 and ids.nunique(dropna=True) <= 1:
+    given = ids.dropna()  # (compared with the first: unique_ids hashes them next)
+    one_value = not len(given) or bool((given == given.iloc[0]).all())
+    if len(ids) > 1 and one_value:
         # a column with one value (OBJECTID 0 on every row) or none is no id:
         # one finding, the rows themselves in the quality layer's feature ids
         rows = row_ids()
-        held = f"{ids.dropna().iloc[0]!r} on every row" if ids.notna().any() else "no values"
+        held = f"{given.iloc[0]!r} on every row" if len(given) else "no values"
         notes.add("generated_id", "info",
                   f"id column {src} holds {held}; ids made from row numbers "
                   f"({rows.iloc[0]} ...)")
