@@ -76,20 +76,51 @@ def test_repeated_text_is_held_as_categories_with_values_and_nulls_kept(layers):
 
 
 def test_rows_read_back_from_a_run_serve_as_read(sample_dir, tmp_path_factory):
-    """The results of a run as ``serve --results`` reads them (text as Python objects):
-    held compactly (ids as Arrow text, repeated text as categories), served as read."""
+    """The results of a run as ``serve --results`` reads them: text held compactly
+    from the Arrow read (ids as Arrow text, repeated text as categories), and served
+    as the same layer read with its text as Python strings."""
+    import pyogrio
+
     from gisnet.io import load_town
     from gisnet.pipeline import run
     from gisnet.service.stored import read_layers
 
     out = tmp_path_factory.mktemp("run")
     run(load_town(sample_dir), out, maps=False, progress=None)
-    read = read_layers(out / "gisnet-results.gpkg")
+    gpkg = out / "gisnet-results.gpkg"
+    read = read_layers(gpkg)
     for name in ("obligations", "control_manholes", "pipes_capacity"):
         gdf = read[name]
-        assert gdf["main_id"].dtype == object  # as read: Python strings
-        table = ResultTable(name, gdf)
-        kinds = {str(t) for t in table.gdf.dtypes}
+        kinds = {str(t) for t in gdf.dtypes}
         assert "object" not in kinds and {"str", "category"} <= kinds, (name, kinds)
+        table = ResultTable(name, gdf)
+        assert table.gdf.dtypes.to_dict() == gdf.dtypes.to_dict()  # nothing left to compact
+        plain = pyogrio.read_dataframe(gpkg, layer=name, use_arrow=False)  # OGR's own read
+        for c in plain.columns.drop("geometry"):
+            if c in gdf.columns and pd.api.types.is_string_dtype(plain[c].dtype):
+                a = plain[c].astype(object).where(plain[c].notna(), None).tolist()
+                b = gdf[c].astype(object).where(gdf[c].notna(), None).tolist()
+                assert a == b, (name, c)
         want = feature_fragments(gdf.to_crs(WGS84))
         assert table.fragments(np.arange(len(gdf)), WGS84) == want, name
+
+
+@pytest.mark.parametrize("values", [
+    ["a", "b", "a", None, "a", "", "b", "a"],        # repeated, a null, an empty text
+    [f"P{i}" for i in range(9)] + [None],             # ids: one a row
+    [None, None, None],                               # nothing but nulls
+    ["x"],                                            # one row: not compacted
+    ["é", "é", "ß", None, "€"],                       # other letters
+])
+def test_text_from_arrow_is_held_as_compact_text_holds_python_strings(values):
+    from gisnet.service.tables import compact_arrow_text, text_objects
+
+    read = pd.Series(values, dtype="str", name="v")
+    want = compact_text(pd.DataFrame({"v": text_objects(read)}))["v"]
+    got = compact_arrow_text(read)
+    assert got.dtype == want.dtype
+    assert got.astype(object).where(got.notna(), None).tolist() == \
+        want.astype(object).where(want.notna(), None).tolist()
+    if isinstance(want.dtype, pd.CategoricalDtype):
+        assert list(got.cat.categories) == list(want.cat.categories)
+        assert got.cat.codes.tolist() == want.cat.codes.tolist()

@@ -43,7 +43,7 @@ from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_files
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
-from .tables import text_objects
+from .tables import compact_arrow_text
 
 log = logging.getLogger("gisnet.service")
 
@@ -148,11 +148,11 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
 
     if isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name != "geometry":
         gdf = gdf.rename_geometry("geometry")
-    for c in gdf.columns:  # Arrow-backed text as Python objects, a string per value
+    for c in gdf.columns:  # Arrow-backed text as the service holds it (categories or str)
         s = gdf[c]
         if c != "geometry" and pd.api.types.is_string_dtype(s.dtype) \
                 and not pd.api.types.is_object_dtype(s.dtype):
-            gdf[c] = text_objects(s)
+            gdf[c] = compact_arrow_text(s)
     doc = layer_docs().get(name)
     if doc is None:
         return gdf
@@ -175,6 +175,12 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
     return gdf
 
 
+def objects(s: pd.Series) -> np.ndarray:
+    """A column's values as Python objects, None where missing (a layer's text is
+    held as categories or Arrow text, whose missing values read as NaN)."""
+    return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
+
+
 def stored_graph(nodes: gpd.GeoDataFrame, edges: gpd.GeoDataFrame,
                  snap_tolerance_ft: float | None) -> nx.MultiDiGraph:
     """The directed sewer graph rebuilt from ``graph_nodes`` / ``graph_edges``."""
@@ -192,7 +198,7 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
             raise ConfigError(f"layer control_manholes has no {col!r} column (written by "
                               "gisnet run since serving results was added); run `gisnet run` "
                               "again", layer="control_manholes")
-    keys = cm["edge_key"].to_numpy(dtype=object)
+    keys = objects(cm["edge_key"])
     pos = pd.Index(index.edges.key).get_indexer(keys) if len(index.edges.key) \
         else np.full(len(keys), -1)
     ends = np.full((len(keys), 2), None, dtype=object)
@@ -200,13 +206,13 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
     ends[hit, 0] = index.nodes[index.edges.u[pos[hit]]]
     ends[hit, 1] = index.nodes[index.edges.v[pos[hit]]]
     u, v = ends[:, 0], ends[:, 1]
-    source = cm["tap_source"].to_numpy(dtype=object)
-    reason = np.where(source == "unresolved", cm["reason"].to_numpy(dtype=object), None)
+    source = objects(cm["tap_source"])
+    reason = np.where(source == "unresolved", objects(cm["reason"]), np.array(None))
     return gpd.GeoDataFrame({
-        "building_id": cm["building_id"].to_numpy(dtype=object),
-        "parcel_id": cm["parcel_id"].to_numpy(dtype=object),
-        "user_id": cm["user_id"].to_numpy(dtype=object),
-        "main_id": cm["main_id"].to_numpy(dtype=object),
+        "building_id": objects(cm["building_id"]),
+        "parcel_id": objects(cm["parcel_id"]),
+        "user_id": objects(cm["user_id"]),
+        "main_id": objects(cm["main_id"]),
         "edge_u": u, "edge_v": v, "edge_key": keys,
         "tap_distance_ft": pd.to_numeric(cm["tap_distance_ft"]).to_numpy(dtype=float),
         "source": source, "reason": reason,
@@ -230,7 +236,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
 
     net = graph_arrays(G)
     m = len(net.keys)
-    row = pd.Series(np.arange(len(pipes)), index=pipes["edge_key"].astype(object).to_numpy())
+    row = pd.Series(np.arange(len(pipes)), index=objects(pipes["edge_key"]))
     if not row.index.is_unique:
         raise ConfigError("layer pipes_capacity names an edge twice", layer="pipes_capacity")
     at = row.reindex(pd.Index(net.keys, dtype=object)).to_numpy()
@@ -246,7 +252,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
 
     cap_gpd = num("capacity_gpd")
     share = num("split_share")
-    basis = p["split_rule"].astype(object).to_numpy() if "split_rule" in p else \
+    basis = objects(p["split_rule"]) if "split_rule" in p else \
         np.full(m, "", dtype=object)
 
     def stored_rule(x: int, outs: np.ndarray, _avg: float) -> tuple[np.ndarray, str]:
@@ -274,8 +280,11 @@ def _parcels(obligations: pd.DataFrame | None) -> gpd.GeoDataFrame | None:
     """The parcels (id and shape, in layer order) from the obligations layer."""
     if obligations is None or "parcel_id" not in obligations:
         return None
-    first = ~obligations["parcel_id"].astype(object).duplicated().to_numpy()
-    return obligations.loc[first, ["parcel_id", "geometry"]].reset_index(drop=True)
+    ids = objects(obligations["parcel_id"])
+    first = ~pd.Series(ids).duplicated().to_numpy()
+    return gpd.GeoDataFrame({"parcel_id": ids[first]},
+                            geometry=obligations.geometry.to_numpy()[first],
+                            crs=obligations.crs)
 
 
 def stored_town(man: Mapping[str, Any]) -> Any:

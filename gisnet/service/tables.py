@@ -176,6 +176,33 @@ def text_objects(s: pd.Series) -> pd.Series:
 CATEGORY_SHARE = 0.5
 
 
+def compact_arrow_text(s: pd.Series) -> pd.Series:
+    """Arrow-backed text (as pyogrio reads it) held as :func:`compact_text` holds
+    :func:`text_objects` of it, made from the Arrow array without a Python string
+    per row: a categorical when at most :data:`CATEGORY_SHARE` of the values are
+    distinct (categories in order of first appearance, as ``pd.factorize`` gives
+    them), else a copy of the column as pandas' ``str``. A frame of fewer than two
+    rows is not compacted (:func:`compact_text`): its text as Python objects."""
+    n = len(s)
+    if n < 2:
+        return text_objects(s)
+    arr = pa.array(s.array)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    enc = pc.dictionary_encode(arr)
+    if len(enc.dictionary) > CATEGORY_SHARE * n:  # ids, as pandas' str
+        # copied: text pyogrio read refers to its whole batch's memory (the batch's
+        # shapes as WKB among it), which a column of it would keep held
+        own = pc.take(arr, pa.array(np.arange(n)))
+        dtype = pd.StringDtype("pyarrow", na_value=np.nan)
+        return pd.Series(own.to_pandas(types_mapper=lambda _t: dtype), index=s.index,
+                         name=s.name)
+    codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
+    cats = pd.Index(enc.dictionary.to_pylist(), dtype=object)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=cats), index=s.index,
+                     name=s.name)
+
+
 def compact_text(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with each text column of Python strings held compactly: repeated values
     (statuses, sections, reasons, ids shared by many rows) as a categorical, a small
