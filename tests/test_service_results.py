@@ -266,6 +266,14 @@ def test_a_changed_file_or_manifest_is_refused_naming_it(served, tmp_path):
         TownState.from_results(gp)
     assert "gisnet-results.gpkg" in str(e.value)
 
+    # cut short: its layers cannot be read, and it is said to be changed, not damaged
+    cut = _copy(served["plain"], tmp_path / "cut")
+    gpkg = cut / "gisnet-results.gpkg"
+    os.truncate(gpkg, gpkg.stat().st_size // 2)
+    with pytest.raises(ConfigError, match="changed since run") as e:
+        TownState.from_results(cut)
+    assert "gisnet-results.gpkg" in str(e.value)
+
     bad = _copy(served["plain"], tmp_path / "manifest")
     (bad / "gisnet-manifest.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ConfigError, match="cannot be read") as e:
@@ -293,3 +301,26 @@ def test_a_changed_file_or_manifest_is_refused_naming_it(served, tmp_path):
     r = subprocess.run([sys.executable, "-m", "gisnet", "serve", "--results", str(gp),
                         "--sample"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--sample" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_results_file_gdal_cannot_open_is_named(tmp_path):
+    from gisnet.service.stored import LayerReader
+
+    junk = tmp_path / "gisnet-results.gpkg"
+    junk.write_bytes(b"not a GeoPackage" * 64)
+    with pytest.raises(ConfigError, match="cannot be read") as e:
+        LayerReader(junk)
+    assert "gisnet-results.gpkg" in str(e.value)
+
+
+def test_layers_are_read_in_their_served_order_whichever_is_read_first(served):
+    from gisnet.service.stored import READ_FIRST, SERVED_LAYERS, LayerReader
+
+    gpkg = served["plain"] / "gisnet-results.gpkg"
+    reader = LayerReader(gpkg)
+    assert reader.get("no_such_layer") is None
+    first = reader.get(READ_FIRST[0])
+    layers = reader.all()
+    assert list(layers) == [n for n in SERVED_LAYERS if n in layers]
+    assert layers[READ_FIRST[0]] is first
+    assert {"graph_nodes", "graph_edges", "obligations", "control_paths"} <= set(layers)

@@ -81,6 +81,13 @@ def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
     the results GeoPackage is one of them. The folder is only read (an interrupted
     publish is not completed here: ``gisnet run`` does that).
     """
+    man = check_manifest(results_dir)
+    check_digests(results_dir, man)
+    return man
+
+
+def check_manifest(results_dir: str | Path) -> dict[str, Any]:
+    """:func:`check_results_folder` but the files' hashes (:func:`check_digests`)."""
     folder = Path(results_dir)
     if not folder.is_dir():
         raise ConfigError("the results to serve are not a folder (give the --out folder "
@@ -103,19 +110,23 @@ def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
                           "run `gisnet run` again", path=path)
     if RESULTS_FILE not in man["files"]:
         raise ConfigError(f"run {run} wrote no {RESULTS_FILE}", path=path)
-    listed = sorted(man["files"].items())
-    for rel, _ in listed:
+    for rel, _ in sorted(man["files"].items()):
         if not (folder / rel).is_file():
             raise ConfigError(f"missing: run {run} wrote it (its manifest lists it)",
                               path=folder / rel)
+    return man
+
+
+def check_digests(results_dir: str | Path, man: Mapping[str, Any]) -> None:
+    """Every file the manifest ``man`` lists has the SHA-256 it lists; else a ConfigError."""
+    folder = Path(results_dir)
+    listed = sorted(man["files"].items())
     digests = sha256_files([folder / rel for rel, _ in listed])
     for (rel, rec), digest in zip(listed, digests, strict=True):
-        p = folder / rel
         if not isinstance(rec, dict) or digest != rec.get("sha256"):
-            raise ConfigError(f"changed since run {run} wrote it (its SHA-256 is not the "
-                              f"one in {MANIFEST_FILE}); run `gisnet run` again",
-                              path=p)
-    return man
+            raise ConfigError(f"changed since run {man.get('run_id')} wrote it (its SHA-256 "
+                              f"is not the one in {MANIFEST_FILE}); run `gisnet run` again",
+                              path=folder / rel)
 
 
 # ---------------------------------------------------------------------------
@@ -123,19 +134,78 @@ def check_results_folder(results_dir: str | Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
+#: The layers read first (the graph's, then what the start builds on; the rest after).
+READ_FIRST = ("graph_nodes", "graph_edges", "control_manholes", "pipes_capacity", "plants",
+              "obligations")
+
+
 def read_layers(gpkg: Path) -> dict[str, pd.DataFrame]:
     """The served result layers of a results GeoPackage, in :data:`SERVED_LAYERS` order."""
-    present = {str(name) for name, _ in pyogrio.list_layers(gpkg)}
-    out: dict[str, pd.DataFrame] = {}
-    for name in SERVED_LAYERS:
-        if name not in present:
-            continue
+    return LayerReader(gpkg).all()
+
+
+#: Threads reading the layers. One, beside the caller's: the graph built meanwhile
+#: holds the GIL, and a second reader saved 1.3 s of a county's 18 s start for 0.6 GB
+#: more at its peak (two layers' Arrow reads held at once; docs/performance.md).
+READ_THREADS = 1
+
+
+class LayerReader:
+    """The served layers of a results GeoPackage, read on a thread of their own
+    (:data:`READ_THREADS`; pyogrio and Arrow release the GIL) in :data:`READ_FIRST`
+    order while the caller builds on those read already.
+
+    :meth:`get` waits for a layer; a layer GDAL cannot read is a ConfigError
+    naming it. ``checked`` (the manifest's hashes, checked beside the reads) is
+    called before such an error is raised: a file changed since the run is said
+    to be changed rather than damaged.
+    """
+
+    def __init__(self, gpkg: Path, checked: Any = None) -> None:
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        self.gpkg = gpkg
+        self.checked = checked
         try:
-            gdf = pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True)
+            present = {str(name) for name, _ in pyogrio.list_layers(gpkg)}
+        except Exception as exc:  # not a GeoPackage GDAL can open
+            raise ConfigError(f"the results GeoPackage cannot be read ({exc})",
+                              path=gpkg) from None
+        self.names = [n for n in SERVED_LAYERS if n in present]
+        order = sorted(self.names, key=lambda n: READ_FIRST.index(n) if n in READ_FIRST
+                       else len(READ_FIRST))
+        pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="gisnet-read")
+        self._futures: dict[str, Future[pd.DataFrame]] = {
+            n: pool.submit(self._read, n) for n in order}
+        pool.shutdown(wait=False)  # the reads go on; the threads end with them
+
+    def _read(self, name: str) -> pd.DataFrame:
+        try:
+            gdf = pyogrio.read_dataframe(self.gpkg, layer=name, use_arrow=True)
         except Exception as exc:  # GDAL's word on a damaged layer
-            raise ConfigError(f"layer {name} cannot be read ({exc})", path=gpkg) from None
-        out[name] = _restore(name, gdf)
-    return out
+            raise ConfigError(f"layer {name} cannot be read ({exc})", path=self.gpkg) from None
+        return _restore(name, gdf)
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        """Layer ``name`` once read; None when the GeoPackage has no such layer."""
+        fut = self._futures.get(name)
+        if fut is None:
+            return None
+        try:
+            return fut.result()
+        except ConfigError:
+            if self.checked is not None:
+                self.checked()
+            raise
+
+    def all(self) -> dict[str, pd.DataFrame]:
+        """Every served layer, in :data:`SERVED_LAYERS` order (each waited for)."""
+        out = {}
+        for n in self.names:
+            df = self.get(n)
+            assert df is not None
+            out[n] = df
+        return out
 
 
 def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
@@ -310,22 +380,47 @@ def stored_town(man: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------
 
 
+class _LayersRead:
+    """Layers read already (a PostGIS schema's), as a :class:`LayerReader` gives them."""
+
+    def __init__(self, layers: dict[str, pd.DataFrame]) -> None:
+        self._layers = layers
+        self.names = list(layers)
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        return self._layers.get(name)
+
+    def all(self) -> dict[str, pd.DataFrame]:
+        return dict(self._layers)
+
+
 def _read_folder(results_dir: str | Path, timings: dict[str, float]
-                 ) -> tuple[dict[str, Any], dict[str, pd.DataFrame], Path]:
-    """A run's folder: its manifest checked (:func:`check_results_folder`), its
-    served layers read (:func:`read_layers`), and the GeoPackage, for messages."""
+                 ) -> tuple[dict[str, Any], LayerReader, Path, Any]:
+    """A run's folder: its manifest checked (:func:`check_manifest`), its served
+    layers being read (:class:`LayerReader`), the GeoPackage (for messages) and the
+    call that waits for the files' hashes to be checked (:func:`check_digests`, on a
+    thread of its own beside the reads) and raises if one differs."""
+    from ..threads import in_background
+
     t = time.perf_counter()
     folder = Path(results_dir)
-    man = check_results_folder(folder)
-    timings["check"] = time.perf_counter() - t
-    t = time.perf_counter()
-    layers = read_layers(folder / RESULTS_FILE)
-    timings["read"] = time.perf_counter() - t
-    return man, layers, folder / RESULTS_FILE
+    man = check_manifest(folder)
+
+    def digests() -> None:
+        check_digests(folder, man)
+        timings["check"] = time.perf_counter() - t
+
+    checked = in_background(digests)
+    try:
+        reader = LayerReader(folder / RESULTS_FILE, checked)
+    except ConfigError:
+        checked()  # a file changed since the run is said to be so
+        raise
+    return man, reader, folder / RESULTS_FILE, checked
 
 
 def _read_database(url: str, timings: dict[str, float]
-                   ) -> tuple[dict[str, Any], dict[str, pd.DataFrame], str]:
+                   ) -> tuple[dict[str, Any], _LayersRead, str, Any]:
     """A run's PostGIS schema: its newest ``gisnet_runs`` row checked and its served
     tables read as :func:`read_layers` reads the GeoPackage
     (:func:`gisnet.service.stored_pg.read_results_database`, then :func:`_restore`),
@@ -336,7 +431,7 @@ def _read_database(url: str, timings: dict[str, float]
     t = time.perf_counter()
     layers = {name: _restore(name, df) for name, df in tables.items()}
     timings["read"] += time.perf_counter() - t
-    return man, layers, where
+    return man, _LayersRead(layers), where, lambda: None
 
 
 def read_results(results: str | Path) -> dict[str, Any]:
@@ -351,50 +446,76 @@ def read_results(results: str | Path) -> dict[str, Any]:
     or ``PG:`` string naming it; read only). Only the check and the reading of the
     layers differ between the two.
 
+    From a folder the files' hashes are checked, and the layers read, on threads
+    while the graph and what follows are built from the layers read first
+    (:class:`LayerReader`); nothing is returned before the hashes are found to be
+    the manifest's, and an error meanwhile is raised as the changed file's when one
+    has changed. ``timings_s`` gives each part's own seconds (they overlap).
+
     The hot tables are not serialized here: ``TownState.warm`` does it (``gisnet
-    serve --results`` on a thread once it listens; a request meanwhile waits for
-    the table it needs).
+    serve --results`` on a thread once it listens; a request meanwhile serializes
+    the rows it answers with).
     """
-    from ..tracing import DownstreamIndex
+    from ..errors import GisnetError
 
     timings: dict[str, float] = {}
-    man, layers, where = (_read_database(str(results), timings) if is_database(results)
-                          else _read_folder(results, timings))
-    t = time.perf_counter()
+    t0 = time.perf_counter()
+    man, reader, where, checked = (_read_database(str(results), timings)
+                                   if is_database(results) else _read_folder(results, timings))
+    try:
+        got = _build(man, reader, where, timings)
+        got["layers"] = reader.all()
+        if not is_database(results):  # until the last layer was read
+            timings["read"] = time.perf_counter() - t0
+    except GisnetError:
+        checked()  # a file changed since the run is said to be so
+        raise
+    checked()
+    first = ("check", "read", "graph", "index")
+    got["timings_s"] = {**{k: timings[k] for k in first if k in timings},
+                        **{k: v for k, v in timings.items() if k not in first}}
+    log.info("results of run %s read: %s", man.get("run_id"),
+             ", ".join(f"{k} {v:.2f} s" for k, v in got["timings_s"].items()))
+    return got
+
+
+def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
+           timings: dict[str, float]) -> dict[str, Any]:
+    """:func:`read_results`' answer from the manifest and the layers (but ``layers``)."""
+    from ..tracing import DownstreamIndex
+
     town = stored_town(man)
-    timings["read"] += time.perf_counter() - t
     t = time.perf_counter()
     info = man["town_info"]
-    for name in ("graph_nodes", "graph_edges"):
-        if name not in layers:
+    nodes, edges = reader.get("graph_nodes"), reader.get("graph_edges")
+    for name, layer in (("graph_nodes", nodes), ("graph_edges", edges)):
+        if layer is None:
             raise ConfigError(f"the results have no {name} layer", path=where)
-    G = stored_graph(layers["graph_nodes"], layers["graph_edges"],
-                     town.settings.snap_tolerance_ft)
+    assert isinstance(nodes, gpd.GeoDataFrame) and isinstance(edges, gpd.GeoDataFrame)
+    G = stored_graph(nodes, edges, town.settings.snap_tolerance_ft)
     timings["graph"] = time.perf_counter() - t
     t = time.perf_counter()
     unavailable = {str(k): str(v) for k, v in dict(info.get("unavailable") or {}).items()}
     index = points = capacity = None
-    if "control_manholes" in layers:
+    cm = reader.get("control_manholes")
+    if cm is not None:
         index = DownstreamIndex(G)
-        points = stored_points(layers["control_manholes"], index)
-    parcels = _parcels(layers.get("obligations"))
-    if index is not None and "pipes_capacity" in layers and "plants" in layers \
+        points = stored_points(cm, index)
+    parcels = _parcels(reader.get("obligations"))
+    pipes, plants = reader.get("pipes_capacity"), reader.get("plants")
+    if index is not None and pipes is not None and plants is not None \
             and "capacity" not in unavailable:
         ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
                else np.empty(0, dtype=object))
-        capacity = stored_capacity(G, index, layers["pipes_capacity"],
-                                   layers["plants"], points, ids,
-                                   town.profile)
+        capacity = stored_capacity(G, index, pipes, plants, points, ids, town.profile)
     timings["index"] = time.perf_counter() - t
     for entry in info.get("layers") or []:
         unavailable["input_" + str(entry["role"])] = (
             f"the town's {entry['role']} layer as gisnet read it; " + _NO_INPUT)
     unavailable.update(NOT_FROM_RESULTS)
-    log.info("results of run %s read: %s", man.get("run_id"),
-             ", ".join(f"{k} {v:.2f} s" for k, v in timings.items()))
     return {
         "town": town, "G": G, "index": index, "points": points, "capacity": capacity,
-        "unavailable": unavailable, "layers": layers, "parcels": parcels,
+        "unavailable": unavailable, "parcels": parcels,
         "input_layers": {str(e["role"]): {"features": int(e["features"]),
                                           "source": e.get("source")}
                          for e in info.get("layers") or []},
