@@ -324,3 +324,23 @@ def test_layers_are_read_in_their_served_order_whichever_is_read_first(served):
     assert list(layers) == [n for n in SERVED_LAYERS if n in layers]
     assert layers[READ_FIRST[0]] is first
     assert {"graph_nodes", "graph_edges", "obligations", "control_paths"} <= set(layers)
+
+
+def test_answers_before_and_after_the_hot_tables_are_packed_are_the_same(served):
+    """``serve --results`` answers while it packs its hot tables: each request's rows
+    serialized then, the packed rows after, byte for byte."""
+    from gisnet.service.tables import SERVED_EAGERLY
+
+    state = TownState.from_results(served["plain"])
+    client = TestClient(create_app(state, ServiceLimits()))
+    hot = [n for n in SERVED_EAGERLY if n in state.tables]
+    assert hot and all(state.tables[n].packing for n in hot)
+    pids = _ids(served, "obligations", "parcel_id", 25)
+    paths = [p for pid in pids for p in (f"/parcels/{pid}/obligation",
+                                         f"/trace/downstream?parcel={pid}")]
+    paths += [f"/results/{n}?limit=50&offset=10" for n in hot]
+    before = [client.get(p).content for p in paths]
+    assert all(state.tables[n]._wgs84 is None for n in hot)  # none packed by a request
+    assert state.warm() > 0
+    assert all(state.tables[n]._wgs84 is not None for n in hot)
+    assert [client.get(p).content for p in paths] == before

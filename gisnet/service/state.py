@@ -182,8 +182,10 @@ class TownState:
         layers, parcels = got.pop("layers"), got.pop("parcels")
         state = cls(**got, out_dir=Path(results_dir) if out_dir is None else Path(out_dir))
         t = time.perf_counter()
-        for name, gdf in layers.items():  # serialized by warm(), after the start
-            state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()), eager=False)
+        for name, gdf in layers.items():  # the hot ones packed by warm(), after the start
+            table = state.tables[name] = ResultTable(name, gdf, TABLE_KEYS.get(name, ()),
+                                                     eager=False)
+            table.packing = name in SERVED_EAGERLY  # meanwhile each request's rows serialized
         if parcels is not None:
             state.tables["parcels"] = ResultTable("parcels", parcels, ("parcel_id",),
                                                   eager=False)

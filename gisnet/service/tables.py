@@ -252,8 +252,10 @@ class ResultTable:
     -----
     Every row is serialized once to a GeoJSON Feature in EPSG:4326 and held
     packed (:class:`PackedRows`); a lookup in that CRS joins the stored bytes.
-    Other CRSs reproject the selected rows per request. Repeated text is held
-    as categories (:func:`compact_text`).
+    While the rows are being packed (:attr:`packing`), and in other CRSs, the
+    selected rows are serialized per request: ``gisnet serve --results`` answers
+    while it packs the hot tables. Repeated text is held as categories
+    (:func:`compact_text`).
     """
 
     def __init__(self, name: str, gdf: pd.DataFrame, keys: Sequence[str] = (), *,
@@ -266,6 +268,9 @@ class ResultTable:
         # the id columns looked up by, each indexed on first use (:meth:`id_index`)
         self.index: dict[str, IdIndex | None] = {k: None for k in keys if k in self.gdf.columns}
         self._wgs84: PackedRows | None = None
+        #: True while the rows are being packed, or are to be (``gisnet serve --results``
+        #: packs the hot tables once it listens): a request meanwhile serializes its rows
+        self.packing = False
         self._lock = threading.Lock()
         self._index_lock = threading.Lock()
         if eager:
@@ -280,6 +285,7 @@ class ResultTable:
         if self._wgs84 is None:
             with self._lock:
                 if self._wgs84 is None:
+                    self.packing = True
                     self._wgs84 = pack_rows(
                         self.gdf, lambda part: feature_fragments(self._in_crs(part, WGS84)))
         return self._wgs84
@@ -328,9 +334,16 @@ class ResultTable:
         return pos, missing
 
     def fragments(self, positions: Sequence[int] | np.ndarray, crs: CRS) -> list[bytes]:
-        """Serialized features of the given rows in ``crs``."""
+        """Serialized features of the given rows in ``crs``: in EPSG:4326 the packed
+        rows (packed on first use), but while they are being packed (or are to be:
+        :attr:`packing`) and in other CRSs the rows serialized now (the same bytes)."""
         if crs is WGS84 or crs.equals(WGS84):
-            return self._serialized().take(positions)
+            packed = self._wgs84
+            if packed is not None:
+                return packed.take(positions)
+            if not self.packing:
+                return self._serialized().take(positions)
+            crs = WGS84  # being packed (or to be): these rows now
         sub = self.gdf.iloc[np.asarray(positions, dtype=np.int64)]
         return feature_fragments(self._in_crs(sub, crs))
 
