@@ -932,6 +932,33 @@ def test_graph_table_on_the_sample_and_of_another_graph(sample_dir) -> None:
         graph_arrays(other, built.table)
 
 
+def test_graph_table_from_the_layers_gives_what_the_graph_gives(sample_dir, tmp_path) -> None:
+    """The graph rebuilt from its two layers (as ``serve --results`` reads them back)
+    comes with its table: the index and network from it are those of a walk of the
+    rebuilt graph, for layers in any row order; a layer without a table attribute
+    gives no table."""
+    import pyogrio
+
+    from gisnet.graph.build import build_graph_parts
+    from gisnet.graph.layers import graph_parts_from_gdfs
+
+    for layers, outlets in ((io.load_town(sample_dir), None), (_walk_order_layers(), ["OUT"])):
+        built = build_graph_parts(layers, outlet_nodes=outlets)
+        nodes, edges = built.nodes, built.edges
+        gpkg = tmp_path / "g.gpkg"
+        pyogrio.write_dataframe(nodes, gpkg, layer="graph_nodes")
+        pyogrio.write_dataframe(edges, gpkg, layer="graph_edges")
+        back = (pyogrio.read_dataframe(gpkg, layer="graph_nodes", use_arrow=True),
+                pyogrio.read_dataframe(gpkg, layer="graph_edges", use_arrow=True))
+        shuffled = (nodes.iloc[::-1], edges.sample(frac=1.0, random_state=3))
+        for n, e in ((nodes, edges), back, shuffled):
+            G, table = graph_parts_from_gdfs(n, e)
+            assert table is not None
+            _same_from_table(G, table)
+        G, table = graph_parts_from_gdfs(nodes, edges.drop(columns=["slope"]))
+        assert table is None and G.number_of_edges() == len(edges)
+
+
 def test_graph_layers_from_the_columns_on_the_sample(sample_dir) -> None:
     from gisnet.graph.build import build_sewer_graph_and_layers
 

@@ -21,7 +21,7 @@ from ..report import Report
 from ..units import feet_per_unit
 from .assemble import EDGE_COLUMNS, NODE_COLUMNS, GraphColumns
 from .columns import none_for_nan
-from .table import edge_order
+from .table import GraphTable, edge_order, graph_table
 
 
 class GraphMeta:
@@ -149,6 +149,19 @@ def graph_from_gdfs(
     report: Report | None = None,
     snap_tolerance_ft: float | None = None,
 ) -> nx.MultiDiGraph:
+    """Rebuild the graph from its two layers (inverse of :func:`graph_to_gdfs`):
+    :func:`graph_parts_from_gdfs`' graph."""
+    return graph_parts_from_gdfs(nodes, edges, report=report,
+                                 snap_tolerance_ft=snap_tolerance_ft)[0]
+
+
+def graph_parts_from_gdfs(
+    nodes: gpd.GeoDataFrame,
+    edges: gpd.GeoDataFrame,
+    *,
+    report: Report | None = None,
+    snap_tolerance_ft: float | None = None,
+) -> tuple[nx.MultiDiGraph, GraphTable | None]:
     """Rebuild the graph from its two layers (inverse of :func:`graph_to_gdfs`).
 
     Parameters
@@ -165,6 +178,12 @@ def graph_from_gdfs(
     networkx.MultiDiGraph
         Same nodes, edges, keys and attributes. ``G.graph["outlets"]`` is
         rebuilt from the ``outlet`` column, ``ft_per_unit`` from the CRS.
+    GraphTable or None
+        The graph's :class:`~gisnet.graph.table.GraphTable` of the attributes
+        :data:`gisnet.graph.build.TABLE_NODE_ATTRS` / ``TABLE_EDGE_ATTRS`` (for the
+        downstream index and the capacity network, as a run's graph step gives it),
+        from the columns the graph was filled with; None when the layers lack one of
+        them or do not map one to one onto the graph.
 
     Raises
     ------
@@ -217,7 +236,12 @@ def graph_from_gdfs(
     G.add_nodes_from(node_rows)
     # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
     G.add_edges_from(edge_rows)  # type: ignore[arg-type]
-    return G
+    del node_rows, edge_rows
+    from .build import TABLE_EDGE_ATTRS, TABLE_NODE_ATTRS
+
+    columns = GraphColumns(node_ids=ids, nodes=nvals, u=fr, v=to, keys=keys, edges=evals)
+    return G, graph_table(G, columns, node_names=TABLE_NODE_ATTRS,
+                          edge_names=TABLE_EDGE_ATTRS)
 
 
 def graph_summary(G: nx.MultiDiGraph) -> dict[str, Any]:

@@ -252,11 +252,14 @@ def objects(s: pd.Series) -> np.ndarray:
 
 
 def stored_graph(nodes: gpd.GeoDataFrame, edges: gpd.GeoDataFrame,
-                 snap_tolerance_ft: float | None) -> nx.MultiDiGraph:
-    """The directed sewer graph rebuilt from ``graph_nodes`` / ``graph_edges``."""
-    from ..graph import graph_from_gdfs
+                 snap_tolerance_ft: float | None) -> tuple[nx.MultiDiGraph, Any]:
+    """The directed sewer graph rebuilt from ``graph_nodes`` / ``graph_edges``, and its
+    :class:`~gisnet.graph.table.GraphTable` (or None) for the downstream index and the
+    capacity network (:func:`gisnet.graph.layers.graph_parts_from_gdfs`)."""
+    from ..graph.layers import graph_parts_from_gdfs
 
-    return graph_from_gdfs(nodes, edges, report=Report(), snap_tolerance_ft=snap_tolerance_ft)
+    return graph_parts_from_gdfs(nodes, edges, report=Report(),
+                                 snap_tolerance_ft=snap_tolerance_ft)
 
 
 def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
@@ -291,7 +294,7 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
 
 def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
                     plants: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
-                    parcel_ids: np.ndarray, profile: Any) -> Any:
+                    parcel_ids: np.ndarray, profile: Any, table: Any = None) -> Any:
     """The :class:`~gisnet.capacity.pipes.CapacityResult` the what-if reuses, from the
     stored ``pipes_capacity`` / ``plants`` layers on the rebuilt graph.
 
@@ -304,7 +307,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
     from ..capacity.network import accumulate, graph_arrays, sanitary_flow_edges
     from ..capacity.pipes import CapacityResult
 
-    net = graph_arrays(G)
+    net = graph_arrays(G, table)
     m = len(net.keys)
     row = pd.Series(np.arange(len(pipes)), index=objects(pipes["edge_key"]))
     if not row.index.is_unique:
@@ -492,14 +495,14 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
         if layer is None:
             raise ConfigError(f"the results have no {name} layer", path=where)
     assert isinstance(nodes, gpd.GeoDataFrame) and isinstance(edges, gpd.GeoDataFrame)
-    G = stored_graph(nodes, edges, town.settings.snap_tolerance_ft)
+    G, table = stored_graph(nodes, edges, town.settings.snap_tolerance_ft)
     timings["graph"] = time.perf_counter() - t
     t = time.perf_counter()
     unavailable = {str(k): str(v) for k, v in dict(info.get("unavailable") or {}).items()}
     index = points = capacity = None
     cm = reader.get("control_manholes")
     if cm is not None:
-        index = DownstreamIndex(G)
+        index = DownstreamIndex(G, table=table)
         points = stored_points(cm, index)
     parcels = _parcels(reader.get("obligations"))
     pipes, plants = reader.get("pipes_capacity"), reader.get("plants")
@@ -507,7 +510,8 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
             and "capacity" not in unavailable:
         ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
                else np.empty(0, dtype=object))
-        capacity = stored_capacity(G, index, pipes, plants, points, ids, town.profile)
+        capacity = stored_capacity(G, index, pipes, plants, points, ids, town.profile, table)
+    del table  # its lists of the graph's values, no longer read
     timings["index"] = time.perf_counter() - t
     for entry in info.get("layers") or []:
         unavailable["input_" + str(entry["role"])] = (
