@@ -561,6 +561,30 @@ def test_graph_round_trips_through_geodataframes() -> None:
     assert not nx.utils.graphs_equal(G, graph_from_gdfs(nodes, edges))
 
 
+def test_graph_from_layers_is_filled_as_the_public_api_fills_it() -> None:
+    """Rebuilt from its layers in bulk: the same nodes, edges, order and attributes as
+    networkx's own ``add_nodes_from`` / ``add_edges_from``; a node or an edge key given
+    twice is merged as networkx merges it."""
+    G = _messy()
+    nodes, edges = graph_to_gdfs(G)
+    H = graph_from_gdfs(nodes, edges)
+    ref = nx.MultiDiGraph(**H.graph)
+    ref.add_nodes_from(H.nodes(data=True))
+    ref.add_edges_from(H.edges(keys=True, data=True))
+    assert nx.utils.graphs_equal(H, ref)
+    assert list(H.nodes) == list(ref.nodes)
+    assert list(H.edges(keys=True)) == list(ref.edges(keys=True))
+    assert [list(H.pred[n]) for n in H] == [list(ref.pred[n]) for n in ref]
+    twice_n = pd.concat([nodes, nodes.iloc[[0]].assign(kind="other")], ignore_index=True)
+    twice_e = pd.concat([edges, edges.iloc[[0]].assign(diameter_in=99.0)], ignore_index=True)
+    D = graph_from_gdfs(twice_n, twice_e)
+    first = nodes["node_id"].iloc[0]
+    key = edges["edge_key"].iloc[0]
+    assert D.nodes[first]["kind"] == "other" and len(D) == len(G)
+    u, v = edges["from_node"].iloc[0], edges["to_node"].iloc[0]
+    assert D[u][v][key]["diameter_in"] == 99.0 and D.number_of_edges() == len(edges)
+
+
 def test_graph_layers_survive_a_geopackage(tmp_path: Path) -> None:
     G = _messy()
     nodes, edges = graph_to_gdfs(G)

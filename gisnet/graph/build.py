@@ -21,7 +21,7 @@ from .prepare import ground_at_structures, prepare_mains, prepare_structures
 from .quality import isolated_structures, kind_findings, main_findings
 from .snapping import snap_ends
 from .splits import cut_edges, find_t_splits
-from .table import GraphTable, graph_table
+from .table import TABLE_EDGE_ATTRS, TABLE_NODE_ATTRS, GraphTable, graph_table
 from .topology import drainage_finding, topology_findings
 
 log = logging.getLogger(__name__)
@@ -120,12 +120,6 @@ class BuiltGraph:
     table: GraphTable | None
 
 
-#: The node and edge attributes :func:`build_graph_parts` puts in its table: those
-#: :class:`gisnet.tracing.DownstreamIndex` and :func:`gisnet.capacity.graph_arrays` read.
-TABLE_NODE_ATTRS: tuple[str, ...] = ("is_manhole", "outlet")
-TABLE_EDGE_ATTRS: tuple[str, ...] = (
-    "main_id", "geometry", "length_ft", "diameter_in", "eligible", "kind", "active",
-    "public", "gravity", "up_invert_ft", "down_invert_ft", "slope", "material")
 
 
 def build_graph_parts(

@@ -19,9 +19,9 @@ from pyproj import CRS
 from ..errors import CRSError, LayerError
 from ..report import Report
 from ..units import feet_per_unit
-from .assemble import EDGE_COLUMNS, NODE_COLUMNS, GraphColumns
+from .assemble import EDGE_COLUMNS, NODE_COLUMNS, GraphColumns, fill_graph
 from .columns import none_for_nan
-from .table import GraphTable, edge_order, graph_table
+from .table import TABLE_EDGE_ATTRS, TABLE_NODE_ATTRS, GraphTable, edge_order, graph_table
 
 
 class GraphMeta:
@@ -180,7 +180,7 @@ def graph_parts_from_gdfs(
         rebuilt from the ``outlet`` column, ``ft_per_unit`` from the CRS.
     GraphTable or None
         The graph's :class:`~gisnet.graph.table.GraphTable` of the attributes
-        :data:`gisnet.graph.build.TABLE_NODE_ATTRS` / ``TABLE_EDGE_ATTRS`` (for the
+        :data:`gisnet.graph.table.TABLE_NODE_ATTRS` / ``TABLE_EDGE_ATTRS`` (for the
         downstream index and the capacity network, as a run's graph step gives it),
         from the columns the graph was filled with; None when the layers lack one of
         them or do not map one to one onto the graph.
@@ -233,12 +233,13 @@ def graph_parts_from_gdfs(
     G: nx.MultiDiGraph = nx.MultiDiGraph(crs=crs, ft_per_unit=feet_per_unit(crs),
                                          outlets=outlets, snap_tolerance_ft=snap_tolerance_ft)
     G.graph["report"] = report
-    G.add_nodes_from(node_rows)
-    # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
-    G.add_edges_from(edge_rows)  # type: ignore[arg-type]
+    if len(known) == len(ids) and len(set(keys)) == len(keys):
+        fill_graph(G, node_rows, edge_rows)  # one dict per node and edge: filled in bulk
+    else:  # a node or a key twice: networkx merges their attributes
+        G.add_nodes_from(node_rows)
+        # types-networkx gives MultiGraph.add_edges_from Graph's signature: no (u, v, key, data)
+        G.add_edges_from(edge_rows)  # type: ignore[arg-type]
     del node_rows, edge_rows
-    from .build import TABLE_EDGE_ATTRS, TABLE_NODE_ATTRS
-
     columns = GraphColumns(node_ids=ids, nodes=nvals, u=fr, v=to, keys=keys, edges=evals)
     return G, graph_table(G, columns, node_names=TABLE_NODE_ATTRS,
                           edge_names=TABLE_EDGE_ATTRS)

@@ -26,7 +26,16 @@ import pandas as pd
 
 from .assemble import GraphColumns
 
-__all__ = ["GraphTable", "edge_order", "end_positions", "graph_table"]
+__all__ = ["TABLE_EDGE_ATTRS", "TABLE_NODE_ATTRS", "GraphTable", "edge_order", "end_positions",
+           "graph_table"]
+
+#: The node and edge attributes a graph's table holds (:func:`gisnet.graph.build.
+#: build_graph_parts`, :func:`gisnet.graph.layers.graph_parts_from_gdfs`): those
+#: :class:`gisnet.tracing.DownstreamIndex` and :func:`gisnet.capacity.graph_arrays` read.
+TABLE_NODE_ATTRS: tuple[str, ...] = ("is_manhole", "outlet")
+TABLE_EDGE_ATTRS: tuple[str, ...] = (
+    "main_id", "geometry", "length_ft", "diameter_in", "eligible", "kind", "active",
+    "public", "gravity", "up_invert_ft", "down_invert_ft", "slope", "material")
 
 
 def end_positions(c: GraphColumns) -> tuple[np.ndarray, np.ndarray] | None:
