@@ -84,8 +84,10 @@ PACK_ROWS = 32
 #: Codec of the blocks: LZ4 through pyarrow (a county's GeoJSON rows are about 7.5
 #: times smaller; a block of 32 rows is back in about 5 µs).
 PACK_CODEC = "lz4"
-#: Rows serialized at a time while packing (bounds the text held at once).
-PACK_CHUNK_ROWS = 65_536
+#: Rows serialized at a time while packing (bounds the text held at once: a county's
+#: obligations packed 65,536 rows at a time peaked 0.5 GB above what they left held,
+#: 16,384 at a time with the heap trimmed after each 0.1 GB, in the same time).
+PACK_CHUNK_ROWS = 16_384
 
 
 class PackedRows:
@@ -152,9 +154,18 @@ class PackedRows:
 
 
 def pack_rows(df: pd.DataFrame, serialize: Callable[[pd.DataFrame], list[bytes]]) -> PackedRows:
-    """``serialize`` applied to ``df`` :data:`PACK_CHUNK_ROWS` rows at a time, packed."""
-    return PackedRows(serialize(df.iloc[a:a + PACK_CHUNK_ROWS])
-                      for a in range(0, len(df), PACK_CHUNK_ROWS))
+    """``serialize`` applied to ``df`` :data:`PACK_CHUNK_ROWS` rows at a time, packed;
+    the C heap trimmed after each chunk (:func:`gisnet.memory.release`: the chunk's
+    text, freed between the packed blocks kept, is otherwise held as the heap's)."""
+    from ..memory import release
+
+    def chunks() -> Iterator[list[bytes]]:
+        for a in range(0, len(df), PACK_CHUNK_ROWS):
+            yield serialize(df.iloc[a:a + PACK_CHUNK_ROWS])
+            if a + PACK_CHUNK_ROWS < len(df):
+                release()
+
+    return PackedRows(chunks())
 
 
 def text_objects(s: pd.Series) -> pd.Series:
