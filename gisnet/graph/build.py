@@ -120,8 +120,6 @@ class BuiltGraph:
     table: GraphTable | None
 
 
-
-
 def build_graph_parts(
     town_or_layers: Town | Mapping[str, gpd.GeoDataFrame],
     *,

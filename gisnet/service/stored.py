@@ -351,7 +351,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
 
 def _parcels(obligations: pd.DataFrame | None) -> gpd.GeoDataFrame | None:
     """The parcels (id and shape, in layer order) from the obligations layer."""
-    if obligations is None or "parcel_id" not in obligations:
+    if not isinstance(obligations, gpd.GeoDataFrame) or "parcel_id" not in obligations:
         return None
     ids = objects(obligations["parcel_id"])
     first = ~pd.Series(ids).duplicated().to_numpy()
@@ -494,6 +494,8 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
     for name, layer in (("graph_nodes", nodes), ("graph_edges", edges)):
         if layer is None:
             raise ConfigError(f"the results have no {name} layer", path=where)
+        if not isinstance(layer, gpd.GeoDataFrame):
+            raise ConfigError(f"the results' {name} layer has no geometry", path=where)
     assert isinstance(nodes, gpd.GeoDataFrame) and isinstance(edges, gpd.GeoDataFrame)
     G, table = stored_graph(nodes, edges, town.settings.snap_tolerance_ft)
     timings["graph"] = time.perf_counter() - t

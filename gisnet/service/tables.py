@@ -85,8 +85,8 @@ PACK_ROWS = 32
 #: times smaller; a block of 32 rows is back in about 5 µs).
 PACK_CODEC = "lz4"
 #: Rows serialized at a time while packing (bounds the text held at once: a county's
-#: obligations packed 65,536 rows at a time peaked 0.5 GB above what they left held,
-#: 16,384 at a time with the heap trimmed after each 0.1 GB, in the same time).
+#: obligations packed 65,536 rows at a time peaked 0.5 GB above what they left held;
+#: 16,384 at a time, the heap trimmed after each chunk, 0.1 GB, in about the same time).
 PACK_CHUNK_ROWS = 16_384
 
 
