@@ -344,3 +344,25 @@ def test_answers_before_and_after_the_hot_tables_are_packed_are_the_same(served)
     assert state.warm() > 0
     assert all(state.tables[n]._wgs84 is not None for n in hot)
     assert [client.get(p).content for p in paths] == before
+
+
+@pytest.mark.parametrize("values", [
+    ["a", "b", "a", None, "a", "b"],      # repeated: categories
+    ["u1", "u2", "u3", None],             # ids: Arrow text
+    [None, None, None, None],             # nothing but nulls
+])
+def test_connection_points_text_is_as_from_python_strings(values):
+    """The connection points' text columns made by Arrow from the layer as held are
+    what a frame of the same values as Python strings holds (dtype and values)."""
+    import geopandas as gpd
+    import numpy as np
+    import pandas as pd
+
+    from gisnet.service.stored import _as_text
+    from gisnet.service.tables import compact_arrow_text
+
+    held = compact_arrow_text(pd.Series(values, dtype="str"))
+    want = gpd.GeoDataFrame({"v": np.array(values, dtype=object)})["v"]
+    got = pd.DataFrame({"v": _as_text(held)})["v"]
+    assert got.dtype == want.dtype
+    assert got.astype(object).where(got.notna(), None).tolist() == values

@@ -33,6 +33,7 @@ import geopandas as gpd
 import networkx as nx
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyogrio
 from pyproj import CRS
 
@@ -251,6 +252,24 @@ def objects(s: pd.Series) -> np.ndarray:
     return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
 
 
+def _as_text(s: pd.Series) -> Any:
+    """A text column as pandas' Arrow-backed ``str`` (what a frame made of its values
+    as Python strings infers), made by Arrow from categories or Arrow text without a
+    Python string per row; other columns, and one of nothing but nulls (a frame infers
+    no text of it), as :func:`objects`."""
+    text = pd.StringDtype("pyarrow", na_value=np.nan)
+    if isinstance(s.dtype, pd.CategoricalDtype) and len(s.cat.categories) \
+            and pd.api.types.is_string_dtype(s.cat.categories):
+        codes = s.cat.codes.to_numpy()
+        words = pa.array(s.cat.categories.astype(object), type=pa.large_string())
+        dense = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), words) \
+            .cast(pa.large_string())
+        return dense.to_pandas(types_mapper=lambda _t: text).array
+    if s.dtype == text:
+        return s.array
+    return objects(s)
+
+
 def stored_graph(nodes: gpd.GeoDataFrame, edges: gpd.GeoDataFrame,
                  snap_tolerance_ft: float | None) -> tuple[nx.MultiDiGraph, Any]:
     """The directed sewer graph rebuilt from ``graph_nodes`` / ``graph_edges``, and its
@@ -271,10 +290,19 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
             raise ConfigError(f"layer control_manholes has no {col!r} column (written by "
                               "gisnet run since serving results was added); run `gisnet run` "
                               "again", layer="control_manholes")
-    keys = objects(cm["edge_key"])
-    pos = pd.Index(index.edges.key).get_indexer(keys) if len(index.edges.key) \
-        else np.full(len(keys), -1)
-    ends = np.full((len(keys), 2), None, dtype=object)
+    n = len(cm)
+    ek = cm["edge_key"]
+    pos = np.full(n, -1, dtype=np.int64)
+    if len(index.edges.key):
+        at = pd.Index(index.edges.key)
+        if isinstance(ek.dtype, pd.CategoricalDtype):  # each distinct key looked up once
+            codes = ek.cat.codes.to_numpy()
+            found = at.get_indexer(ek.cat.categories.astype(object))
+            ok = codes >= 0
+            pos[ok] = found[codes[ok]]
+        else:
+            pos = at.get_indexer(objects(ek))
+    ends = np.full((n, 2), None, dtype=object)
     hit = pos >= 0
     ends[hit, 0] = index.nodes[index.edges.u[pos[hit]]]
     ends[hit, 1] = index.nodes[index.edges.v[pos[hit]]]
@@ -282,11 +310,11 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
     source = objects(cm["tap_source"])
     reason = np.where(source == "unresolved", objects(cm["reason"]), np.array(None))
     return gpd.GeoDataFrame({
-        "building_id": objects(cm["building_id"]),
-        "parcel_id": objects(cm["parcel_id"]),
-        "user_id": objects(cm["user_id"]),
-        "main_id": objects(cm["main_id"]),
-        "edge_u": u, "edge_v": v, "edge_key": keys,
+        "building_id": _as_text(cm["building_id"]),
+        "parcel_id": _as_text(cm["parcel_id"]),
+        "user_id": _as_text(cm["user_id"]),
+        "main_id": _as_text(cm["main_id"]),
+        "edge_u": u, "edge_v": v, "edge_key": _as_text(ek),
         "tap_distance_ft": pd.to_numeric(cm["tap_distance_ft"]).to_numpy(dtype=float),
         "source": source, "reason": reason,
     }, geometry=cm.geometry.to_numpy(), crs=cm.crs)
