@@ -26,7 +26,7 @@ from ..pipeline import analyse
 from ..results import quality_totals
 from ..serialize import crs_name, dumps
 from .errors import ServiceUnavailable
-from .tables import HOT_KEYS, SERVED_EAGERLY, TABLE_KEYS, ResultTable, compact_text
+from .tables import HOT_KEYS, SERVED_EAGERLY, TABLE_KEYS, ResultTable, compact_text, objects
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -57,12 +57,8 @@ class _ParcelTraces:
         # control_paths is row-aligned with control_manholes (same points, same order)
         self.aligned = len(paths.gdf) == len(g)
 
-        def text(col: str) -> np.ndarray:
-            s = g[col]
-            return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
-
-        self.mh = text("control_manhole_id")
-        self.plant = text("plant_id")
+        self.mh = objects(g["control_manhole_id"])
+        self.plant = objects(g["plant_id"])
         self.mh_ft = pd.to_numeric(g["path_length_ft"], errors="coerce").to_numpy(dtype=float)
         self.out_ft = (pd.to_numeric(g["plant_path_length_ft"], errors="coerce")
                        .to_numpy(dtype=float)

@@ -44,7 +44,7 @@ from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_files
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
-from .tables import compact_arrow_text
+from .tables import ARROW_TEXT, compact_arrow_text, objects
 
 log = logging.getLogger("gisnet.service")
 
@@ -234,8 +234,7 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
         s = gdf[c]
         if col.file_only:
             if c == "geometry_wkt" and isinstance(gdf, gpd.GeoDataFrame):
-                shapes = gpd.GeoSeries.from_wkt(s.astype(object).where(s.notna(), None),
-                                                crs=gdf.crs)
+                shapes = gpd.GeoSeries.from_wkt(objects(s), crs=gdf.crs)
                 gdf = gdf.set_geometry(shapes.to_numpy()).drop(columns=[c])
             else:
                 gdf = gdf.drop(columns=[c])
@@ -246,26 +245,19 @@ def _restore(name: str, gdf: pd.DataFrame) -> pd.DataFrame:
     return gdf
 
 
-def objects(s: pd.Series) -> np.ndarray:
-    """A column's values as Python objects, None where missing (a layer's text is
-    held as categories or Arrow text, whose missing values read as NaN)."""
-    return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
-
-
 def _as_text(s: pd.Series) -> Any:
     """A text column as pandas' Arrow-backed ``str`` (what a frame made of its values
     as Python strings infers), made by Arrow from categories or Arrow text without a
     Python string per row; other columns, and one of nothing but nulls (a frame infers
     no text of it), as :func:`objects`."""
-    text = pd.StringDtype("pyarrow", na_value=np.nan)
     if isinstance(s.dtype, pd.CategoricalDtype) and len(s.cat.categories) \
             and pd.api.types.is_string_dtype(s.cat.categories):
         codes = s.cat.codes.to_numpy()
         words = pa.array(s.cat.categories.astype(object), type=pa.large_string())
         dense = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), words) \
             .cast(pa.large_string())
-        return dense.to_pandas(types_mapper=lambda _t: text).array
-    if s.dtype == text:
+        return dense.to_pandas(types_mapper=lambda _t: ARROW_TEXT).array
+    if s.dtype == ARROW_TEXT:
         return s.array
     return objects(s)
 

@@ -185,6 +185,14 @@ def text_objects(s: pd.Series) -> pd.Series:
 
 #: A text column is held as categories when it has at most this share of distinct values.
 CATEGORY_SHARE = 0.5
+#: pandas' Arrow-backed text (``str``), NaN for a missing value: the ids' dtype.
+ARROW_TEXT = pd.StringDtype("pyarrow", na_value=np.nan)
+
+
+def objects(s: pd.Series) -> np.ndarray:
+    """A column's values as Python objects, None where missing (text held as
+    categories or Arrow text reads NaN where missing)."""
+    return s.astype(object).where(s.notna(), None).to_numpy(dtype=object)
 
 
 def compact_arrow_text(s: pd.Series) -> pd.Series:
@@ -205,8 +213,7 @@ def compact_arrow_text(s: pd.Series) -> pd.Series:
         # copied: text pyogrio read refers to its whole batch's memory (the batch's
         # shapes as WKB among it), which a column of it would keep held
         own = pc.take(arr, pa.array(np.arange(n)))
-        dtype = pd.StringDtype("pyarrow", na_value=np.nan)
-        return pd.Series(own.to_pandas(types_mapper=lambda _t: dtype), index=s.index,
+        return pd.Series(own.to_pandas(types_mapper=lambda _t: ARROW_TEXT), index=s.index,
                          name=s.name)
     codes = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
     cats = pd.Index(enc.dictionary.to_pylist(), dtype=object)
