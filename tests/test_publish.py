@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -451,3 +452,16 @@ def test_the_run_command_ends_its_process_published_and_flushed_without_teardown
     assert check_manifest(out) == []
     assert main(["run", "--layers", str(sample_dir), "--out", str(tmp_path / "again"),
                  "--no-maps", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 3 * 4096 + 5])
+def test_sha256_file_equals_hashlib_across_block_edges(tmp_path: Path, size: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is hashed in blocks; the digest is hashlib's of its whole bytes,
+    for files shorter than, equal to and longer than a block."""
+    pub = importlib.import_module("gisnet.output.publish")
+    monkeypatch.setattr(pub, "HASH_BLOCK", 4096)
+    data = bytes(random.Random(size).getrandbits(8) for _ in range(size))
+    f = tmp_path / "f.bin"
+    f.write_bytes(data)
+    assert pub.sha256_file(f) == hashlib.sha256(data).hexdigest()
