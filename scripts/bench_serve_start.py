@@ -9,11 +9,12 @@ Usage (under the shared benchmark lock; ``DIR`` a folder ``gisnet run`` wrote)::
 Starts the command (the ``gisnet`` next to this Python), stamps each of its lines that
 matter (``serving``, ``serialized``, errors) with the seconds since it was started and
 the server's ``VmRSS`` / ``VmHWM`` from ``/proc/<pid>/status`` (GB = 10^6 kB), and from
-the ``serving`` line on runs one client on one connection at a time (a closed loop,
+the start runs one client on one connection at a time (a closed loop,
 Python's ``urllib``): a seeded random parcel's ``/parcels/{id}/obligation`` then its
 ``/trace/downstream?parcel={id}``, reporting each ``--every`` seconds the answers, their
 median and largest latency and the status codes (refused connections counted as
-such). The parcel ids are read from the results GeoPackage's ``obligations`` layer.
+such; the server takes its address before it loads, so the first request waits
+there until it is answered). The parcel ids are read from the results GeoPackage's ``obligations`` layer.
 It stops ``--after`` seconds after the ``serialized`` line. Linux only (``/proc``).
 
 Figures go to docs/performance.md by hand.
@@ -67,7 +68,7 @@ class Client:
 
     def ask(self, path: str) -> str:
         try:
-            with urllib.request.urlopen(self.base + path, timeout=60) as r:
+            with urllib.request.urlopen(self.base + path, timeout=600) as r:
                 r.read()
                 return str(r.status)
         except urllib.error.HTTPError as exc:
@@ -119,6 +120,7 @@ def main() -> int:
                              "--port", str(args.port)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     client = Client(f"http://127.0.0.1:{args.port}", ids, t0, args.every)
+    client.thread.start()
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -127,8 +129,6 @@ def main() -> int:
             if failed or "serving" in line or "serialized" in line:
                 print(f"{time.perf_counter() - t0:7.1f} s  {line[:140]}  "
                       f"[{memory(proc.pid)}]", flush=True)
-            if "serving" in line and not client.thread.is_alive():
-                client.thread.start()
             if failed or "serialized" in line:
                 break
         time.sleep(args.after)

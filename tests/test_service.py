@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 
 import geopandas as gpd
@@ -561,6 +562,71 @@ def test_serve_command_refuses_a_bad_port(tmp_path, capsys):
 
     assert main(["serve", "--layers", str(tmp_path), "--port", "70000"]) == 2
     assert "--port 70000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("what", [["--sample"], ["--maps", "MAPS"]])
+def test_serve_command_says_a_port_in_use_before_loading(tmp_path, capsys, monkeypatch, what):
+    """The address is taken before the town is loaded: a port in use is a clear error
+    at once (exit 2, no traceback), not after a county's load."""
+    import socket
+
+    import gisnet.cli.serve as serve_cli
+    from gisnet.cli import main
+
+    (tmp_path / "index.html").write_text("<html></html>")
+    args = [str(tmp_path) if a == "MAPS" else a for a in what]
+    monkeypatch.setattr(serve_cli, "load_town", lambda *_: pytest.fail("the town was loaded"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        rc = main(["serve", *args, "--host", "127.0.0.1", "--port", str(port)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "give another --port" in err
+    assert "Traceback" not in err
+
+
+def test_serve_command_listens_while_the_town_loads(tmp_path):
+    """A client that connects while the town is being loaded is not refused: it waits
+    and is answered once the server runs (the `serving` line comes after)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from servers import free_port
+
+    port = free_port()
+    log = tmp_path / "serve.log"
+    root = Path(__file__).resolve().parents[1]
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "gisnet", "serve", "--sample",
+                                 "--host", "127.0.0.1", "--port", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, log.read_text()
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    said = log.read_text()
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    s.settimeout(120)
+                    answer = b""
+                    while chunk := s.recv(65536):
+                        answer += chunk
+                    break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        assert "gisnet: serving" not in said  # connected while the town was loading
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        assert "gisnet: serving Spackenkill" in log.read_text()
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def test_results_lists_layers_and_filters_by_id(client):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import socket
 import threading
 import time
 from pathlib import Path
@@ -71,12 +72,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError
     from ..extras import require
-    from ..io.postgis import is_database, redact
 
     require("service", "gisnet serve")
-    from ..service import ServiceLimits, TownState, create_app
     from ..service.app import base_url_of
-    from ..service.server import make_server
+    from ..service.server import listen
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port} is not a TCP port (0-65535)")
@@ -93,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ConfigError("the maps folder to serve is an existing file, not a folder",
                           path=args.out)
-    t0 = time.perf_counter()
     if args.results is not None:
         given = [f"--{o}" for o in ("layers", "sample", "profile", "crs")
                  if getattr(args, o, None)]
@@ -102,6 +100,22 @@ def run(args: argparse.Namespace) -> int:
                               f"{', '.join(given)} cannot change it (leave "
                               f"{'it' if len(given) == 1 else 'them'} out, or serve the "
                               "town with --layers)")
+    # the address taken before the town is loaded: one in use is said at once, and a
+    # client connecting meanwhile waits to be answered
+    sock = listen(args.host, args.port)
+    args.port = sock.getsockname()[1]  # --port 0: the free port taken
+    with sock:  # closed however the load ends
+        return _serve_town(args, sock)
+
+
+def _serve_town(args: argparse.Namespace, sock: socket.socket) -> int:
+    """``gisnet serve`` of a town or a run's results on the listening ``sock``."""
+    from ..io.postgis import is_database, redact
+    from ..service import ServiceLimits, TownState, create_app
+    from ..service.server import make_server
+
+    t0 = time.perf_counter()
+    if args.results is not None:
         if is_database(args.results):  # the maps of --out, as for a town
             state = TownState.from_results(args.results, out_dir=args.out)
         else:
@@ -126,25 +140,28 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(state, limits, base_url=listening_url(args))
     for name, why in state.unavailable.items():
         say(args, f"gisnet: {name} not available: {why}")
-    say(args, f"gisnet: serving {town.name} ({parcels} parcels) at "
-              f"http://{args.host}:{args.port} (loaded in {time.perf_counter() - t0:.1f} s)")
-    # the pages (tiled or not) a planner opens
-    if state.out_dir is not None and (state.out_dir / "index.html").is_file():
-        say(args, f"gisnet: maps at http://{args.host}:{args.port}/maps/index.html")
     # the loaded state lives as long as the process: keep it out of the cyclic
     # garbage collector's full passes, which otherwise show as latency spikes
     gc.collect()
     gc.freeze()
-    if args.results is not None:  # the hot tables serialized while the server listens
-        def warm() -> None:
-            say(args, f"gisnet: hot tables and parcel traces serialized in "
-                      f"{state.warm():.1f} s")
 
-        threading.Thread(target=warm, name="gisnet-warm", daemon=True).start()
+    def started() -> None:  # said once the server accepts connections
+        say(args, f"gisnet: serving {town.name} ({parcels} parcels) at "
+                  f"http://{args.host}:{args.port} (loaded in {time.perf_counter() - t0:.1f} s)")
+        # the pages (tiled or not) a planner opens
+        if state.out_dir is not None and (state.out_dir / "index.html").is_file():
+            say(args, f"gisnet: maps at http://{args.host}:{args.port}/maps/index.html")
+        if args.results is not None:  # the hot tables serialized while the server listens
+            def warm() -> None:
+                say(args, f"gisnet: hot tables and parcel traces serialized in "
+                          f"{state.warm():.1f} s")
+
+            threading.Thread(target=warm, name="gisnet-warm", daemon=True).start()
+
     # uvicorn with read deadlines for slow clients (gisnet.service.server)
     make_server(app, host=args.host, port=args.port, limits=limits,
-                access_log=args.access_log,
-                log_level="info" if args.verbose else "warning").run()
+                access_log=args.access_log, log_level="info" if args.verbose else "warning",
+                on_started=started).run(sockets=[sock])
     return 0
 
 
@@ -167,7 +184,7 @@ def _serve_maps(args: argparse.Namespace) -> int:
     """``gisnet serve --maps DIR``: the pages and tiles of a folder, no town loaded."""
     from ..errors import ConfigError
     from ..service.limits import ServiceLimits
-    from ..service.server import make_server
+    from ..service.server import listen, make_server
     from ..service.tiles import create_maps_app
 
     if not args.maps.is_dir():
@@ -179,10 +196,13 @@ def _serve_maps(args: argparse.Namespace) -> int:
     limits = ServiceLimits(header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout)
     app = create_maps_app(args.maps)
     first = "index.html" if "index.html" in pages else pages[0]
-    server = make_server(app, host=args.host, port=args.port, limits=limits,
-                         access_log=args.access_log,
-                         log_level="info" if args.verbose else "warning")
+    sock = listen(args.host, args.port)
+    port = sock.getsockname()[1]  # --port 0: the free port taken
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-    say(args, f"gisnet: serving the maps of {args.maps} at http://{host}:{args.port}/maps/{first}")
-    server.run()
+    server = make_server(app, host=args.host, port=port, limits=limits,
+                         access_log=args.access_log,
+                         log_level="info" if args.verbose else "warning",
+                         on_started=lambda: say(args, f"gisnet: serving the maps of {args.maps} "
+                                                      f"at http://{host}:{port}/maps/{first}"))
+    server.run(sockets=[sock])
     return 0

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
+from collections.abc import Callable
 from typing import Any
 
+from ..errors import ConfigError
 from ..extras import needs_extra
 from ..serialize import dumps
 
@@ -146,8 +149,50 @@ class ReadDeadlineProtocol(H11Protocol):
         self.transport.close()
 
 
+#: Connections the kernel holds for the server before it accepts them: those made
+#: while the town is loaded wait there (:func:`listen`).
+BACKLOG = 2048
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` and listening, made before the town is
+    loaded and handed to :meth:`uvicorn.Server.run`: an address that cannot be
+    listened on (a port in use, a host not of this machine) is a ConfigError at once,
+    not after a county's load, and a client that connects while the town loads
+    waits in the backlog and is answered once the server runs, not refused.
+    ``port`` 0 takes a free port (``sock.getsockname()[1]``)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        hint = (" (another server listens there: give another --port)"
+                if exc.errno in (98, 48, 10048) else "")  # EADDRINUSE: Linux, BSD, Windows
+        raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}{hint}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server calling ``on_started`` once it accepts connections."""
+
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self.on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and self.on_started is not None:
+            self.on_started()
+
+
 def make_server(app: Any, *, host: str, port: int, limits: ServiceLimits,
-                access_log: bool = False, log_level: str = "warning") -> uvicorn.Server:
+                access_log: bool = False, log_level: str = "warning",
+                on_started: Callable[[], None] | None = None) -> uvicorn.Server:
     """A uvicorn server for ``app`` that enforces the read limits of ``limits``.
 
     Parameters
@@ -155,26 +200,30 @@ def make_server(app: Any, *, host: str, port: int, limits: ServiceLimits,
     app
         The ASGI application (:func:`gisnet.service.create_app`).
     host, port
-        Where to listen.
+        Where to listen (unless ``run`` is given the socket of :func:`listen`).
     limits
         ``header_timeout_s``, ``body_timeout_s``, ``keep_alive_s`` and
         ``max_header_bytes`` are applied here.
     access_log, log_level
         uvicorn's logging.
+    on_started
+        Called on the server's loop once it accepts connections (what is said to
+        the user then, and work that should not slow its start).
 
     Returns
     -------
     uvicorn.Server
-        Not started: ``server.run()`` serves until interrupted.
+        Not started: ``server.run()`` (or ``server.run(sockets=[listen(host,
+        port)])``) serves until interrupted.
     """
     protocol = functools.partial(ReadDeadlineProtocol, limits=limits)
     config = uvicorn.Config(
         app, host=host, port=port, access_log=access_log, log_level=log_level,
-        lifespan="off",
+        lifespan="off", backlog=BACKLOG,
         # uvicorn's annotations are narrower than it is: any protocol factory is
         # called like the class, and the keep-alive goes to loop.call_later (a float)
         http=protocol,  # type: ignore[arg-type]
         timeout_keep_alive=limits.keep_alive_s,  # type: ignore[arg-type]
         h11_max_incomplete_event_size=limits.max_header_bytes,
     )
-    return uvicorn.Server(config)
+    return _Server(config, on_started)
