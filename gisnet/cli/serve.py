@@ -111,15 +111,16 @@ def run(args: argparse.Namespace) -> int:
 def _serve_town(args: argparse.Namespace, sock: socket.socket) -> int:
     """``gisnet serve`` of a town or a run's results on the listening ``sock``."""
     from ..io.postgis import is_database, redact
+    from ..memory import long_lived
     from ..service import ServiceLimits, TownState, create_app
     from ..service.server import make_server
 
     t0 = time.perf_counter()
     if args.results is not None:
-        if is_database(args.results):  # the maps of --out, as for a town
-            state = TownState.from_results(args.results, out_dir=args.out)
-        else:
-            state = TownState.from_results(Path(args.results))
+        # (a county's graph is 600,000 dicts: the collector would walk them again and again)
+        with long_lived():
+            state = TownState.from_results(args.results, out_dir=args.out) \
+                if is_database(args.results) else TownState.from_results(Path(args.results))
         town = state.town
         run = state.run or {}
         say(args, f"gisnet: run {run.get('run_id')} of {run.get('created_utc')}: "
@@ -127,8 +128,9 @@ def _serve_town(args: argparse.Namespace, sock: socket.socket) -> int:
                   f"{run.get('gisnet_version')} (from {redact(args.results)})")
         parcels = len(state.tables["parcels"]) if "parcels" in state.tables else 0
     else:
-        town = load_town(args)
-        state = TownState.from_town(town, out_dir=args.out)
+        with long_lived():
+            town = load_town(args)
+            state = TownState.from_town(town, out_dir=args.out)
         state.timings_s = {"load_town": time.perf_counter() - t0
                            - sum(state.timings_s.values()), **state.timings_s}
         parcels = len(town.layers["parcels"])
