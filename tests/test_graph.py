@@ -1012,3 +1012,15 @@ def test_edge_ends_as_positions_give_what_the_ids_give(sample_dir) -> None:
         assert [c.node_ids[i] for i in got[0]] == c.u
         twice = replace(c, node_ids=[c.node_ids[0]] * len(c.node_ids), order=None)
         assert end_positions(twice) is None and edge_order(twice) is None
+
+
+@pytest.mark.parametrize("dtype", ["str", "string", "category", object])
+def test_column_values_of_text_give_none_for_every_null(dtype):
+    """Text columns as the graph's attribute values: each null (None, NaN, NA) is
+    None, other values the same text, whatever dtype holds them."""
+    from gisnet.graph.layers import column_values
+
+    values = ["MH-1", None, "", "é", "MH-1", np.nan]
+    got = column_values(pd.Series(values, dtype=dtype))
+    assert got == ["MH-1", None, "", "é", "MH-1", None]
+    assert [type(x) for x in got] == [str, type(None), str, str, str, type(None)]

@@ -138,8 +138,22 @@ def column_values(s: pd.Series) -> list[Any]:
         return none_for_nan(s.to_numpy(dtype=float, na_value=np.nan))
     if pd.api.types.is_integer_dtype(s.dtype):
         return [None if pd.isna(x) else int(x) for x in s.tolist()]
+    if _text_only(s.dtype):  # nulls are the only missing values: set where they are
+        out = s.astype(object).tolist()
+        for i in np.flatnonzero(s.isna().to_numpy()).tolist():
+            out[i] = None
+        return out
     return [None if (x is None or (isinstance(x, float) and np.isnan(x)) or x is pd.NA)
             else x for x in s.astype(object).tolist()]
+
+
+def _text_only(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` holds nothing but text and nulls: pandas' text
+    dtypes (Arrow-backed or not; not ``object``), and categories of such text."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _text_only(dtype.categories.dtype) or (
+            len(dtype.categories) > 0 and pd.api.types.infer_dtype(dtype.categories) == "string")
+    return pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
 
 
 def graph_from_gdfs(
@@ -217,7 +231,7 @@ def graph_parts_from_gdfs(
     ecols = [c for c in edges.columns
              if c not in ("edge_key", "from_node", "to_node", edges.geometry.name)]
     evals = {c: column_values(edges[c]) for c in ecols}
-    evals["geometry"] = list(edges.geometry.values)
+    evals["geometry"] = np.asarray(edges.geometry.values, dtype=object).tolist()
     fr = column_values(edges["from_node"])
     to = column_values(edges["to_node"])
     unknown = [x for x in set(fr) | set(to) if x not in known]
