@@ -366,3 +366,34 @@ def test_connection_points_text_is_as_from_python_strings(values):
     got = pd.DataFrame({"v": _as_text(held)})["v"]
     assert got.dtype == want.dtype
     assert got.astype(object).where(got.notna(), None).tolist() == values
+
+
+def test_pipes_share_the_graph_edges_shapes_only_where_equal():
+    """A pipe whose line is its edge's, vertex for vertex, holds the edge's shape
+    object; one that differs in a vertex, has Z, names no edge, or is in another CRS
+    keeps its own."""
+    import geopandas as gpd
+    from shapely.geometry import LineString
+
+    from gisnet.service.stored import share_shapes
+
+    line = [(0.0, 0.0), (100.0, 0.5)]
+    edges = gpd.GeoDataFrame(
+        {"edge_key": ["a", "b", "c", "d"]},
+        geometry=[LineString(line), LineString([(1, 1), (2, 2)]),
+                  LineString([(0, 0, 1), (1, 1, 1)]), LineString([(5, 5), (6, 6)])],
+        crs="EPSG:2260")
+    pipes = gpd.GeoDataFrame(
+        {"edge_key": ["b", "a", "c", "x", "d"]},
+        geometry=[LineString([(1, 1), (2, 2.000001)]), LineString(line),
+                  LineString([(0, 0, 1), (1, 1, 1)]), LineString(line),
+                  LineString([(5, 5), (6, 6)])],
+        crs="EPSG:2260")
+    before = pipes.geometry.to_wkb().tolist()
+    assert share_shapes(pipes, edges) == 2
+    got = pipes.geometry.values
+    assert got[1] is edges.geometry.values[0] and got[4] is edges.geometry.values[3]
+    assert all(got[i] is not g for i in (0, 2, 3) for g in edges.geometry.values)
+    assert pipes.geometry.to_wkb().tolist() == before  # the same shapes
+    other = pipes.to_crs("EPSG:4326")
+    assert share_shapes(other, edges) == 0

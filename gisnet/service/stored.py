@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyogrio
+import shapely
 from pyproj import CRS
 
 from .. import __version__
@@ -274,6 +275,28 @@ def stored_graph(nodes: gpd.GeoDataFrame, edges: gpd.GeoDataFrame,
 
     return graph_parts_from_gdfs(nodes, edges, report=Report(),
                                  snap_tolerance_ft=snap_tolerance_ft)
+
+
+def share_shapes(layer: gpd.GeoDataFrame, edges: gpd.GeoDataFrame) -> int:
+    """Give the rows of ``layer`` (``pipes_capacity``) whose shape is their edge's in
+    ``edges`` (``graph_edges``, by ``edge_key``), vertex for vertex, the edge's own
+    shape object, in place; how many. The run writes each main's line twice; held once
+    it saves a county 84 MB. What is served is the same: equal shapes (no Z, exactly
+    the same coordinates) write the same bytes."""
+    if "edge_key" not in layer.columns or not len(layer) or not len(edges) \
+            or layer.crs != edges.crs:
+        return 0
+    pos = pd.Index(objects(edges["edge_key"])).get_indexer(objects(layer["edge_key"]))
+    held = np.asarray(layer.geometry.values, dtype=object)
+    theirs = np.asarray(edges.geometry.values, dtype=object)[np.maximum(pos, 0)]
+    same = (pos >= 0) & ~shapely.has_z(held) & ~shapely.has_z(theirs) \
+        & shapely.equals_exact(held, theirs, tolerance=0)
+    if not same.any():
+        return 0
+    shapes = held.copy()
+    shapes[same] = theirs[same]
+    layer[layer.geometry.name] = gpd.GeoSeries(shapes, index=layer.index, crs=layer.crs)
+    return int(same.sum())
 
 
 def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
@@ -531,6 +554,8 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
         points = stored_points(cm, index)
     parcels = _parcels(reader.get("obligations"))
     pipes, plants = reader.get("pipes_capacity"), reader.get("plants")
+    if isinstance(pipes, gpd.GeoDataFrame):
+        share_shapes(pipes, edges)
     if index is not None and pipes is not None and plants is not None \
             and "capacity" not in unavailable:
         ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
