@@ -138,9 +138,9 @@ def progress(args: argparse.Namespace, message: str) -> None:
 
 
 def say(args: argparse.Namespace, text: str) -> None:
-    """Print a result line on stdout unless --quiet."""
+    """Print a result line on stdout unless --quiet (flushed: a log watcher sees it at once)."""
     if not getattr(args, "quiet", False):
-        print(text)
+        print(text, flush=True)
 
 
 def parse_point(text: str) -> tuple[float, float]:
