@@ -397,3 +397,6 @@ def test_pipes_share_the_graph_edges_shapes_only_where_equal():
     assert pipes.geometry.to_wkb().tolist() == before  # the same shapes
     other = pipes.to_crs("EPSG:4326")
     assert share_shapes(other, edges) == 0
+    twice = gpd.GeoDataFrame({"edge_key": ["a", "a"]}, geometry=[LineString(line)] * 2,
+                             crs="EPSG:2260")
+    assert share_shapes(pipes.copy(), twice) == 0  # a key given twice: no shape shared

@@ -286,7 +286,10 @@ def share_shapes(layer: gpd.GeoDataFrame, edges: gpd.GeoDataFrame) -> int:
     if "edge_key" not in layer.columns or not len(layer) or not len(edges) \
             or layer.crs != edges.crs:
         return 0
-    pos = pd.Index(objects(edges["edge_key"])).get_indexer(objects(layer["edge_key"]))
+    keys = pd.Index(objects(edges["edge_key"]))
+    if not keys.is_unique:  # not one shape per key: each row keeps its own
+        return 0
+    pos = keys.get_indexer(objects(layer["edge_key"]))
     held = np.asarray(layer.geometry.values, dtype=object)
     theirs = np.asarray(edges.geometry.values, dtype=object)[np.maximum(pos, 0)]
     same = (pos >= 0) & ~shapely.has_z(held) & ~shapely.has_z(theirs) \
