@@ -14,8 +14,9 @@ Python's ``urllib``): a seeded random parcel's ``/parcels/{id}/obligation`` then
 ``/trace/downstream?parcel={id}``, reporting each ``--every`` seconds the answers, their
 median and largest latency and the status codes (refused connections counted as
 such; the server takes its address before it loads, so the first request waits
-there until it is answered). The parcel ids are read from the results GeoPackage's ``obligations`` layer.
-It stops ``--after`` seconds after the ``serialized`` line. Linux only (``/proc``).
+there until it is answered). The parcel ids are read from the results GeoPackage's
+``obligations`` layer. It stops ``--after`` seconds after the ``serialized`` line.
+Linux only (``/proc``).
 
 Figures go to docs/performance.md by hand.
 """
