@@ -437,7 +437,6 @@ class _LayersRead:
 
     def __init__(self, layers: dict[str, pd.DataFrame]) -> None:
         self._layers = layers
-        self.names = list(layers)
 
     def get(self, name: str) -> pd.DataFrame | None:
         return self._layers.get(name)
