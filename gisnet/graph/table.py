@@ -46,13 +46,18 @@ def end_positions(c: GraphColumns) -> tuple[np.ndarray, np.ndarray] | None:
         if len(set(c.node_ids)) != n:
             return None
         return c.u_pos, c.v_pos
-    at = pd.Index(c.node_ids)
+    at = pd.Index(_objects(c.node_ids), dtype=object)  # not made Arrow text and back
     if not at.is_unique:
         return None
-    upos, vpos = at.get_indexer(c.u), at.get_indexer(c.v)
+    upos, vpos = at.get_indexer(_objects(c.u)), at.get_indexer(_objects(c.v))
     if len(upos) and (upos.min() < 0 or vpos.min() < 0):
         return None
+    c.u_pos, c.v_pos = upos, vpos  # found once: the table and the edge order both ask
     return upos, vpos
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    return np.fromiter(values, dtype=object, count=len(values))  # ids of any kind, kept
 
 
 def edge_order(c: GraphColumns) -> np.ndarray | None:
