@@ -326,6 +326,44 @@ def test_layers_are_read_in_their_served_order_whichever_is_read_first(served):
     assert {"graph_nodes", "graph_edges", "obligations", "control_paths"} <= set(layers)
 
 
+def test_the_caller_reads_the_layers_the_thread_has_not_begun(served, monkeypatch):
+    """While the reading thread is busy, the caller reads the layers queued behind
+    it (from the end of the queue) instead of waiting; each layer is read once and
+    is the same frame whoever read it."""
+    import threading
+
+    import pyogrio
+
+    from gisnet.service.stored import LayerReader, _restore
+
+    gpkg = served["plain"] / "gisnet-results.gpkg"
+    read = LayerReader._read
+    by: dict[str, list[str]] = {}
+    begun, go = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def held(self, name):
+        by.setdefault(name, []).append(threading.current_thread().name)
+        if threading.current_thread() is not threading.main_thread():
+            begun.set()
+            assert go.wait(60)
+        elif name == order[1]:  # the caller has taken all the rest: let the thread go on
+            go.set()
+        return read(self, name)
+
+    monkeypatch.setattr(LayerReader, "_read", held)
+    reader = LayerReader(gpkg)
+    order.extend(reader.order)
+    assert begun.wait(60)  # the thread is on the first layer, held
+    layers = reader.all()
+    assert {n: len(who) for n, who in by.items()} == dict.fromkeys(order, 1)
+    assert by[order[0]][0].startswith("gisnet-read")
+    assert all(by[n] == ["MainThread"] for n in order[1:])
+    for name in ("obligations", "control_paths", order[0]):
+        want = _restore(name, pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True))
+        assert layers[name].equals(want), name
+
+
 def test_answers_before_and_after_the_hot_tables_are_packed_are_the_same(served):
     """``serve --results`` answers while it packs its hot tables: each request's rows
     serialized then, the packed rows after, byte for byte."""

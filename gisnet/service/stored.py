@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +137,11 @@ def check_digests(results_dir: str | Path, man: Mapping[str, Any]) -> None:
 # ---------------------------------------------------------------------------
 
 
-#: The layers read first (the graph's, then what the start builds on; the rest after).
-READ_FIRST = ("graph_nodes", "graph_edges", "control_manholes", "pipes_capacity", "plants",
-              "obligations")
+#: The layers read first: the graph's, then the obligations (the largest, read while the
+#: graph is built), then what the start builds on next (read by the caller when the
+#: thread has not begun them by then, :meth:`LayerReader.get`); the rest after.
+READ_FIRST = ("graph_nodes", "graph_edges", "obligations", "control_manholes", "pipes_capacity",
+              "plants")
 
 
 def read_layers(gpkg: Path) -> dict[str, pd.DataFrame]:
@@ -157,14 +160,15 @@ class LayerReader:
     (:data:`READ_THREADS`; pyogrio and Arrow release the GIL) in :data:`READ_FIRST`
     order while the caller builds on those read already.
 
-    :meth:`get` waits for a layer; a layer GDAL cannot read is a ConfigError
+    :meth:`get` waits for a layer, or reads it in the caller when the thread has not
+    begun it (so does :meth:`all` with every layer left, from the end of the queue); a layer GDAL cannot read is a ConfigError
     naming it. ``checked`` (the manifest's hashes, checked beside the reads) is
     called before such an error is raised: a file changed since the run is said
     to be changed rather than damaged.
     """
 
     def __init__(self, gpkg: Path, checked: Any = None) -> None:
-        from concurrent.futures import Future, ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor
 
         self.gpkg = gpkg
         self.checked = checked
@@ -176,6 +180,7 @@ class LayerReader:
         self.names = [n for n in SERVED_LAYERS if n in present]
         order = sorted(self.names, key=lambda n: READ_FIRST.index(n) if n in READ_FIRST
                        else len(READ_FIRST))
+        self.order = order
         pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="gisnet-read")
         self._futures: dict[str, Future[pd.DataFrame]] = {
             n: pool.submit(self._read, n) for n in order}
@@ -192,19 +197,35 @@ class LayerReader:
         return _restore(name, gdf)
 
     def get(self, name: str) -> pd.DataFrame | None:
-        """Layer ``name`` once read; None when the GeoPackage has no such layer."""
-        fut = self._futures.get(name)
-        if fut is None:
+        """Layer ``name`` once read (by the caller when its thread has not begun it);
+        None when the GeoPackage has no such layer."""
+        if name not in self._futures:
             return None
         try:
-            return fut.result()
+            self._take(name)  # not begun: read here rather than wait behind the others
+            return self._futures[name].result()
         except ConfigError:
             if self.checked is not None:
                 self.checked()
             raise
 
+    def _take(self, name: str) -> None:
+        """Read layer ``name`` in the caller if its thread has not begun it."""
+        fut = self._futures[name]
+        if fut.cancel():
+            done: Future[pd.DataFrame] = Future()
+            self._futures[name] = done
+            try:
+                done.set_result(self._read(name))
+            except ConfigError as exc:
+                done.set_exception(exc)
+
     def all(self) -> dict[str, pd.DataFrame]:
-        """Every served layer, in :data:`SERVED_LAYERS` order (each waited for)."""
+        """Every served layer, in :data:`SERVED_LAYERS` order (each waited for). The
+        layers the thread has not begun are read by the caller meanwhile, the last of
+        its queue first: the two read what is left from either end."""
+        for n in reversed(self.order):
+            self._take(n)
         out = {}
         for n in self.names:
             df = self.get(n)
@@ -323,27 +344,42 @@ def stored_points(cm: gpd.GeoDataFrame, index: Any) -> gpd.GeoDataFrame:
             pos[ok] = found[codes[ok]]
         else:
             pos = at.get_indexer(objects(ek))
-    ends = np.full((n, 2), None, dtype=object)
     hit = pos >= 0
-    ends[hit, 0] = index.nodes[index.edges.u[pos[hit]]]
-    ends[hit, 1] = index.nodes[index.edges.v[pos[hit]]]
-    u, v = ends[:, 0], ends[:, 1]
-    source = objects(cm["tap_source"])
-    reason = np.where(source == "unresolved", objects(cm["reason"]), np.array(None))
+    source = _as_text(cm["tap_source"])
+    unresolved = np.asarray(source == "unresolved", dtype=bool)
+    reason = np.full(n, None, dtype=object)
+    reason[unresolved] = objects(cm["reason"][unresolved])
     return gpd.GeoDataFrame({
         "building_id": _as_text(cm["building_id"]),
         "parcel_id": _as_text(cm["parcel_id"]),
         "user_id": _as_text(cm["user_id"]),
         "main_id": _as_text(cm["main_id"]),
-        "edge_u": u, "edge_v": v, "edge_key": _as_text(ek),
+        "edge_u": _node_ids(index, index.edges.u, pos, hit),
+        "edge_v": _node_ids(index, index.edges.v, pos, hit),
+        "edge_key": _as_text(ek),
         "tap_distance_ft": pd.to_numeric(cm["tap_distance_ft"]).to_numpy(dtype=float),
         "source": source, "reason": reason,
     }, geometry=cm.geometry.to_numpy(), crs=cm.crs)
 
 
+def _node_ids(index: Any, ends: np.ndarray, pos: np.ndarray, hit: np.ndarray) -> Any:
+    """The node at the end ``ends`` (``index.edges.u`` or ``.v``) of the edge at each
+    position ``pos``, null where not ``hit``: as pandas' Arrow-backed ``str`` (taken by
+    Arrow, not a Python string per row) when the node ids are text; else objects, as a
+    frame holds them."""
+    at = np.where(hit, ends[np.maximum(pos, 0)] if len(ends) else 0, -1)
+    words = index.nodes
+    if len(words) and all(isinstance(w, str) for w in words):
+        taken = pa.array(words, type=pa.large_string()).take(pa.array(at, mask=at < 0))
+        return taken.to_pandas(types_mapper=lambda _t: ARROW_TEXT).array
+    out = np.full(len(pos), None, dtype=object)
+    out[hit] = words[at[hit]]
+    return out
+
+
 def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
                     plants: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
-                    parcel_ids: np.ndarray, profile: Any, table: Any = None) -> Any:
+                    profile: Any, table: Any = None) -> Any:
     """The :class:`~gisnet.capacity.pipes.CapacityResult` the what-if reuses, from the
     stored ``pipes_capacity`` / ``plants`` layers on the rebuilt graph.
 
@@ -352,6 +388,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
     :func:`~gisnet.capacity.network.accumulate` pass that takes the stored split
     shares at every split; its flows are the stored ones (domestic = ``avg_flow_gpd``
     less ``industrial_flow_gpd``, ``population``), its capacities ``capacity_gpd``.
+    Its ``flows`` (the parcels' ids, from another layer) are empty: the caller's to set.
     """
     from ..capacity.network import accumulate, graph_arrays, sanitary_flow_edges
     from ..capacity.pipes import CapacityResult
@@ -394,7 +431,7 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
     acc.node_flow = node_flow  # what the pipes deliver (the cycles' own inflow not held)
     return CapacityResult(
         pipes=pipes, plants=plants, splits=acc.splits, cycles=acc.cycles, report=Report(),
-        points=points, flows=pd.DataFrame({"parcel_id": parcel_ids}), index=index,
+        points=points, flows=pd.DataFrame({"parcel_id": np.empty(0, object)}), index=index,
         profile=profile, network=net, accumulation=acc, capacity_gpd=cap_gpd)
 
 
@@ -402,9 +439,9 @@ def _parcels(obligations: pd.DataFrame | None) -> gpd.GeoDataFrame | None:
     """The parcels (id and shape, in layer order) from the obligations layer."""
     if not isinstance(obligations, gpd.GeoDataFrame) or "parcel_id" not in obligations:
         return None
-    ids = objects(obligations["parcel_id"])
-    first = ~pd.Series(ids).duplicated().to_numpy()
-    return gpd.GeoDataFrame({"parcel_id": ids[first]},
+    ids = obligations["parcel_id"]
+    first = ~ids.duplicated().to_numpy()
+    return gpd.GeoDataFrame({"parcel_id": _as_text(ids[first])},
                             geometry=obligations.geometry.to_numpy()[first],
                             crs=obligations.crs)
 
@@ -554,16 +591,20 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
     if cm is not None:
         index = DownstreamIndex(G, table=table)
         points = stored_points(cm, index)
-    parcels = _parcels(reader.get("obligations"))
     pipes, plants = reader.get("pipes_capacity"), reader.get("plants")
     if isinstance(pipes, gpd.GeoDataFrame):
         share_shapes(pipes, edges)
     if index is not None and pipes is not None and plants is not None \
             and "capacity" not in unavailable:
-        ids = (parcels["parcel_id"].to_numpy(dtype=object) if parcels is not None
-               else np.empty(0, dtype=object))
-        capacity = stored_capacity(G, index, pipes, plants, points, ids, town.profile, table)
+        capacity = stored_capacity(G, index, pipes, plants, points, town.profile, table)
     del table  # its lists of the graph's values, no longer read
+    # the parcels last: their layer (obligations, the largest) is read while the above
+    # is built, and the other layers by this thread too meanwhile (LayerReader.all)
+    reader.all()
+    parcels = _parcels(reader.get("obligations"))
+    if capacity is not None:
+        capacity.flows = pd.DataFrame({"parcel_id": parcels["parcel_id"].array  # as held
+                                       if parcels is not None else np.empty(0, object)})
     timings["index"] = time.perf_counter() - t
     for entry in info.get("layers") or []:
         unavailable["input_" + str(entry["role"])] = (
