@@ -161,10 +161,10 @@ class LayerReader:
     order while the caller builds on those read already.
 
     :meth:`get` waits for a layer, or reads it in the caller when the thread has not
-    begun it (so does :meth:`all` with every layer left, from the end of the queue); a layer GDAL cannot read is a ConfigError
-    naming it. ``checked`` (the manifest's hashes, checked beside the reads) is
-    called before such an error is raised: a file changed since the run is said
-    to be changed rather than damaged.
+    begun it (so does :meth:`all` with every layer left, from the end of the queue);
+    a layer GDAL cannot read is a ConfigError naming it. ``checked`` (the manifest's
+    hashes, checked beside the reads) is called before such an error is raised: a
+    file changed since the run is said to be changed rather than damaged.
     """
 
     def __init__(self, gpkg: Path, checked: Any = None) -> None:
