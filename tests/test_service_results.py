@@ -26,6 +26,7 @@ from gisnet.io import load_town
 from gisnet.pipeline import run as run_town
 from gisnet.service import ServiceLimits, TownState, create_app
 from gisnet.service.stored import NOT_FROM_RESULTS
+from gisnet.service.tables import LayerLater
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*httpx2.*")
@@ -224,6 +225,35 @@ def test_ogc_collections_are_the_same_but_the_input_layers(served):
     assert r.status_code == 503 and "input layer" in r.text
 
 
+def test_the_shapes_held_as_wkb_are_not_made_whole_by_what_reads_rows(served):
+    """Lookups, the parcels' ids, collection documents, their QGIS styles, pages in
+    CRS84, in the storage CRS and by bbox, and the packing of the hot tables: none
+    makes a layer's shapes held as WKB into a million geometries held."""
+    from fastapi.testclient import TestClient
+
+    from gisnet.service.stored import SHAPES_LATER
+
+    state = TownState.from_results(served["plain"])
+    client = TestClient(create_app(state, ServiceLimits()))
+    lazy = [*SHAPES_LATER, "parcels"]
+    assert all(state.tables[n]._gdf is None for n in lazy)
+    pid = client.get("/parcels").json()["parcel_ids"][0]
+    assert client.get(f"/parcels/{pid}/obligation").status_code == 200
+    assert client.get("/trace/downstream", params={"parcel": pid}).status_code == 200
+    storage = state.tables["obligations"].crs.to_epsg()
+    for cid in ("obligations", "obligation_evidence", "control_paths"):
+        doc = client.get(f"/collections/{cid}").json()
+        assert any(lk["rel"] == "describedby" for lk in doc["links"])
+        assert client.get(f"/collections/{cid}/styles/gisnet").status_code == 200
+        x0, y0, x1, y1 = doc["extent"]["spatial"]["bbox"][0]
+        for q in ("limit=3", f"limit=3&crs=http://www.opengis.net/def/crs/EPSG/0/{storage}",
+                  f"limit=3&bbox={x0},{y0},{x1},{y1}"):
+            r = client.get(f"/collections/{cid}/items?{q}")
+            assert r.status_code == 200 and r.json()["features"], (cid, q)
+    state.warm()
+    assert all(state.tables[n]._gdf is None for n in lazy)
+
+
 def test_what_results_cannot_answer_is_503_with_the_reason(served):
     mh = served["live_state"].tables["control_manholes"].gdf["control_manhole_id"].dropna()
     path = f"/manholes/{mh.iloc[0]}/upstream"
@@ -361,7 +391,41 @@ def test_the_caller_reads_the_layers_the_thread_has_not_begun(served, monkeypatc
     assert all(by[n] == ["MainThread"] for n in order[1:])
     for name in ("obligations", "control_paths", order[0]):
         want = _restore(name, pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True))
-        assert layers[name].equals(want), name
+        got = layers[name]
+        got = got.whole() if isinstance(got, LayerLater) else got
+        assert got.equals(want), name
+
+
+def test_layers_read_with_their_shapes_later_are_pyogrios_frames(served):
+    """The layers whose shapes are held as WKB (SHAPES_LATER): made whole, each is the
+    frame pyogrio reads (columns in order, dtypes, values, CRS); a table of one answers
+    its rows with shapes made of those rows only, and the same bytes as the table made
+    whole; the shapes are made whole only when asked for."""
+    import pyogrio
+
+    from gisnet.serialize import WGS84
+    from gisnet.service.stored import SHAPES_LATER, LayerReader, _restore
+    from gisnet.service.tables import ResultTable
+
+    gpkg = served["plain"] / "gisnet-results.gpkg"
+    layers = LayerReader(gpkg).all()
+    for name in SHAPES_LATER:
+        later = layers[name]
+        assert isinstance(later, LayerLater) and "geometry" not in later.frame
+        want = _restore(name, pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True))
+        whole = later.whole()
+        assert list(whole.columns) == list(want.columns) and whole.crs == want.crs
+        assert whole.equals(want), name
+        table = ResultTable(name, later, ("parcel_id",), eager=False)
+        made = ResultTable(name, want, ("parcel_id",), eager=False)
+        assert table._gdf is None and len(table) == len(want)
+        pos = [len(want) - 1, 0, len(want) // 2]
+        assert table.rows(pos).equals(made.gdf.iloc[pos])
+        assert table.fragments(pos, WGS84) == made.fragments(pos, WGS84)
+        assert list(table.lookup("parcel_id", str(want["parcel_id"].dropna().iloc[0]))) \
+            == list(made.lookup("parcel_id", str(want["parcel_id"].dropna().iloc[0])))
+        assert table._gdf is None  # none of the above made the shapes whole
+        assert table.gdf.equals(made.gdf) and table._shapes is None
 
 
 def test_answers_before_and_after_the_hot_tables_are_packed_are_the_same(served):

@@ -45,7 +45,7 @@ from .inputs import GEOJSON, JSON
 from .limits import ServiceLimits
 from .state import TownState
 from .styles import add_style_routes, style_links
-from .tables import PackedRows, ResultTable, pack_rows
+from .tables import PackedRows, ResultTable, pack_slices
 
 CONFORMANCE = [
     "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
@@ -100,18 +100,17 @@ class Collection:
         self.table = table
         self.title = title
         self.description = description
-        gdf = table.gdf
-        self.is_geo = isinstance(gdf, gpd.GeoDataFrame) and gdf.geometry.name in gdf.columns \
-            and gdf.crs is not None
-        self.storage = CRS.from_user_input(gdf.crs) if self.is_geo else working
+        geo = table.geometry_name  # the shapes not made for this (ResultTable.frame)
+        self.is_geo = geo is not None and table.crs is not None
+        self.storage = table.crs if self.is_geo and table.crs is not None else working
         self.crs_list = [CRS84, CRS.from_epsg(4326), self.storage, CRS.from_epsg(3857)]
         uniq: list[CRS] = []
         for c in self.crs_list:
             if not any(c.equals(u) for u in uniq):
                 uniq.append(c)
         self.crs_list = uniq
-        geo = gdf.geometry.name if self.is_geo else None
-        self.queryables = [str(c) for c, t in gdf.dtypes.items() if c != geo
+        geo = geo if self.is_geo else None
+        self.queryables = [str(c) for c, t in table.frame.dtypes.items() if c != geo
                            and (pd.api.types.is_bool_dtype(t) or pd.api.types.is_integer_dtype(t)
                                 or pd.api.types.is_object_dtype(t)
                                 or isinstance(t, pd.CategoricalDtype | pd.StringDtype))]
@@ -129,7 +128,7 @@ class Collection:
         if self._lonlat is None:
             with self._lock:
                 if self._lonlat is None:
-                    g = self.table.gdf.geometry
+                    g = self.table.geometries()
                     self._lonlat = np.asarray(g.to_crs(WGS84).array, dtype=object)
         return self._lonlat
 
@@ -147,13 +146,14 @@ class Collection:
         if self._storage is None:
             with self._lock:
                 if self._storage is None:
-                    self._storage = pack_rows(self.table.gdf, feature_fragments)
+                    self._storage = pack_slices(
+                        len(self.table), lambda a, b: feature_fragments(self.table.row_slice(a, b)))
         return self._storage
 
     def text(self, col: str) -> np.ndarray:
         """A queryable column as text (``true``/``false`` for booleans, None for null)."""
         if col not in self._text:
-            s = self.table.gdf[col]
+            s = self.table.frame[col]
             nn = s.dropna()
             if pd.api.types.is_bool_dtype(s.dtype) or (
                     len(nn) and all(isinstance(v, bool | np.bool_) for v in nn)):
@@ -216,8 +216,7 @@ class Collection:
         elif crs.equals(self.storage) and not north_first(crs):
             frags = self._storage_fragments().take(pos)
         else:
-            sub = self.table.gdf.iloc[np.asarray(pos, dtype=np.int64)]
-            sub = sub.to_crs(crs)
+            sub = self.table.rows(pos).to_crs(crs)
             if north_first(crs):
                 geoms = shapely.transform(np.asarray(sub.geometry.array, dtype=object),
                                           lambda xy: xy[:, ::-1])
@@ -388,7 +387,7 @@ def collection_doc(c: Collection, base: str) -> dict[str, Any]:
         "numberOfFeatures": len(c),
         "queryables": c.queryables,
     }
-    doc["links"] += style_links(c.id, c.table.gdf, base)  # its QGIS style, if any
+    doc["links"] += style_links(c.id, c.table, base)  # its QGIS style, if any
     ext = c.extent()
     if ext is not None:
         doc["extent"] = {"spatial": {"bbox": [ext], "crs": CRS84_URI}}

@@ -94,7 +94,7 @@ def add_obligation_routes(app: FastAPI, state: TownState, limits: ServiceLimits)
     @app.get("/parcels", summary="Every parcel id of the town, in layer order")
     async def parcel_ids() -> Response:
         tab = state.table("parcels")
-        ids = tab.gdf["parcel_id"].astype(object).where(tab.gdf["parcel_id"].notna(), None)
+        ids = tab.frame["parcel_id"].astype(object).where(tab.frame["parcel_id"].notna(), None)
         return json_response({"count": len(ids), "parcel_ids": ids.tolist()})
 
     @app.get("/parcels/{parcel_id:path}/obligation", summary="One parcel's obligation",
@@ -273,7 +273,7 @@ def add_capacity_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -
                 raise UnknownIdError("main_id", f"main {main_id!r} not found", layer="mains",
                                      feature=main_id)
         elif min_utilization is not None:
-            u = pd.to_numeric(tab.gdf["utilization"], errors="coerce").to_numpy(dtype=float)
+            u = pd.to_numeric(tab.frame["utilization"], errors="coerce").to_numpy(dtype=float)
             pos = np.flatnonzero(u >= min_utilization)  # NaN (no capacity) never passes
         else:
             pos = tab.all_positions()

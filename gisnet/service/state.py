@@ -55,7 +55,7 @@ class _ParcelTraces:
                 else np.ones(len(g), dtype=bool))
         self.keep = keep & g["parcel_id"].notna().to_numpy()
         # control_paths is row-aligned with control_manholes (same points, same order)
-        self.aligned = len(paths.gdf) == len(g)
+        self.aligned = len(paths) == len(g)
 
         self.mh = objects(g["control_manhole_id"])
         self.plant = objects(g["plant_id"])

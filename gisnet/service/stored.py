@@ -46,7 +46,7 @@ from ..output.publish import MANIFEST_FILE, read_manifest_file, sha256_files
 from ..output.town_record import TOWN_INFO_FORMAT
 from ..output.writing import RESULTS_FILE
 from ..report import Report
-from .tables import ARROW_TEXT, compact_arrow_text, objects
+from .tables import ARROW_TEXT, LayerLater, Shapes, compact_arrow_text, objects
 
 log = logging.getLogger("gisnet.service")
 
@@ -145,8 +145,52 @@ READ_FIRST = ("graph_nodes", "graph_edges", "obligations", "control_manholes", "
 
 
 def read_layers(gpkg: Path) -> dict[str, pd.DataFrame]:
-    """The served result layers of a results GeoPackage, in :data:`SERVED_LAYERS` order."""
-    return LayerReader(gpkg).all()
+    """The served result layers of a results GeoPackage, in :data:`SERVED_LAYERS` order
+    (each whole: the shapes of :data:`SHAPES_LATER` made)."""
+    return {name: layer.whole() if isinstance(layer, LayerLater) else layer
+            for name, layer in LayerReader(gpkg).all().items()}
+
+
+#: The layers whose shapes are held as WKB until used (:class:`~gisnet.service.tables.
+#: Shapes`): the start reads only their other columns (the parcels' ids, the id
+#: indexes), and a request or a packed chunk makes the shapes of its rows. Made at the
+#: start, a county's million shapes of each cost it about 3 s and 0.6 GB held
+#: (docs/performance.md).
+SHAPES_LATER = ("obligations", "obligation_evidence", "control_paths")
+
+
+def _read_shapes_later(gpkg: Path, name: str) -> LayerLater | None:
+    """Layer ``name`` read as pyogrio's ``read_dataframe`` reads it, its shapes left
+    as WKB; None (to be read whole) when it has no shapes. A layer with columns
+    pyogrio converts after the read (dates and times, JSON) has its other columns
+    read again by pyogrio, without the shapes."""
+    info = pyogrio.read_info(gpkg, layer=name)
+    if not info.get("geometry_type") or info.get("crs") is None:
+        return None
+    if any(str(t).startswith("datetime") for t in info["dtypes"] if t is not None) \
+            or "OFSTJSON" in list(info.get("ogr_subtypes") or []):
+        # columns pyogrio converts after the read: the shapes alone, then its frame
+        meta, table = pyogrio.read_arrow(gpkg, layer=name, columns=[])
+        shapes = _shapes_of(meta, table)
+        del table
+        frame = pyogrio.read_dataframe(gpkg, layer=name, use_arrow=True, read_geometry=False,
+                                       arrow_to_pandas_kwargs={"split_blocks": True})
+    else:
+        meta, table = pyogrio.read_arrow(gpkg, layer=name, datetime_as_string=True)
+        shapes = _shapes_of(meta, table)
+        frame = table.drop([table.column_names[-1]]).to_pandas(split_blocks=True,
+                                                               self_destruct=True)
+    if shapes is None or len(frame) != len(shapes):  # changed between the reads
+        raise ConfigError(f"layer {name} changed while it was read", path=gpkg)
+    return LayerLater(frame, shapes)
+
+
+def _shapes_of(meta: dict[str, Any], table: pa.Table) -> Shapes | None:
+    """The shapes (the last column, as pyogrio gives them) of an Arrow read."""
+    geo = meta.get("geometry_name") or "wkb_geometry"
+    if not table.column_names or table.column_names[-1] != geo or meta.get("crs") is None:
+        return None
+    return Shapes(table[geo], meta["crs"])
 
 
 #: Threads reading the layers. One, beside the caller's: the graph built meanwhile
@@ -182,21 +226,28 @@ class LayerReader:
                        else len(READ_FIRST))
         self.order = order
         pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="gisnet-read")
-        self._futures: dict[str, Future[pd.DataFrame]] = {
+        self._futures: dict[str, Future[pd.DataFrame | LayerLater]] = {
             n: pool.submit(self._read, n) for n in order}
         pool.shutdown(wait=False)  # the reads go on; the threads end with them
 
-    def _read(self, name: str) -> pd.DataFrame:
+    def _read(self, name: str) -> pd.DataFrame | LayerLater:
         try:
+            if name in SHAPES_LATER:
+                later = _read_shapes_later(self.gpkg, name)
+                if later is not None:
+                    later.frame = _restore(name, later.frame)
+                    return later
             # (a frame of one block per column: Arrow's columns not merged into 2-D
             # blocks, a copy a county's obligations paid 0.8 s for; the same frame)
             gdf = pyogrio.read_dataframe(self.gpkg, layer=name, use_arrow=True,
                                          arrow_to_pandas_kwargs={"split_blocks": True})
+        except ConfigError:
+            raise
         except Exception as exc:  # GDAL's word on a damaged layer
             raise ConfigError(f"layer {name} cannot be read ({exc})", path=self.gpkg) from None
         return _restore(name, gdf)
 
-    def get(self, name: str) -> pd.DataFrame | None:
+    def get(self, name: str) -> pd.DataFrame | LayerLater | None:
         """Layer ``name`` once read (by the caller when its thread has not begun it);
         None when the GeoPackage has no such layer."""
         if name not in self._futures:
@@ -213,14 +264,14 @@ class LayerReader:
         """Read layer ``name`` in the caller if its thread has not begun it."""
         fut = self._futures[name]
         if fut.cancel():
-            done: Future[pd.DataFrame] = Future()
+            done: Future[pd.DataFrame | LayerLater] = Future()
             self._futures[name] = done
             try:
                 done.set_result(self._read(name))
             except ConfigError as exc:
                 done.set_exception(exc)
 
-    def all(self) -> dict[str, pd.DataFrame]:
+    def all(self) -> dict[str, pd.DataFrame | LayerLater]:
         """Every served layer, in :data:`SERVED_LAYERS` order (each waited for). The
         layers the thread has not begun are read by the caller meanwhile, the last of
         its queue first: the two read what is left from either end."""
@@ -435,15 +486,24 @@ def stored_capacity(G: nx.MultiDiGraph, index: Any, pipes: gpd.GeoDataFrame,
         profile=profile, network=net, accumulation=acc, capacity_gpd=cap_gpd)
 
 
-def _parcels(obligations: pd.DataFrame | None) -> gpd.GeoDataFrame | None:
-    """The parcels (id and shape, in layer order) from the obligations layer."""
-    if not isinstance(obligations, gpd.GeoDataFrame) or "parcel_id" not in obligations:
+def _parcels(obligations: pd.DataFrame | LayerLater | None
+             ) -> gpd.GeoDataFrame | LayerLater | None:
+    """The parcels (id and shape, in layer order) from the obligations layer; their
+    shapes left as WKB when the layer's are."""
+    later = obligations if isinstance(obligations, LayerLater) else None
+    frame = later.frame if later is not None else obligations
+    if not isinstance(frame, pd.DataFrame) or "parcel_id" not in frame \
+            or (later is None and not isinstance(frame, gpd.GeoDataFrame)):
         return None
-    ids = obligations["parcel_id"]
+    ids = frame["parcel_id"]
     first = ~ids.duplicated().to_numpy()
-    return gpd.GeoDataFrame({"parcel_id": _as_text(ids[first])},
-                            geometry=obligations.geometry.to_numpy()[first],
-                            crs=obligations.crs)
+    parcel_id = _as_text(ids[first])
+    if later is not None:
+        return LayerLater(pd.DataFrame({"parcel_id": parcel_id}),
+                          later.shapes.subset(np.flatnonzero(first)))
+    assert isinstance(frame, gpd.GeoDataFrame)
+    return gpd.GeoDataFrame({"parcel_id": parcel_id},
+                            geometry=frame.geometry.to_numpy()[first], crs=frame.crs)
 
 
 def stored_town(man: Mapping[str, Any]) -> Any:
@@ -527,7 +587,9 @@ def read_results(results: str | Path) -> dict[str, Any]:
     finished run from: the keyword arguments of ``TownState`` (``town``,
     ``G``, ``index``, ``points``, ``capacity``, ``unavailable``, ``input_layers``,
     ``run``, ``timings_s``) and ``layers`` (name -> table, :data:`SERVED_LAYERS`
-    order), ``parcels`` (the parcels' ids and shapes, or None).
+    order; those of :data:`SHAPES_LATER` as :class:`~gisnet.service.tables.LayerLater`,
+    their shapes left as WKB), ``parcels`` (the parcels' ids and shapes, the shapes as
+    the obligations' are held; or None).
 
     ``results`` is the folder ``gisnet run --out DIR`` wrote, or the PostGIS schema
     ``gisnet run --out postgresql://...?schema=NAME`` wrote (a ``postgresql://`` URL
@@ -603,8 +665,9 @@ def _build(man: dict[str, Any], reader: LayerReader | _LayersRead, where: Any,
     reader.all()
     parcels = _parcels(reader.get("obligations"))
     if capacity is not None:
-        capacity.flows = pd.DataFrame({"parcel_id": parcels["parcel_id"].array  # as held
-                                       if parcels is not None else np.empty(0, object)})
+        ids = (parcels.frame if isinstance(parcels, LayerLater) else parcels)
+        capacity.flows = pd.DataFrame({"parcel_id": ids["parcel_id"].array  # as held
+                                       if ids is not None else np.empty(0, object)})
     timings["index"] = time.perf_counter() - t
     for entry in info.get("layers") or []:
         unavailable["input_" + str(entry["role"])] = (

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import geopandas as gpd
 import numpy as np
 import pandas as pd
 from fastapi import FastAPI, Request
@@ -31,30 +30,32 @@ QML_TYPE = "application/vnd.qgis.qml+xml"
 _made: dict[tuple[str, int], tuple[Any, str | None]] = {}
 
 
-def collection_qml(cid: str, gdf: Any) -> str | None:
-    """The QML style of the collection ``cid`` holding ``gdf``, or None (an input
-    layer, a table, a layer of mixed geometry types). Made once per layer held."""
-    key = (cid, id(gdf))
+def collection_qml(cid: str, table: Any) -> str | None:
+    """The QML style of the collection ``cid`` holding ``table`` (a
+    :class:`~gisnet.service.tables.ResultTable`), or None (an input layer, a table, a
+    layer of mixed geometry types). Made once per table held."""
+    key = (cid, id(table))
     held = _made.get(key)
-    if held is None or held[0] is not gdf:
-        held = _made[key] = (gdf, _qml(cid, gdf))
+    if held is None or held[0] is not table:
+        held = _made[key] = (table, _qml(cid, table))
     return held[1]
 
 
-def _qml(cid: str, gdf: Any) -> str | None:
-    if cid not in layer_docs() or not isinstance(gdf, gpd.GeoDataFrame) \
-            or gdf.geometry.name not in gdf.columns:
+def _qml(cid: str, table: Any) -> str | None:
+    geo = table.geometry_name
+    if cid not in layer_docs() or geo is None:
         return None
-    types = pd.unique(np.asarray(gdf.geometry.geom_type.dropna(), dtype=object))
+    # (shapes held as WKB are made for this and let go: ResultTable.geometries)
+    types = pd.unique(np.asarray(table.geometries().geom_type.dropna(), dtype=object))
     if len(types) != 1:
         return None
-    cols = [str(c) for c in gdf.columns if c != gdf.geometry.name]
+    cols = [str(c) for c in table.frame.columns if c != geo]
     return layer_qml(cid, str(types[0]), cols)
 
 
-def style_links(cid: str, gdf: Any, base: str) -> list[dict[str, str]]:
+def style_links(cid: str, table: Any, base: str) -> list[dict[str, str]]:
     """The style link of a collection document (none without a style)."""
-    if collection_qml(cid, gdf) is None:
+    if collection_qml(cid, table) is None:
         return []
     return [{"href": f"{base}/collections/{cid}/styles/{STYLE_NAME}", "rel": "describedby",
              "type": QML_TYPE, "title": "QGIS style (QML): classes, colours, field labels"}]
@@ -68,7 +69,7 @@ def add_style_routes(app: FastAPI, tables: dict[str, Any]) -> None:
     app
         The service.
     tables
-        Collection id -> its :class:`~gisnet.service.ogc.Collection` (``table.gdf``).
+        Collection id -> its :class:`~gisnet.service.ogc.Collection` (``table``).
     """
 
     @app.get("/collections/{collectionId}/styles/" + STYLE_NAME,
@@ -76,7 +77,7 @@ def add_style_routes(app: FastAPI, tables: dict[str, Any]) -> None:
              response_class=Response)
     async def style(collectionId: str, request: Request) -> Response:
         c = tables.get(collectionId)
-        qml = None if c is None else collection_qml(collectionId, c.table.gdf)
+        qml = None if c is None else collection_qml(collectionId, c.table)
         if qml is None:
             raise UnknownIdError("collectionId", f"no style of collection {collectionId!r} "
                                  "(result layers with geometry have one)", layer=collectionId)

@@ -4,7 +4,9 @@ A county's served tables are a million rows each: the service holds their
 repeated text as categories (:func:`compact_text`), their ids as flat arrays
 (:class:`IdIndex`) and their rows serialized once, compressed a block of rows
 at a time (:class:`PackedRows`), so what it holds stays near the size of the
-results GeoPackage rather than several times it.
+results GeoPackage rather than several times it. A layer served from a run's
+results may hold its shapes as the WKB they were read as (:class:`Shapes`), made
+into geometries for the rows a request or a packed chunk needs.
 """
 
 from __future__ import annotations
@@ -154,18 +156,93 @@ class PackedRows:
 
 
 def pack_rows(df: pd.DataFrame, serialize: Callable[[pd.DataFrame], list[bytes]]) -> PackedRows:
-    """``serialize`` applied to ``df`` :data:`PACK_CHUNK_ROWS` rows at a time, packed;
-    the C heap trimmed after each chunk (:func:`gisnet.memory.release`: the chunk's
-    text, freed between the packed blocks kept, is otherwise held as the heap's)."""
+    """``serialize`` applied to ``df`` :data:`PACK_CHUNK_ROWS` rows at a time, packed
+    (:func:`pack_slices`)."""
+    return pack_slices(len(df), lambda a, b: serialize(df.iloc[a:b]))
+
+
+def pack_slices(n: int, serialize: Callable[[int, int], list[bytes]]) -> PackedRows:
+    """``serialize(a, b)`` (rows ``a`` to ``b`` of ``n``, serialized) over
+    :data:`PACK_CHUNK_ROWS` rows at a time, packed; the C heap trimmed after each chunk
+    (:func:`gisnet.memory.release`: the chunk's text, freed between the packed blocks
+    kept, is otherwise held as the heap's)."""
     from ..memory import release
 
     def chunks() -> Iterator[list[bytes]]:
-        for a in range(0, len(df), PACK_CHUNK_ROWS):
-            yield serialize(df.iloc[a:a + PACK_CHUNK_ROWS])
-            if a + PACK_CHUNK_ROWS < len(df):
+        for a in range(0, n, PACK_CHUNK_ROWS):
+            yield serialize(a, min(a + PACK_CHUNK_ROWS, n))
+            if a + PACK_CHUNK_ROWS < n:
                 release()
 
     return PackedRows(chunks())
+
+
+class Shapes:
+    """A layer's shapes held as the WKB they were read as (Arrow binary: a copy of each
+    batch's, not the batch's memory with the other columns), made into geometries per
+    use: the rows of a request, a chunk at a time for packing, all at once for what
+    needs them all (a collection's tree). A county's million paths or evidence lines
+    are then not made at the start, nor held as geometries unless asked for whole."""
+
+    __slots__ = ("crs", "wkb")
+
+    def __init__(self, wkb: pa.ChunkedArray | pa.Array, crs: Any) -> None:
+        self.wkb = _own(wkb)
+        self.crs = crs
+
+    def __len__(self) -> int:
+        return len(self.wkb)
+
+    def take(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The geometries at ``positions`` (None where missing)."""
+        return _geometries(self.wkb.take(pa.array(np.asarray(positions, dtype=np.int64))))
+
+    def slice(self, a: int, b: int) -> np.ndarray:
+        """The geometries of rows ``a`` to ``b``."""
+        return _geometries(self.wkb.slice(a, b - a))
+
+    def all(self) -> np.ndarray:
+        return _geometries(self.wkb)
+
+    def subset(self, positions: np.ndarray) -> Shapes:
+        """The shapes at ``positions``, still as WKB."""
+        return Shapes(self.wkb.take(pa.array(np.asarray(positions, dtype=np.int64))), self.crs)
+
+
+def _own(wkb: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A copy of ``wkb`` as one array in buffers of its own (a take from a chunked
+    array joins its chunks first: a copy of the whole layer per request), with 64-bit
+    offsets (joined beyond 2 GB)."""
+    chunks = wkb.chunks if isinstance(wkb, pa.ChunkedArray) else [wkb]
+    if pa.types.is_binary(wkb.type):
+        chunks = [c.cast(pa.large_binary()) for c in chunks]
+    if not chunks:
+        return pa.array([], type=pa.large_binary() if pa.types.is_binary(wkb.type)
+                        else wkb.type)
+    return pa.concat_arrays(chunks)
+
+
+def _geometries(wkb: pa.Array) -> np.ndarray:
+    import shapely
+
+    return shapely.from_wkb(wkb.to_numpy(zero_copy_only=False))
+
+
+class LayerLater:
+    """A layer read with its shapes left as WKB (:class:`Shapes`): its other columns
+    (``frame``), the shapes to be its last column, ``geometry``."""
+
+    __slots__ = ("frame", "shapes")
+
+    def __init__(self, frame: pd.DataFrame, shapes: Shapes) -> None:
+        self.frame, self.shapes = frame, shapes
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def whole(self) -> gpd.GeoDataFrame:
+        """The layer as a frame, its shapes made."""
+        return gpd.GeoDataFrame(self.frame, geometry=self.shapes.all(), crs=self.shapes.crs)
 
 
 def text_objects(s: pd.Series) -> pd.Series:
@@ -276,15 +353,23 @@ class ResultTable:
     (:func:`compact_text`).
     """
 
-    def __init__(self, name: str, gdf: pd.DataFrame, keys: Sequence[str] = (), *,
-                 eager: bool = True) -> None:
+    def __init__(self, name: str, gdf: pd.DataFrame | LayerLater, keys: Sequence[str] = (),
+                 *, eager: bool = True) -> None:
         self.name = name
-        self.gdf = compact_text(gdf.reset_index(drop=True))
-        self.crs: CRS | None = (CRS.from_user_input(gdf.crs)
-                                if isinstance(gdf, gpd.GeoDataFrame) and gdf.crs is not None
+        frame = compact_text((gdf.frame if isinstance(gdf, LayerLater) else gdf)
+                             .reset_index(drop=True))
+        # a layer whose shapes are held as WKB: its frame without them until asked for whole
+        self._shapes = gdf.shapes if isinstance(gdf, LayerLater) else None
+        self._frame: pd.DataFrame | None = frame if self._shapes is not None else None
+        self._gdf: pd.DataFrame | None = None if self._shapes is not None else frame
+        crs = self._shapes.crs if self._shapes is not None else getattr(gdf, "crs", None)
+        self.crs: CRS | None = (CRS.from_user_input(crs)
+                                if crs is not None and (self._shapes is not None
+                                                        or isinstance(gdf, gpd.GeoDataFrame))
                                 else None)
+        self._shapes_lock = threading.Lock()
         # the id columns looked up by, each indexed on first use (:meth:`id_index`)
-        self.index: dict[str, IdIndex | None] = {k: None for k in keys if k in self.gdf.columns}
+        self.index: dict[str, IdIndex | None] = {k: None for k in keys if k in frame.columns}
         self._wgs84: PackedRows | None = None
         #: True while the rows are being packed, or are to be (``gisnet serve --results``
         #: packs the hot tables once it listens): a request meanwhile serializes its rows
@@ -294,22 +379,75 @@ class ResultTable:
         if eager:
             self._serialized()
 
+    @property
+    def gdf(self) -> pd.DataFrame:
+        """The layer (a GeoDataFrame when it has shapes); shapes held as WKB are made
+        now, once (thread-safe)."""
+        if self._gdf is None:
+            with self._shapes_lock:
+                if self._gdf is None:
+                    assert self._frame is not None and self._shapes is not None
+                    self._gdf = LayerLater(self._frame, self._shapes).whole()
+                    self._shapes = self._frame = None
+        return self._gdf
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The layer's columns, its shapes among them only if made (:attr:`gdf`): for
+        what reads the other columns (ids, filters, counts)."""
+        f = self._frame
+        return self.gdf if f is None else f
+
+    @property
+    def geometry_name(self) -> str | None:
+        """The shapes' column, or None when the layer has none."""
+        if self._shapes is not None:
+            return "geometry"
+        g = self.gdf
+        return g.geometry.name if isinstance(g, gpd.GeoDataFrame) \
+            and g.geometry.name in g.columns else None
+
+    def geometries(self) -> gpd.GeoSeries:
+        """Every shape (in :attr:`crs`), without holding them when they are held as WKB
+        (a collection's tree holds its own, in CRS84)."""
+        shapes = self._shapes
+        if shapes is None or self._gdf is not None:
+            return self.gdf.geometry
+        return gpd.GeoSeries(shapes.all(), crs=shapes.crs)
+
+    def rows(self, positions: Sequence[int] | np.ndarray) -> pd.DataFrame:
+        """The rows at ``positions``, shapes made of these rows only while the layer's
+        are held as WKB (as :attr:`gdf` ``.iloc`` gives them)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        shapes, f = self._shapes, self._frame
+        if shapes is None or f is None:
+            return self.gdf.iloc[pos]
+        return gpd.GeoDataFrame(f.iloc[pos], geometry=shapes.take(pos), crs=shapes.crs)
+
+    def row_slice(self, a: int, b: int) -> pd.DataFrame:
+        """Rows ``a`` to ``b`` (as :meth:`rows`)."""
+        shapes, f = self._shapes, self._frame
+        if shapes is None or f is None:
+            return self.gdf.iloc[a:b]
+        return gpd.GeoDataFrame(f.iloc[a:b], geometry=shapes.slice(a, b), crs=shapes.crs)
+
     def serialize(self) -> None:
         """Serialize every row now, if not done yet (thread-safe)."""
         self._serialized()
 
     def _serialized(self) -> PackedRows:
-        """Every row as a GeoJSON feature in EPSG:4326 (built once, packed)."""
+        """Every row as a GeoJSON feature in EPSG:4326 (built once, packed; shapes held
+        as WKB made a chunk at a time)."""
         if self._wgs84 is None:
             with self._lock:
                 if self._wgs84 is None:
                     self.packing = True
-                    self._wgs84 = pack_rows(
-                        self.gdf, lambda part: feature_fragments(self._in_crs(part, WGS84)))
+                    self._wgs84 = pack_slices(len(self), lambda a, b: feature_fragments(
+                        self._in_crs(self.row_slice(a, b), WGS84)))
         return self._wgs84
 
     def __len__(self) -> int:
-        return len(self.gdf)
+        return len(self.frame)
 
     def _in_crs(self, df: pd.DataFrame, crs: CRS) -> pd.DataFrame:
         if self.crs is None or not isinstance(df, gpd.GeoDataFrame) or not len(df):
@@ -327,7 +465,7 @@ class ResultTable:
             with self._index_lock:
                 idx = self.index[key]
                 if idx is None:
-                    col = self.gdf[key]
+                    col = self.frame[key]
                     ok = col.notna().to_numpy()
                     idx = self.index[key] = IdIndex(col[ok].astype(object).to_numpy(),
                                                     np.flatnonzero(ok))
@@ -362,8 +500,7 @@ class ResultTable:
             if not self.packing:
                 return self._serialized().take(positions)
             crs = WGS84  # being packed (or to be): these rows now
-        sub = self.gdf.iloc[np.asarray(positions, dtype=np.int64)]
-        return feature_fragments(self._in_crs(sub, crs))
+        return feature_fragments(self._in_crs(self.rows(positions), crs))
 
     def collection(self, positions: Sequence[int] | np.ndarray, crs: CRS,
                    extra: dict[str, Any] | None = None) -> bytes:
@@ -371,7 +508,7 @@ class ResultTable:
         return feature_collection(self.fragments(positions, crs), crs, extra)
 
     def all_positions(self) -> np.ndarray:
-        return np.arange(len(self.gdf))
+        return np.arange(len(self))
 
 
 #: Lookup keys of each result layer.
