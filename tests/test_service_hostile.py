@@ -714,3 +714,36 @@ def test_raw_traversal_paths_are_404(live, path):
     assert data.startswith(b"HTTP/1.1 404 "), data[:200]
     assert b"outside the map folder" not in data
 
+
+
+def test_the_server_gives_back_freed_memory_only_after_serving(town_state, monkeypatch):
+    """Every TRIM_EVERY_S seconds the server hands gisnet.memory.release to a worker
+    thread, but only when requests were served since the last time."""
+    import gisnet.service.server as srv
+
+    calls: list[str] = []
+    monkeypatch.setattr(srv, "TRIM_EVERY_S", 0.2)
+    server = make_server(create_app(town_state, SLOW), host="127.0.0.1", port=0, limits=SLOW)
+    server.give_back = lambda: calls.append(threading.current_thread().name)  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        time.sleep(0.7)
+        assert calls == []  # nothing served: nothing given back
+        s = _connect(port)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: gisnet\r\nConnection: close\r\n\r\n")
+        [(_, data)] = _until_closed([s], 4.0)
+        assert data.startswith(b"HTTP/1.1 200 ")
+        deadline = time.monotonic() + 5
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.7)
+        assert len(calls) == 1 and calls[0] not in ("MainThread", thread.name)  # a worker
+    finally:
+        server.should_exit = True
+        thread.join(10)
