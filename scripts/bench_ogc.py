@@ -102,6 +102,7 @@ def main() -> None:
                 if w is not None:
                     out[name + "_wrk"] = w
                     print(f"{name} (wrk -t1 -c{args.connections}): {w}", flush=True)
+        bs.report_memory(proc, out)  # after the pages: the bbox pages' trees held too
         print(json.dumps(out, indent=2))
     finally:
         proc.terminate()
