@@ -237,3 +237,40 @@ def test_gdal_oapif_client_reads_a_collection(sample_dir, state):
 
         mains = read_layer(f"OAPIF:{base}", layer="input_mains", role="mains")
         assert len(mains) == len(state.town.layers["mains"])
+
+
+@pytest.mark.parametrize("held_as_wkb", [False, True])
+def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
+    """A collection's extent is the CRS84 bounds of all its shapes, found a chunk at a
+    time without holding them in CRS84; a bbox search then holds them (its tree) and
+    finds what a brute-force intersects finds. The same whether the table holds its
+    shapes or their WKB."""
+    import pyarrow as pa
+
+    from gisnet.service.ogc import Collection
+    from gisnet.service.tables import PACK_CHUNK_ROWS, LayerLater, ResultTable, Shapes
+
+    rng = np.random.default_rng(5)
+    n = 2 * PACK_CHUNK_ROWS + 77
+    xy = rng.uniform([600_000, 980_000], [700_000, 1_080_000], size=(n, 2))
+    gdf = gpd.GeoDataFrame({"parcel_id": [f"P{i}" for i in range(n)]},
+                           geometry=shapely.buffer(shapely.points(xy), 20, quad_segs=1),
+                           crs="EPSG:2260")
+    gdf.loc[7, "geometry"] = None
+    layer = (LayerLater(gdf.drop(columns="geometry"),
+                        Shapes(pa.array(shapely.to_wkb(gdf.geometry.array), pa.binary()),
+                               gdf.crs))
+             if held_as_wkb else gdf)
+    table = ResultTable("obligations", layer, ("parcel_id",), eager=False)
+    coll = Collection("obligations", table, "Obligations", "", CRS("EPSG:2260"))
+    lonlat = np.asarray(gdf.geometry.to_crs("OGC:CRS84").array, dtype=object)
+    shown = lonlat[~(shapely.is_missing(lonlat) | shapely.is_empty(lonlat))]
+    assert coll.extent() == [float(v) for v in shapely.total_bounds(shown)]
+    assert coll._lonlat is None and (table._gdf is None) == held_as_wkb
+    x0, y0, x1, y1 = coll.extent()
+    box = [x0 + (x1 - x0) * 0.4, y0 + (y1 - y0) * 0.4, x0 + (x1 - x0) * 0.45,
+           y0 + (y1 - y0) * 0.47]
+    got = coll.select(box, CRS.from_user_input("OGC:CRS84"), {})
+    want = np.flatnonzero(shapely.intersects(lonlat, shapely.box(*box)))
+    assert len(want) > 10 and got.tolist() == want.tolist()
+    assert coll._lonlat is not None and (table._gdf is None) == held_as_wkb

@@ -25,6 +25,7 @@ import datetime as _dt
 import re
 import threading
 import urllib.parse
+import warnings
 from typing import Any
 
 import geopandas as gpd
@@ -116,6 +117,7 @@ class Collection:
                                 or isinstance(t, pd.CategoricalDtype | pd.StringDtype))]
         self._lock = threading.Lock()
         self._lonlat: np.ndarray | None = None
+        self._extent: list[float] | None = None  # [] when none
         self._tree: shapely.STRtree | None = None
         self._text: dict[str, np.ndarray] = {}
         self._storage: PackedRows | None = None
@@ -124,13 +126,17 @@ class Collection:
         return len(self.table)
 
     def lonlat(self) -> np.ndarray:
-        """Every geometry in CRS84 (lon, lat), built once."""
+        """Every geometry in CRS84 (lon, lat), built once (for the bbox tree)."""
         if self._lonlat is None:
             with self._lock:
                 if self._lonlat is None:
-                    g = self.table.geometries()
-                    self._lonlat = np.asarray(g.to_crs(WGS84).array, dtype=object)
+                    self._lonlat = self._in_crs84()
         return self._lonlat
+
+    def _in_crs84(self) -> np.ndarray:
+        parts = [np.asarray(g.to_crs(WGS84).array, dtype=object)
+                 for g in self.table.geometry_chunks()]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=object)
 
     def tree(self) -> shapely.STRtree:
         if self._tree is None:
@@ -165,13 +171,31 @@ class Collection:
         return self._text[col]
 
     def extent(self) -> list[float] | None:
+        """The CRS84 bounds of the collection's shapes, found once; the shapes made in
+        CRS84 for it are let go unless the bbox tree holds them (a county's listing
+        would otherwise hold every layer's million shapes twice)."""
         if not self.is_geo or not len(self):
             return None
-        g = self.lonlat()
-        g = g[~(shapely.is_missing(g) | shapely.is_empty(g))]
-        if not len(g):
-            return None
-        return [float(v) for v in shapely.total_bounds(g)]
+        if self._extent is None:
+            from ..memory import release
+
+            held = self._lonlat
+            parts = [held] if held is not None else (
+                np.asarray(g.to_crs(WGS84).array, dtype=object)
+                for g in self.table.geometry_chunks())
+            bounds = []
+            for g in parts:
+                g = g[~(shapely.is_missing(g) | shapely.is_empty(g))]
+                if len(g):
+                    bounds.append(shapely.total_bounds(g))
+            with warnings.catch_warnings():  # all NaN: NaN, as shapely.total_bounds
+                warnings.simplefilter("ignore", RuntimeWarning)
+                self._extent = [float(v) for v in (*np.nanmin(bounds, axis=0)[:2],
+                                                    *np.nanmax(bounds, axis=0)[2:])] \
+                    if bounds else []
+            if held is None:
+                release()
+        return self._extent or None
 
     def supported(self, text: str | None, field: str) -> CRS:
         """The CRS a request names (default CRS84), which must be in :attr:`crs_list`."""

@@ -45,8 +45,10 @@ def _qml(cid: str, table: Any) -> str | None:
     geo = table.geometry_name
     if cid not in layer_docs() or geo is None:
         return None
-    # (shapes held as WKB are made for this and let go: ResultTable.geometries)
-    types = pd.unique(np.asarray(table.geometries().geom_type.dropna(), dtype=object))
+    # (shapes held as WKB are made a chunk at a time for this and let go)
+    types = list(dict.fromkeys(
+        t for g in table.geometry_chunks()
+        for t in pd.unique(np.asarray(g.geom_type.dropna(), dtype=object))))
     if len(types) != 1:
         return None
     cols = [str(c) for c in table.frame.columns if c != geo]

@@ -407,13 +407,17 @@ class ResultTable:
         return g.geometry.name if isinstance(g, gpd.GeoDataFrame) \
             and g.geometry.name in g.columns else None
 
-    def geometries(self) -> gpd.GeoSeries:
-        """Every shape (in :attr:`crs`), without holding them when they are held as WKB
-        (a collection's tree holds its own, in CRS84)."""
-        shapes = self._shapes
-        if shapes is None or self._gdf is not None:
-            return self.gdf.geometry
-        return gpd.GeoSeries(shapes.all(), crs=shapes.crs)
+    def geometry_chunks(self, rows: int = PACK_CHUNK_ROWS) -> Iterator[gpd.GeoSeries]:
+        """Every shape (in :attr:`crs`), ``rows`` at a time: shapes held as WKB are made
+        a chunk at a time and not held (what reads them all, a collection's extent, its
+        CRS84 tree or its style, holds at most a chunk of them besides its own)."""
+        for a in range(0, len(self), rows):
+            b = min(a + rows, len(self))
+            shapes = self._shapes
+            if shapes is None or self._gdf is not None:
+                yield self.gdf.geometry.iloc[a:b]
+            else:
+                yield gpd.GeoSeries(shapes.slice(a, b), crs=shapes.crs)
 
     def rows(self, positions: Sequence[int] | np.ndarray) -> pd.DataFrame:
         """The rows at ``positions``, shapes made of these rows only while the layer's
