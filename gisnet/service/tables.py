@@ -178,8 +178,8 @@ def pack_slices(n: int, serialize: Callable[[int, int], list[bytes]]) -> PackedR
 
 
 class Shapes:
-    """A layer's shapes held as the WKB they were read as (Arrow binary: a copy of each
-    batch's, not the batch's memory with the other columns), made into geometries per
+    """A layer's shapes held as the WKB they were read as (one Arrow array copied out of
+    the read's batches, which hold the other columns too), made into geometries per
     use: the rows of a request, a chunk at a time for packing, all at once for what
     needs them all (a collection's tree). A county's million paths or evidence lines
     are then not made at the start, nor held as geometries unless asked for whole."""
