@@ -242,8 +242,8 @@ def test_gdal_oapif_client_reads_a_collection(sample_dir, state):
 @pytest.mark.parametrize("held_as_wkb", [False, True])
 def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
     """A collection's extent is the CRS84 bounds of all its shapes, found a chunk at a
-    time without holding them in CRS84; a bbox search then holds them (its tree) and
-    finds what a brute-force intersects finds. The same whether the table holds its
+    time without holding them in CRS84; a bbox search then builds its index and finds
+    what a brute-force intersects finds. The same whether the table holds its
     shapes or their WKB."""
     import pyarrow as pa
 
@@ -266,11 +266,44 @@ def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
     lonlat = np.asarray(gdf.geometry.to_crs("OGC:CRS84").array, dtype=object)
     shown = lonlat[~(shapely.is_missing(lonlat) | shapely.is_empty(lonlat))]
     assert coll.extent() == [float(v) for v in shapely.total_bounds(shown)]
-    assert coll._lonlat is None and (table._gdf is None) == held_as_wkb
+    assert coll._index is None and (table._gdf is None) == held_as_wkb
     x0, y0, x1, y1 = coll.extent()
     box = [x0 + (x1 - x0) * 0.4, y0 + (y1 - y0) * 0.4, x0 + (x1 - x0) * 0.45,
            y0 + (y1 - y0) * 0.47]
     got = coll.select(box, CRS.from_user_input("OGC:CRS84"), {})
     want = np.flatnonzero(shapely.intersects(lonlat, shapely.box(*box)))
     assert len(want) > 10 and got.tolist() == want.tolist()
-    assert coll._lonlat is not None and (table._gdf is None) == held_as_wkb
+    assert coll._index is not None and (table._gdf is None) == held_as_wkb
+
+
+def test_the_bounds_index_finds_what_an_strtree_finds():
+    """The bbox search's index (bounds and WKB, no shapes held) finds, for boxes,
+    points, segments, a turned polygon and a box across the antimeridian, the rows
+    shapely's STRtree finds with the predicate intersects; missing and empty shapes
+    are never found."""
+    from gisnet.service.bbox import NODE, BoundsIndex
+
+    rng = np.random.default_rng(11)
+    n = 5 * NODE * NODE + 13  # three levels' worth, the last nodes short
+    xy = rng.uniform([-179.9, -60], [179.9, 60], size=(n, 2))
+    kind = rng.integers(0, 3, n)
+    step = np.array([0.7, 0.3])
+    shapes = np.where(kind == 0, shapely.buffer(shapely.points(xy), 0.4, quad_segs=2),
+                      np.where(kind == 1, shapely.linestrings(np.stack([xy, xy + step], axis=1)),
+                               shapely.points(xy)))
+    shapes[[3, 500, n - 1]] = None
+    shapes[[4, 900]] = shapely.from_wkt("POLYGON EMPTY")
+    shapes[5] = shapely.box(170, 10, 180, 12)
+    index = BoundsIndex([shapes[a:a + 7000] for a in range(0, n, 7000)])
+    tree = shapely.STRtree(shapes)
+    boxes = [shapely.box(x, y, x + w, y + h) for x, y, w, h in
+             rng.uniform([-179, -59, 0.1, 0.1], [170, 50, 9, 9], size=(30, 4))]
+    boxes += [shapely.Point(xy[10]), shapely.Point(float(xy[11, 0]), float(xy[11, 1]) + 1e-9),
+              shapely.LineString([(0, -70), (0, 70)]), shapely.box(-180, -90, 180, 90),
+              shapely.affinity.rotate(shapely.box(-20, -20, 20, 20), 30),
+              shapely.union(shapely.box(175, 5, 180, 15), shapely.box(-180, 5, -170, 15)),
+              shapely.box(0, 80, 10, 85)]
+    for box in boxes:
+        want = np.sort(tree.query(box, predicate="intersects"))
+        got = index.query(box)
+        assert got.tolist() == want.tolist(), box.wkt[:60]

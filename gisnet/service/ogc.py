@@ -26,6 +26,7 @@ import re
 import threading
 import urllib.parse
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import geopandas as gpd
@@ -40,6 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import __version__
 from ..output.metadata import layer_docs
 from ..serialize import WGS84, dumps, feature_fragments
+from .bbox import BoundsIndex
 from .errors import RequestError, UnknownIdError
 from .geojson import parse_crs
 from .inputs import GEOJSON, JSON
@@ -116,35 +118,29 @@ class Collection:
                                 or pd.api.types.is_object_dtype(t)
                                 or isinstance(t, pd.CategoricalDtype | pd.StringDtype))]
         self._lock = threading.Lock()
-        self._lonlat: np.ndarray | None = None
         self._extent: list[float] | None = None  # [] when none
-        self._tree: shapely.STRtree | None = None
+        self._index: BoundsIndex | None = None
         self._text: dict[str, np.ndarray] = {}
         self._storage: PackedRows | None = None
 
     def __len__(self) -> int:
         return len(self.table)
 
-    def lonlat(self) -> np.ndarray:
-        """Every geometry in CRS84 (lon, lat), built once (for the bbox tree)."""
-        if self._lonlat is None:
-            with self._lock:
-                if self._lonlat is None:
-                    self._lonlat = self._in_crs84()
-        return self._lonlat
+    def _in_crs84(self) -> Iterator[np.ndarray]:
+        """Every shape in CRS84 (lon, lat), a chunk at a time (none held)."""
+        for g in self.table.geometry_chunks():
+            yield np.asarray(g.to_crs(WGS84).array, dtype=object)
 
-    def _in_crs84(self) -> np.ndarray:
-        parts = [np.asarray(g.to_crs(WGS84).array, dtype=object)
-                 for g in self.table.geometry_chunks()]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=object)
-
-    def tree(self) -> shapely.STRtree:
-        if self._tree is None:
-            geoms = self.lonlat()
+    def index(self) -> BoundsIndex:
+        """The bbox search's index of the shapes' CRS84 bounds, built once."""
+        if self._index is None:
             with self._lock:
-                if self._tree is None:
-                    self._tree = shapely.STRtree(geoms)
-        return self._tree
+                if self._index is None:
+                    from ..memory import release
+
+                    self._index = BoundsIndex(self._in_crs84())
+                    release()
+        return self._index
 
     def _storage_fragments(self) -> PackedRows:
         """Every row serialized in the storage (working) CRS, built on first use: pages in
@@ -171,20 +167,16 @@ class Collection:
         return self._text[col]
 
     def extent(self) -> list[float] | None:
-        """The CRS84 bounds of the collection's shapes, found once; the shapes made in
-        CRS84 for it are let go unless the bbox tree holds them (a county's listing
-        would otherwise hold every layer's million shapes twice)."""
+        """The CRS84 bounds of the collection's shapes, found once, a chunk of shapes at a
+        time (a county's listing would otherwise make every layer's million shapes in
+        CRS84 at once)."""
         if not self.is_geo or not len(self):
             return None
         if self._extent is None:
             from ..memory import release
 
-            held = self._lonlat
-            parts = [held] if held is not None else (
-                np.asarray(g.to_crs(WGS84).array, dtype=object)
-                for g in self.table.geometry_chunks())
             bounds = []
-            for g in parts:
+            for g in self._in_crs84():
                 g = g[~(shapely.is_missing(g) | shapely.is_empty(g))]
                 if len(g):
                     bounds.append(shapely.total_bounds(g))
@@ -193,8 +185,7 @@ class Collection:
                 self._extent = [float(v) for v in (*np.nanmin(bounds, axis=0)[:2],
                                                     *np.nanmax(bounds, axis=0)[2:])] \
                     if bounds else []
-            if held is None:
-                release()
+            release()
         return self._extent or None
 
     def supported(self, text: str | None, field: str) -> CRS:
@@ -227,7 +218,7 @@ class Collection:
             else:
                 box = bbox_in_crs84(bbox, bbox_crs)
                 pos = (pos[:0] if box is None
-                       else np.sort(self.tree().query(box, predicate="intersects")))
+                       else self.index().query(box))
         for col, val in filters.items():
             pos = pos[self.text(col)[pos] == val]
         return pos

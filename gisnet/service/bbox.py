@@ -1,0 +1,111 @@
+"""A collection's bbox search that holds its shapes' bounds, not the shapes.
+
+An OGC ``items?bbox=`` search finds the rows whose shape intersects the box, in
+CRS84. A shapely ``STRtree`` of the shapes in CRS84 holds one GEOS object a row
+(a county's million parcels: 0.5 GB beside the table). :class:`BoundsIndex` holds
+instead each shape's CRS84 bounds, packed into a two-level tree of
+:data:`NODE` entries a node (sort-tile-recursive order, as GEOS packs its own),
+and the shapes' CRS84 WKB: a search takes the rows whose bounds meet the box's,
+accepts without a test those whose bounds lie within a box that is its own
+envelope (a rectangle, a segment or a point: any shape within its bounds touches
+it), and tests the others' shapes, made from the WKB, with ``shapely.intersects``.
+The rows found are those ``STRtree.query(box, predicate="intersects")`` finds
+(missing and empty shapes have no bounds and are never found).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import shapely
+
+#: Entries a node of the packed tree (items a leaf, leaves a parent).
+NODE = 64
+
+
+class BoundsIndex:
+    """The packed bounds of a collection's shapes in CRS84 and their WKB.
+
+    Parameters
+    ----------
+    parts
+        The shapes in CRS84, a chunk at a time (arrays of shapely geometries, None
+        where missing), in row order.
+    """
+
+    def __init__(self, parts: Iterable[np.ndarray]) -> None:
+        bounds, wkb = [], []
+        for g in parts:
+            bounds.append(shapely.bounds(g))
+            wkb.append(pa.array(shapely.to_wkb(g), type=pa.large_binary()))
+        b = np.concatenate(bounds) if bounds else np.empty((0, 4))
+        self.wkb = pa.concat_arrays(wkb) if wkb else pa.array([], type=pa.large_binary())
+        rows = np.flatnonzero(np.isfinite(b).all(axis=1))
+        b = b[rows]
+        # sort-tile-recursive: slices by centre x, each sorted by centre y
+        n = len(rows)
+        leaves = math.ceil(n / NODE)
+        per_slice = max(1, math.ceil(math.sqrt(leaves))) * NODE
+        by_x = np.argsort((b[:, 0] + b[:, 2]) / 2, kind="stable")
+        slice_of = np.empty(n, dtype=np.int64)
+        slice_of[by_x] = np.arange(n) // per_slice
+        order = np.lexsort(((b[:, 1] + b[:, 3]) / 2, slice_of))
+        self.rows = rows[order]
+        self.items = b[order]
+        self.leaves = _node_bounds(self.items)
+        self.parents = _node_bounds(self.leaves)
+
+    def query(self, box: shapely.Geometry) -> np.ndarray:
+        """Row positions (ascending) whose shape intersects ``box`` (CRS84)."""
+        x0, y0, x1, y1 = shapely.bounds(box)
+        if not len(self.rows) or not np.isfinite([x0, y0, x1, y1]).all():
+            return np.empty(0, dtype=np.int64)
+        hit = _meets(self.parents, np.arange(len(self.parents)), x0, y0, x1, y1)
+        hit = _meets(self.leaves, _children(hit, len(self.leaves)), x0, y0, x1, y1)
+        hit = _meets(self.items, _children(hit, len(self.items)), x0, y0, x1, y1)
+        b = self.items[hit]
+        if bool(shapely.equals(box, shapely.envelope(box))):  # within its bounds: touches
+            inside = (b[:, 0] >= x0) & (b[:, 2] <= x1) & (b[:, 1] >= y0) & (b[:, 3] <= y1)
+        else:
+            inside = np.zeros(len(hit), dtype=bool)
+        rows = self.rows[hit]
+        test = rows[~inside]
+        if len(test):
+            shapes = shapely.from_wkb(self.wkb.take(pa.array(test)).to_numpy(zero_copy_only=False))
+            test = test[shapely.intersects(shapes, box)]
+        return np.sort(np.concatenate([rows[inside], test]))
+
+    def nbytes(self) -> int:
+        """Bytes held."""
+        return int(self.wkb.nbytes + self.rows.nbytes + self.items.nbytes
+                   + self.leaves.nbytes + self.parents.nbytes)
+
+
+def _node_bounds(b: np.ndarray) -> np.ndarray:
+    """The bounds of each run of :data:`NODE` consecutive entries of ``b``."""
+    if not len(b):
+        return np.empty((0, 4))
+    starts = np.arange(0, len(b), NODE)
+    return np.column_stack([np.minimum.reduceat(b[:, 0], starts),
+                            np.minimum.reduceat(b[:, 1], starts),
+                            np.maximum.reduceat(b[:, 2], starts),
+                            np.maximum.reduceat(b[:, 3], starts)])
+
+
+def _children(nodes: np.ndarray, n: int) -> np.ndarray:
+    """The positions (of ``n``) of the entries under ``nodes``."""
+    if not len(nodes):
+        return np.empty(0, dtype=np.int64)
+    start = nodes * NODE
+    size = np.minimum(start + NODE, n) - start
+    return np.repeat(start - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+
+
+def _meets(b: np.ndarray, at: np.ndarray, x0: float, y0: float, x1: float,
+           y1: float) -> np.ndarray:
+    """Those of ``at`` whose bounds in ``b`` meet the box's (edges included)."""
+    s = b[at]
+    return at[(s[:, 0] <= x1) & (s[:, 2] >= x0) & (s[:, 1] <= y1) & (s[:, 3] >= y0)]
