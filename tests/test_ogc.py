@@ -274,10 +274,17 @@ def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
     want = np.flatnonzero(shapely.intersects(lonlat, shapely.box(*box)))
     assert len(want) > 10 and got.tolist() == want.tolist()
     assert coll._index is not None and (table._gdf is None) == held_as_wkb
+    # the rows a search tests are made in CRS84 exactly as the extent's and index's
+    rows = np.array([n - 1, 0, 7, 9000, 20_000])
+    made = coll._crs84_at(rows)
+    assert made[2] is None and shapely.equals_exact(made[[0, 1, 3, 4]],
+                                                    lonlat[rows[[0, 1, 3, 4]]], 0).all()
+    assert shapely.equals_exact(table.geometry_at(rows[[0, 1, 3, 4]]),
+                                gdf.geometry.array[rows[[0, 1, 3, 4]]], 0).all()
 
 
 def test_the_bounds_index_finds_what_an_strtree_finds():
-    """The bbox search's index (bounds and WKB, no shapes held) finds, for boxes,
+    """The bbox search's index (bounds, no shapes held) finds, for boxes,
     points, segments, a turned polygon and a box across the antimeridian, the rows
     shapely's STRtree finds with the predicate intersects; missing and empty shapes
     are never found."""
@@ -294,7 +301,13 @@ def test_the_bounds_index_finds_what_an_strtree_finds():
     shapes[[3, 500, n - 1]] = None
     shapes[[4, 900]] = shapely.from_wkt("POLYGON EMPTY")
     shapes[5] = shapely.box(170, 10, 180, 12)
-    index = BoundsIndex([shapes[a:a + 7000] for a in range(0, n, 7000)])
+    asked = []
+
+    def shapes_of(rows):
+        asked.append(rows)
+        return shapes[rows]
+
+    index = BoundsIndex([shapes[a:a + 7000] for a in range(0, n, 7000)], shapes_of)
     tree = shapely.STRtree(shapes)
     boxes = [shapely.box(x, y, x + w, y + h) for x, y, w, h in
              rng.uniform([-179, -59, 0.1, 0.1], [170, 50, 9, 9], size=(30, 4))]
@@ -307,3 +320,13 @@ def test_the_bounds_index_finds_what_an_strtree_finds():
         want = np.sort(tree.query(box, predicate="intersects"))
         got = index.query(box)
         assert got.tolist() == want.tolist(), box.wkt[:60]
+    # the shapes are asked for only where the bounds do not decide: none for a box
+    # around them all, and only rows whose bounds meet a box's but are not within it
+    asked.clear()
+    assert len(index.query(shapely.box(-200, -100, 200, 100))) == n - 5 and not asked
+    box = shapely.box(-10, -10, 10, 10)
+    index.query(box)
+    b = shapely.bounds(shapes[np.concatenate(asked)])
+    assert len(asked) == 1 and 0 < len(asked[0]) < n // 100
+    assert (shapely.intersects(shapely.box(*b.T), box)
+            & ~shapely.within(shapely.box(*b.T), box)).all()

@@ -5,10 +5,11 @@ CRS84. A shapely ``STRtree`` of the shapes in CRS84 holds one GEOS object a row
 (a county's million parcels: 0.5 GB beside the table). :class:`BoundsIndex` holds
 instead each shape's CRS84 bounds, packed into a two-level tree of
 :data:`NODE` entries a node (sort-tile-recursive order, as GEOS packs its own),
-and the shapes' CRS84 WKB: a search takes the rows whose bounds meet the box's,
-accepts without a test those whose bounds lie within a box that is its own
-envelope (a rectangle, a segment or a point: any shape within its bounds touches
-it), and tests the others' shapes, made from the WKB, with ``shapely.intersects``.
+and no shape: a search takes the rows whose bounds meet the box's, accepts without
+a test those whose bounds lie within a box that is its own envelope (a rectangle,
+a segment or a point: any shape within its bounds touches it), and asks the
+collection for the others' shapes in CRS84 (made from its table's rows and
+reprojected per search) to test them with ``shapely.intersects``.
 The rows found are those ``STRtree.query(box, predicate="intersects")`` finds
 (missing and empty shapes have no bounds and are never found).
 """
@@ -16,10 +17,9 @@ The rows found are those ``STRtree.query(box, predicate="intersects")`` finds
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
-import pyarrow as pa
 import shapely
 
 #: Entries a node of the packed tree (items a leaf, leaves a parent).
@@ -27,22 +27,24 @@ NODE = 64
 
 
 class BoundsIndex:
-    """The packed bounds of a collection's shapes in CRS84 and their WKB.
+    """The packed bounds of a collection's shapes in CRS84.
 
     Parameters
     ----------
     parts
         The shapes in CRS84, a chunk at a time (arrays of shapely geometries, None
         where missing), in row order.
+    shapes_of
+        The shapes in CRS84 of the rows at the positions given (an int64 array), as
+        ``parts`` gave them: called by a search for the rows whose bounds alone do
+        not decide.
     """
 
-    def __init__(self, parts: Iterable[np.ndarray]) -> None:
-        bounds, wkb = [], []
-        for g in parts:
-            bounds.append(shapely.bounds(g))
-            wkb.append(pa.array(shapely.to_wkb(g), type=pa.large_binary()))
+    def __init__(self, parts: Iterable[np.ndarray],
+                 shapes_of: Callable[[np.ndarray], np.ndarray]) -> None:
+        self.shapes_of = shapes_of
+        bounds = [shapely.bounds(g) for g in parts]
         b = np.concatenate(bounds) if bounds else np.empty((0, 4))
-        self.wkb = pa.concat_arrays(wkb) if wkb else pa.array([], type=pa.large_binary())
         rows = np.flatnonzero(np.isfinite(b).all(axis=1))
         b = b[rows]
         # sort-tile-recursive: slices by centre x, each sorted by centre y
@@ -74,14 +76,13 @@ class BoundsIndex:
         rows = self.rows[hit]
         test = rows[~inside]
         if len(test):
-            shapes = shapely.from_wkb(self.wkb.take(pa.array(test)).to_numpy(zero_copy_only=False))
-            test = test[shapely.intersects(shapes, box)]
+            test = test[shapely.intersects(self.shapes_of(test), box)]
         return np.sort(np.concatenate([rows[inside], test]))
 
     def nbytes(self) -> int:
         """Bytes held."""
-        return int(self.wkb.nbytes + self.rows.nbytes + self.items.nbytes
-                   + self.leaves.nbytes + self.parents.nbytes)
+        return int(self.rows.nbytes + self.items.nbytes + self.leaves.nbytes
+                   + self.parents.nbytes)
 
 
 def _node_bounds(b: np.ndarray) -> np.ndarray:

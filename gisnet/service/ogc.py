@@ -120,6 +120,7 @@ class Collection:
         self._lock = threading.Lock()
         self._extent: list[float] | None = None  # [] when none
         self._index: BoundsIndex | None = None
+        self._lonlat: Transformer | None = None  # storage CRS -> CRS84, for the bbox search
         self._text: dict[str, np.ndarray] = {}
         self._storage: PackedRows | None = None
 
@@ -131,6 +132,20 @@ class Collection:
         for g in self.table.geometry_chunks():
             yield np.asarray(g.to_crs(WGS84).array, dtype=object)
 
+    def _crs84_at(self, positions: np.ndarray) -> np.ndarray:
+        """The shapes of the rows at ``positions`` in CRS84, the coordinates those of
+        :meth:`_in_crs84` (geopandas' ``to_crs``: the same transformer, ``always_xy``),
+        without a GeoSeries' cost per search (a bbox search asks for some 70 rows)."""
+        shapes = self.table.geometry_at(positions)
+        if shapely.has_z(shapes).any():
+            return np.asarray(gpd.GeoSeries(shapes, crs=self.storage).to_crs(WGS84).array,
+                              dtype=object)
+        if self._lonlat is None:
+            self._lonlat = Transformer.from_crs(self.storage, WGS84, always_xy=True)
+        xy = shapely.get_coordinates(shapes)
+        x, y = self._lonlat.transform(xy[:, 0], xy[:, 1])
+        return shapely.set_coordinates(shapes, np.column_stack([x, y]))
+
     def index(self) -> BoundsIndex:
         """The bbox search's index of the shapes' CRS84 bounds, built once."""
         if self._index is None:
@@ -138,7 +153,7 @@ class Collection:
                 if self._index is None:
                     from ..memory import release
 
-                    self._index = BoundsIndex(self._in_crs84())
+                    self._index = BoundsIndex(self._in_crs84(), self._crs84_at)
                     release()
         return self._index
 

@@ -419,6 +419,16 @@ class ResultTable:
             else:
                 yield gpd.GeoSeries(shapes.slice(a, b), crs=shapes.crs)
 
+    def geometry_at(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The shapes (in :attr:`crs`, an array of its own, None where missing) of the
+        rows at ``positions``, made of these rows only while the layer's are held as
+        WKB."""
+        pos = np.asarray(positions, dtype=np.int64)
+        shapes = self._shapes
+        if shapes is None or self._gdf is not None:
+            return np.array(self.gdf.geometry.array[pos], dtype=object)
+        return shapes.take(pos)
+
     def rows(self, positions: Sequence[int] | np.ndarray) -> pd.DataFrame:
         """The rows at ``positions``, shapes made of these rows only while the layer's
         are held as WKB (as :attr:`gdf` ``.iloc`` gives them)."""
