@@ -321,12 +321,28 @@ def test_the_bounds_index_finds_what_an_strtree_finds():
         got = index.query(box)
         assert got.tolist() == want.tolist(), box.wkt[:60]
     # the shapes are asked for only where the bounds do not decide: none for a box
-    # around them all, and only rows whose bounds meet a box's but are not within it
+    # around them all; for a box, only rows whose bounds hold one of its corners or
+    # reach across it
     asked.clear()
     assert len(index.query(shapely.box(-200, -100, 200, 100))) == n - 5 and not asked
-    box = shapely.box(-10, -10, 10, 10)
-    index.query(box)
-    b = shapely.bounds(shapes[np.concatenate(asked)])
-    assert len(asked) == 1 and 0 < len(asked[0]) < n // 100
-    assert (shapely.intersects(shapely.box(*b.T), box)
-            & ~shapely.within(shapely.box(*b.T), box)).all()
+    for box in boxes[:30]:
+        asked.clear()
+        index.query(box)
+        if not asked:
+            continue
+        x0, y0, x1, y1 = box.bounds
+        b = shapely.bounds(shapes[asked[0]])
+        across_x = (b[:, 0] < x0) & (b[:, 2] > x1)
+        across_y = (b[:, 1] < y0) & (b[:, 3] > y1)
+        corner = (((b[:, 0] < x0) & (b[:, 2] >= x0)) | ((b[:, 0] <= x1) & (b[:, 2] > x1))) & \
+                 (((b[:, 1] < y0) & (b[:, 3] >= y0)) | ((b[:, 1] <= y1) & (b[:, 3] > y1)))
+        assert len(asked) == 1 and (across_x | across_y | corner).all(), box.wkt
+    # a shape across a box's corner, and a two-part shape whose parts lie either side
+    # of it, are tested, not taken by their bounds
+    tricky = np.array([shapely.LineString([(0, 2), (2, 0)]),
+                       shapely.MultiPoint([(-1, 0.5), (2, 0.5)]),
+                       shapely.LineString([(-1, 0.5), (2, 0.5)]),
+                       shapely.LineString([(0.5, -1), (0.5, 0.2)])], dtype=object)
+    small = BoundsIndex([tricky], lambda rows: tricky[rows])
+    want = np.flatnonzero(shapely.intersects(tricky, shapely.box(0, 0, 1, 1)))
+    assert small.query(shapely.box(0, 0, 1, 1)).tolist() == want.tolist() == [0, 2, 3]

@@ -6,10 +6,11 @@ CRS84. A shapely ``STRtree`` of the shapes in CRS84 holds one GEOS object a row
 instead each shape's CRS84 bounds, packed into a two-level tree of
 :data:`NODE` entries a node (sort-tile-recursive order, as GEOS packs its own),
 and no shape: a search takes the rows whose bounds meet the box's, accepts without
-a test those whose bounds lie within a box that is its own envelope (a rectangle,
-a segment or a point: any shape within its bounds touches it), and asks the
-collection for the others' shapes in CRS84 (made from its table's rows and
-reprojected per search) to test them with ``shapely.intersects``.
+a test, when the box is its own envelope (a rectangle, a segment or a point), those
+whose bounds show a vertex in it (:func:`_decided`), and asks the collection for
+the others' shapes in CRS84 (made from its table's rows and reprojected per
+search: a few a search, across the box's corners) to test them with
+``shapely.intersects``.
 The rows found are those ``STRtree.query(box, predicate="intersects")`` finds
 (missing and empty shapes have no bounds and are never found).
 """
@@ -69,8 +70,8 @@ class BoundsIndex:
         hit = _meets(self.leaves, _children(hit, len(self.leaves)), x0, y0, x1, y1)
         hit = _meets(self.items, _children(hit, len(self.items)), x0, y0, x1, y1)
         b = self.items[hit]
-        if bool(shapely.equals(box, shapely.envelope(box))):  # within its bounds: touches
-            inside = (b[:, 0] >= x0) & (b[:, 2] <= x1) & (b[:, 1] >= y0) & (b[:, 3] <= y1)
+        if bool(shapely.equals(box, shapely.envelope(box))):  # the box is its bounds
+            inside = _decided(b, x0, y0, x1, y1)
         else:
             inside = np.zeros(len(hit), dtype=bool)
         rows = self.rows[hit]
@@ -83,6 +84,23 @@ class BoundsIndex:
         """Bytes held."""
         return int(self.rows.nbytes + self.items.nbytes + self.leaves.nbytes
                    + self.parents.nbytes)
+
+
+def _decided(b: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+    """Which shapes, of bounds ``b`` (each meeting the box's), intersect the box
+    ``x0, y0, x1, y1`` (edges included) by their bounds alone.
+
+    A shape's bounds are reached by its own vertices: a vertex lies at its least y
+    (and one at its greatest), with an x within its bounds. A shape whose x range
+    lies within the box's and whose least or greatest y does too has that vertex in
+    the box; the same with x and y swapped. A shape within the box is one of these.
+    The others (across a corner of the box, or from one side of it to the other)
+    are left for a test of their shape."""
+    in_x = (b[:, 0] >= x0) & (b[:, 2] <= x1)
+    in_y = (b[:, 1] >= y0) & (b[:, 3] <= y1)
+    y_end = ((b[:, 1] >= y0) & (b[:, 1] <= y1)) | ((b[:, 3] >= y0) & (b[:, 3] <= y1))
+    x_end = ((b[:, 0] >= x0) & (b[:, 0] <= x1)) | ((b[:, 2] >= x0) & (b[:, 2] <= x1))
+    return (in_x & y_end) | (in_y & x_end)
 
 
 def _node_bounds(b: np.ndarray) -> np.ndarray:

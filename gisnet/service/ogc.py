@@ -224,18 +224,18 @@ class Collection:
                                   f"of {', '.join(crs_uri(s) for s in self.crs_list)}")
 
     def select(self, bbox: list[float] | None, bbox_crs: CRS,
-               filters: dict[str, str]) -> np.ndarray:
-        """Row positions matching the bbox (intersects) and the filters, in row order."""
-        pos = np.arange(len(self))
+               filters: dict[str, str]) -> np.ndarray | range:
+        """Row positions matching the bbox (intersects) and the filters, in row order:
+        a ``range`` when every row matches (a page of a county's million rows does not
+        make a million positions first)."""
+        pos: np.ndarray | range = range(len(self))
         if bbox is not None:
-            if not self.is_geo:
-                pos = pos[:0]
-            else:
-                box = bbox_in_crs84(bbox, bbox_crs)
-                pos = (pos[:0] if box is None
-                       else self.index().query(box))
+            box = bbox_in_crs84(bbox, bbox_crs) if self.is_geo else None
+            pos = np.empty(0, dtype=np.int64) if box is None else self.index().query(box)
         for col, val in filters.items():
-            pos = pos[self.text(col)[pos] == val]
+            text = self.text(col)
+            pos = (np.flatnonzero(text == val) if isinstance(pos, range)
+                   else pos[text[pos] == val])
         return pos
 
     def fragments(self, pos: np.ndarray, crs: CRS) -> list[bytes]:
@@ -505,7 +505,7 @@ def add_ogc_routes(app: FastAPI, state: TownState, limits: ServiceLimits) -> Non
 
         def answer() -> Response:
             pos = c.select(bbox, bbox_crs, filters)
-            page = pos[offset:offset + limit]
+            page = np.asarray(pos[offset:offset + limit], dtype=np.int64)
             b = _base(request)
             url = f"{b}/collections/{c.id}/items"
             params = [(k, v) for k, v in q.multi_items() if k != "offset"]
