@@ -247,7 +247,7 @@ def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
     shapes or their WKB."""
     import pyarrow as pa
 
-    from gisnet.service.ogc import Collection
+    from gisnet.service.ogc import CRS84, Collection
     from gisnet.service.tables import PACK_CHUNK_ROWS, LayerLater, ResultTable, Shapes
 
     rng = np.random.default_rng(5)
@@ -270,9 +270,11 @@ def test_extent_and_bbox_of_a_layer_of_many_chunks(held_as_wkb):
     x0, y0, x1, y1 = coll.extent()
     box = [x0 + (x1 - x0) * 0.4, y0 + (y1 - y0) * 0.4, x0 + (x1 - x0) * 0.45,
            y0 + (y1 - y0) * 0.47]
-    got = coll.select(box, CRS.from_user_input("OGC:CRS84"), {})
     want = np.flatnonzero(shapely.intersects(lonlat, shapely.box(*box)))
+    # by the box's bounds (the CRS84 of the collection's list), and by its shape
+    got = coll.select(box, CRS84, {})
     assert len(want) > 10 and got.tolist() == want.tolist()
+    assert coll.select(box, CRS.from_user_input("OGC:CRS84"), {}).tolist() == want.tolist()
     assert coll._index is not None and (table._gdf is None) == held_as_wkb
     # the rows a search tests are made in CRS84 exactly as the extent's and index's
     rows = np.array([n - 1, 0, 7, 9000, 20_000])
@@ -320,6 +322,8 @@ def test_the_bounds_index_finds_what_an_strtree_finds():
         want = np.sort(tree.query(box, predicate="intersects"))
         got = index.query(box)
         assert got.tolist() == want.tolist(), box.wkt[:60]
+        if shapely.equals(box, shapely.envelope(box)):  # a rectangle, segment or point
+            assert index.query_bounds(*box.bounds).tolist() == want.tolist(), box.wkt[:60]
     # the shapes are asked for only where the bounds do not decide: none for a box
     # around them all; for a box, only rows whose bounds hold one of its corners or
     # reach across it

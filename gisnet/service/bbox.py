@@ -64,19 +64,32 @@ class BoundsIndex:
     def query(self, box: shapely.Geometry) -> np.ndarray:
         """Row positions (ascending) whose shape intersects ``box`` (CRS84)."""
         x0, y0, x1, y1 = shapely.bounds(box)
+        return self._search(x0, y0, x1, y1, box,
+                            bool(shapely.equals(box, shapely.envelope(box))))
+
+    def query_bounds(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+        """Row positions (ascending) whose shape intersects the rectangle ``x0`` to
+        ``x1``, ``y0`` to ``y1`` (CRS84, ``x0 <= x1``, ``y0 <= y1``; a segment or a
+        point when of no width or height): :meth:`query` of that box, which is made
+        only when a shape is to be tested (the common page asks no shapely call)."""
+        return self._search(x0, y0, x1, y1, None, True)
+
+    def _search(self, x0: float, y0: float, x1: float, y1: float,
+                box: shapely.Geometry | None, rect: bool) -> np.ndarray:
         if not len(self.rows) or not np.isfinite([x0, y0, x1, y1]).all():
             return np.empty(0, dtype=np.int64)
         hit = _meets(self.parents, np.arange(len(self.parents)), x0, y0, x1, y1)
         hit = _meets(self.leaves, _children(hit, len(self.leaves)), x0, y0, x1, y1)
         hit = _meets(self.items, _children(hit, len(self.items)), x0, y0, x1, y1)
         b = self.items[hit]
-        if bool(shapely.equals(box, shapely.envelope(box))):  # the box is its bounds
-            inside = _decided(b, x0, y0, x1, y1)
-        else:
-            inside = np.zeros(len(hit), dtype=bool)
+        # a shape's bounds decide only when the box is its own bounds
+        inside = _decided(b, x0, y0, x1, y1) if rect else np.zeros(len(hit), dtype=bool)
         rows = self.rows[hit]
         test = rows[~inside]
         if len(test):
+            if box is None:
+                box = (shapely.box(x0, y0, x1, y1) if x0 < x1 and y0 < y1 else
+                       shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]])))
             test = test[shapely.intersects(self.shapes_of(test), box)]
         return np.sort(np.concatenate([rows[inside], test]))
 

@@ -230,8 +230,16 @@ class Collection:
         make a million positions first)."""
         pos: np.ndarray | range = range(len(self))
         if bbox is not None:
-            box = bbox_in_crs84(bbox, bbox_crs) if self.is_geo else None
-            pos = np.empty(0, dtype=np.int64) if box is None else self.index().query(box)
+            if self.is_geo and bbox_crs is CRS84 and bbox[0] <= bbox[2]:
+                # a box in CRS84 not across the antimeridian, clipped as bbox_in_crs84
+                # clips it, searched by its bounds (no shape made unless one is tested)
+                a, b = max(bbox[0], -180.0), min(bbox[2], 180.0)
+                y0, y1 = max(bbox[1], -90.0), min(bbox[3], 90.0)
+                pos = (np.empty(0, dtype=np.int64) if y0 > y1
+                       else self.index().query_bounds(min(a, b), y0, max(a, b), y1))
+            else:
+                box = bbox_in_crs84(bbox, bbox_crs) if self.is_geo else None
+                pos = np.empty(0, dtype=np.int64) if box is None else self.index().query(box)
         for col, val in filters.items():
             text = self.text(col)
             pos = (np.flatnonzero(text == val) if isinstance(pos, range)
