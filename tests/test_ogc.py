@@ -350,3 +350,44 @@ def test_the_bounds_index_finds_what_an_strtree_finds():
     small = BoundsIndex([tricky], lambda rows: tricky[rows])
     want = np.flatnonzero(shapely.intersects(tricky, shapely.box(0, 0, 1, 1)))
     assert small.query(shapely.box(0, 0, 1, 1)).tolist() == want.tolist() == [0, 2, 3]
+
+
+def test_items_pages_are_made_on_at_most_page_threads_at_once(state, monkeypatch):
+    """Many items pages asked at once are made at most PAGE_THREADS at a time (a page
+    holds the GIL between short releases: more threads than that only wait), and
+    every one is answered."""
+    import asyncio
+    import threading
+    import time
+
+    import httpx
+
+    from gisnet.service import ogc
+
+    app = create_app(state)
+    lock, now, most = threading.Lock(), [0], [0]
+    made = ogc.Collection.fragments
+
+    def counted(self, pos, crs):
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.02)
+        try:
+            return made(self, pos, crs)
+        finally:
+            with lock:
+                now[0] -= 1
+
+    monkeypatch.setattr(ogc.Collection, "fragments", counted)
+
+    async def ask() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://gisnet") as cl:
+            rs = await asyncio.gather(*[
+                cl.get(f"/collections/obligations/items?limit=5&offset={5 * i}")
+                for i in range(12)])
+        return [r.status_code for r in rs]
+
+    assert asyncio.run(ask()) == [200] * 12
+    assert most[0] == ogc.PAGE_THREADS
