@@ -135,7 +135,7 @@ class Collection:
     def _crs84_at(self, positions: np.ndarray) -> np.ndarray:
         """The shapes of the rows at ``positions`` in CRS84, the coordinates those of
         :meth:`_in_crs84` (geopandas' ``to_crs``: the same transformer, ``always_xy``),
-        without a GeoSeries' cost per search (a bbox search asks for some 70 rows)."""
+        without a GeoSeries' cost per search (a search asks for the few across its corners)."""
         shapes = self.table.geometry_at(positions)
         if shapely.has_z(shapes).any():
             return np.asarray(gpd.GeoSeries(shapes, crs=self.storage).to_crs(WGS84).array,
