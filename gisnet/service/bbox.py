@@ -88,8 +88,7 @@ class BoundsIndex:
         test = rows[~inside]
         if len(test):
             if box is None:
-                box = (shapely.box(x0, y0, x1, y1) if x0 < x1 and y0 < y1 else
-                       shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]])))
+                box = rectangle(x0, y0, x1, y1)
             test = test[shapely.intersects(self.shapes_of(test), box)]
         return np.sort(np.concatenate([rows[inside], test]))
 
@@ -97,6 +96,14 @@ class BoundsIndex:
         """Bytes held."""
         return int(self.rows.nbytes + self.items.nbytes + self.leaves.nbytes
                    + self.parents.nbytes)
+
+
+def rectangle(x0: float, y0: float, x1: float, y1: float) -> shapely.Geometry:
+    """The box ``x0`` to ``x1``, ``y0`` to ``y1`` (``x0 <= x1``, ``y0 <= y1``): a
+    polygon, or a segment or a point when of no width or height."""
+    if x0 < x1 and y0 < y1:
+        return shapely.box(x0, y0, x1, y1)
+    return shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]]))
 
 
 def _decided(b: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:

@@ -41,7 +41,7 @@ from pyproj import CRS, Transformer
 from .. import __version__
 from ..output.metadata import layer_docs
 from ..serialize import WGS84, dumps, feature_fragments
-from .bbox import BoundsIndex
+from .bbox import BoundsIndex, rectangle
 from .errors import RequestError, UnknownIdError
 from .geojson import parse_crs
 from .inputs import GEOJSON, JSON
@@ -231,12 +231,11 @@ class Collection:
         pos: np.ndarray | range = range(len(self))
         if bbox is not None:
             if self.is_geo and bbox_crs is CRS84 and bbox[0] <= bbox[2]:
-                # a box in CRS84 not across the antimeridian, clipped as bbox_in_crs84
-                # clips it, searched by its bounds (no shape made unless one is tested)
-                a, b = max(bbox[0], -180.0), min(bbox[2], 180.0)
-                y0, y1 = max(bbox[1], -90.0), min(bbox[3], 90.0)
-                pos = (np.empty(0, dtype=np.int64) if y0 > y1
-                       else self.index().query_bounds(min(a, b), y0, max(a, b), y1))
+                # a box in CRS84 not across the antimeridian: searched by its bounds
+                # (no shape made unless one is tested)
+                r = crs84_bounds(bbox)
+                pos = (np.empty(0, dtype=np.int64) if r is None
+                       else self.index().query_bounds(*r))
             else:
                 box = bbox_in_crs84(bbox, bbox_crs) if self.is_geo else None
                 pos = np.empty(0, dtype=np.int64) if box is None else self.index().query(box)
@@ -290,6 +289,14 @@ def as_points(gdf: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
                             crs=gdf.crs)
 
 
+def crs84_bounds(bbox: list[float]) -> tuple[float, float, float, float] | None:
+    """A CRS84 ``bbox`` whose minx is not over its maxx, clipped to the globe, as the
+    bounds of the box searched (minx, miny, maxx, maxy); None when it holds nothing."""
+    a, b = max(bbox[0], -180.0), min(bbox[2], 180.0)
+    y0, y1 = max(bbox[1], -90.0), min(bbox[3], 90.0)
+    return None if y0 > y1 else (min(a, b), y0, max(a, b), y1)
+
+
 def bbox_in_crs84(bbox: list[float], crs: CRS) -> Any:
     """The area of ``bbox`` (minx, miny, maxx, maxy in ``crs``, its axis order) in CRS84,
     None when it holds nothing. Values beyond the CRS's area of use are clipped to it;
@@ -297,13 +304,12 @@ def bbox_in_crs84(bbox: list[float], crs: CRS) -> Any:
     the antimeridian."""
     x0, y0, x1, y1 = bbox
     if crs.equals(CRS84):
-        y0, y1 = max(y0, -90.0), min(y1, 90.0)
-        if y0 > y1:
-            return None
         if x0 > x1:  # across the antimeridian
-            return shapely.union(shapely.box(x0, y0, 180.0, y1), shapely.box(-180.0, y0, x1, y1))
-        return shapely.envelope(shapely.multipoints([[max(x0, -180.0), y0],
-                                                     [min(x1, 180.0), y1]]))
+            y0, y1 = max(y0, -90.0), min(y1, 90.0)
+            return None if y0 > y1 else shapely.union(shapely.box(x0, y0, 180.0, y1),
+                                                       shapely.box(-180.0, y0, x1, y1))
+        r = crs84_bounds(bbox)
+        return None if r is None else rectangle(*r)
     if north_first(crs):
         x0, y0, x1, y1 = y0, x0, y1, x1
     area = crs.area_of_use
@@ -314,9 +320,7 @@ def bbox_in_crs84(bbox: list[float], crs: CRS) -> Any:
             x0, y0, x1, y1 = max(x0, a0), max(y0, b0), min(x1, a1), min(y1, b1)
     if x0 > x1 or y0 > y1:
         return None
-    ring = shapely.segmentize(shapely.box(x0, y0, x1, y1) if x0 < x1 and y0 < y1
-                              else shapely.envelope(shapely.multipoints([[x0, y0], [x1, y1]])),
-                              max(x1 - x0, y1 - y0) / 64 or 1)
+    ring = shapely.segmentize(rectangle(x0, y0, x1, y1), max(x1 - x0, y1 - y0) / 64 or 1)
     out = gpd.GeoSeries([ring], crs=crs).to_crs(WGS84).iloc[0]
     if out is None or out.is_empty or not np.isfinite(shapely.get_coordinates(out)).all():
         return None
